@@ -1,0 +1,259 @@
+//! The catalog: an immutable snapshot of the loaded plugins, the rejected ones,
+//! and the tool index across them.
+//!
+//! A catalog is never changed in place. Reloading builds a new one (reusing the
+//! `Arc<Plugin>` of every folder that did not change) and the host swaps it in
+//! atomically, so a call in flight keeps the plugin it started with.
+//!
+//! Tool-name collisions are resolved deterministically: plugins are visited in
+//! the byte order of their names and the first plugin to claim a tool name keeps
+//! it. The other plugin stays loaded without that tool, and the collision is
+//! reported. Directory order and start-up timing never change the winner.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use jsonschema::Validator;
+use serde::Serialize;
+
+use crate::manifest::{MANIFEST_FILE, Manifest, ToolSpec};
+use crate::validate::{CheckedPlugin, ManifestError};
+
+/// A plugin that passed validation.
+#[derive(Debug)]
+pub struct Plugin {
+    pub manifest: Manifest,
+    /// Canonical plugin folder; the working directory of every call.
+    pub dir: PathBuf,
+    /// Canonical path of the executable.
+    pub entrypoint: PathBuf,
+    /// Compiled tools, in manifest order.
+    pub tools: Vec<Tool>,
+}
+
+/// A tool with its input schema compiled once per snapshot.
+#[derive(Debug)]
+pub struct Tool {
+    pub spec: ToolSpec,
+    pub input: Validator,
+    pub output: Option<Validator>,
+}
+
+impl Plugin {
+    /// The plugin's name (also its folder name).
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+}
+
+impl From<CheckedPlugin> for Plugin {
+    fn from(c: CheckedPlugin) -> Self {
+        let tools = c
+            .manifest
+            .tools
+            .iter()
+            .cloned()
+            .zip(c.input_validators)
+            .zip(c.output_validators)
+            .map(|((spec, input), output)| Tool {
+                spec,
+                input,
+                output,
+            })
+            .collect();
+        Plugin {
+            manifest: c.manifest,
+            dir: c.dir,
+            entrypoint: c.entrypoint,
+            tools,
+        }
+    }
+}
+
+/// A plugin folder that failed validation, with every reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rejected {
+    /// The folder's name.
+    pub folder: String,
+    pub dir: PathBuf,
+    pub errors: Vec<ManifestError>,
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.errors.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{}/{MANIFEST_FILE}: {e}", self.folder)?;
+        }
+        Ok(())
+    }
+}
+
+/// A tool name claimed by two plugins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Collision {
+    pub tool: String,
+    /// The plugin that keeps the tool (its name sorts first).
+    pub kept_by: String,
+    /// The plugin whose tool of that name is not offered.
+    pub skipped_in: String,
+}
+
+impl fmt::Display for Collision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tool \"{}\" of plugin \"{}\" is skipped: plugin \"{}\" already offers a tool of that name; rename one of them",
+            self.tool, self.skipped_in, self.kept_by
+        )
+    }
+}
+
+/// What loading one folder gave.
+pub type FolderResult = Result<Arc<Plugin>, Rejected>;
+
+/// A resolved tool: its plugin and its index in the plugin's tools.
+#[derive(Debug, Clone)]
+pub struct ToolRef {
+    pub plugin: Arc<Plugin>,
+    index: usize,
+}
+
+impl ToolRef {
+    pub fn tool(&self) -> &Tool {
+        &self.plugin.tools[self.index]
+    }
+}
+
+/// An immutable snapshot of the plugins folder.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    plugins: BTreeMap<String, Arc<Plugin>>,
+    rejected: BTreeMap<String, Rejected>,
+    tools: BTreeMap<String, ToolRef>,
+    collisions: Vec<Collision>,
+}
+
+impl Catalog {
+    /// Builds a snapshot from the result of each folder, keyed by folder name.
+    pub fn new(folders: impl IntoIterator<Item = (String, FolderResult)>) -> Catalog {
+        let mut plugins = BTreeMap::new();
+        let mut rejected = BTreeMap::new();
+        for (folder, result) in folders {
+            match result {
+                Ok(p) => {
+                    plugins.insert(folder, p);
+                }
+                Err(r) => {
+                    rejected.insert(folder, r);
+                }
+            }
+        }
+        Self::index(plugins, rejected)
+    }
+
+    /// A new snapshot in which `folder` is replaced by `result`, or removed when `None`.
+    /// Every other plugin is shared with `self`.
+    pub fn with_folder(&self, folder: &str, result: Option<FolderResult>) -> Catalog {
+        let mut plugins = self.plugins.clone();
+        let mut rejected = self.rejected.clone();
+        plugins.remove(folder);
+        rejected.remove(folder);
+        match result {
+            Some(Ok(p)) => {
+                plugins.insert(folder.to_owned(), p);
+            }
+            Some(Err(r)) => {
+                rejected.insert(folder.to_owned(), r);
+            }
+            None => {}
+        }
+        Self::index(plugins, rejected)
+    }
+
+    fn index(
+        plugins: BTreeMap<String, Arc<Plugin>>,
+        rejected: BTreeMap<String, Rejected>,
+    ) -> Catalog {
+        let mut tools: BTreeMap<String, ToolRef> = BTreeMap::new();
+        let mut collisions = Vec::new();
+        // BTreeMap iterates in name order: the first claimant wins, deterministically.
+        for plugin in plugins.values() {
+            for (index, tool) in plugin.tools.iter().enumerate() {
+                match tools.get(&tool.spec.name) {
+                    Some(existing) => collisions.push(Collision {
+                        tool: tool.spec.name.clone(),
+                        kept_by: existing.plugin.name().to_owned(),
+                        skipped_in: plugin.name().to_owned(),
+                    }),
+                    None => {
+                        tools.insert(
+                            tool.spec.name.clone(),
+                            ToolRef {
+                                plugin: plugin.clone(),
+                                index,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        Catalog {
+            plugins,
+            rejected,
+            tools,
+            collisions,
+        }
+    }
+
+    /// Loaded plugins, by name.
+    pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
+        self.plugins.values()
+    }
+
+    /// The loaded plugin in this folder.
+    pub fn plugin(&self, name: &str) -> Option<&Arc<Plugin>> {
+        self.plugins.get(name)
+    }
+
+    /// Rejected folders, by folder name.
+    pub fn rejected(&self) -> impl Iterator<Item = &Rejected> {
+        self.rejected.values()
+    }
+
+    /// The rejected folder of this name.
+    pub fn rejected_folder(&self, folder: &str) -> Option<&Rejected> {
+        self.rejected.get(folder)
+    }
+
+    /// Tool names claimed twice, and who kept them.
+    pub fn collisions(&self) -> &[Collision] {
+        &self.collisions
+    }
+
+    /// Every callable tool, by name.
+    pub fn tools(&self) -> impl Iterator<Item = (&str, &ToolRef)> {
+        self.tools.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// The callable tool of this name.
+    pub fn tool(&self, name: &str) -> Option<&ToolRef> {
+        self.tools.get(name)
+    }
+
+    /// Whether `plugin`'s tool `tool` is offered (false when it lost a collision).
+    pub fn offers(&self, plugin: &str, tool: &str) -> bool {
+        self.tools
+            .get(tool)
+            .is_some_and(|t| t.plugin.name() == plugin)
+    }
+
+    /// The callable tool name closest to `name`, for "did you mean" hints.
+    pub fn nearest_tool(&self, name: &str) -> Option<&str> {
+        crate::validate::nearest(name, self.tools.keys().map(String::as_str))
+    }
+}

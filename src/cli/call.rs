@@ -1,0 +1,108 @@
+//! `plughost call TOOL [JSON | -]`: one call. The result text goes to stdout.
+//! Exit 0 on success, 1 when the tool reported `is_error`, 2 on a host error
+//! (its kind and message on stderr).
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use plughost::{CallError, CallOptions, Invocation, Progress, Scope, Source};
+use serde_json::{Value, json};
+
+use super::Cli;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The tool to call.
+    tool: String,
+    /// The input as a JSON object, or `-` to read it from stdin (default: `{}`).
+    input: Option<String>,
+}
+
+pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
+    let input = read_input(args.input.as_deref())?;
+    let host = cli.host()?;
+    let progress_on_terminal = std::io::stderr().is_terminal();
+    let options = CallOptions {
+        invocation: Invocation {
+            source: Some(Source::Cli),
+            scope: Some(Scope::Foreground),
+            ..Invocation::default()
+        },
+        on_progress: progress_on_terminal
+            .then(|| Arc::new(show_progress) as Arc<dyn Fn(Progress) + Send + Sync>),
+        ..CallOptions::default()
+    };
+    let result = super::runtime().block_on(host.call_with(&args.tool, input, options));
+    if progress_on_terminal {
+        eprint!("\r\x1b[K");
+    }
+    Ok(match result {
+        Ok(outcome) => {
+            if cli.json {
+                super::print_json(&outcome);
+            } else {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(outcome.result.as_bytes());
+                if !outcome.result.ends_with('\n') {
+                    let _ = out.write_all(b"\n");
+                }
+            }
+            ExitCode::from(if outcome.is_error { 1 } else { 0 })
+        }
+        Err(err) => {
+            report_error(cli, &err);
+            ExitCode::from(2)
+        }
+    })
+}
+
+fn read_input(arg: Option<&str>) -> Result<Value, String> {
+    let text = match arg {
+        None => return Ok(json!({})),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("cannot read the input from stdin: {e}"))?;
+            s
+        }
+        Some(s) => s.to_owned(),
+    };
+    serde_json::from_str(&text).map_err(|e| format!("the input is not valid JSON: {e}"))
+}
+
+fn report_error(cli: &Cli, err: &CallError) {
+    if cli.json {
+        super::print_json(&json!({"error": {
+            "kind": err.kind(),
+            "message": err.to_string(),
+            "stderr_tail": err.stderr_tail(),
+        }}));
+    }
+    eprintln!("error: {}: {err}", err.kind());
+    if let Some(tail) = err.stderr_tail().map(str::trim).filter(|t| !t.is_empty()) {
+        if !matches!(err, CallError::InvalidOutput { .. }) {
+            eprintln!("plugin stderr (tail):");
+            for line in tail
+                .lines()
+                .rev()
+                .take(20)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                eprintln!("  {line}");
+            }
+        }
+    }
+}
+
+fn show_progress(p: Progress) {
+    let amount = match p.total {
+        Some(t) if t > 0.0 => format!("{:.0}%", 100.0 * p.progress / t),
+        _ => format!("{}", p.progress),
+    };
+    eprint!("\r\x1b[K[{amount}] {}", p.message.unwrap_or_default());
+    let _ = std::io::stderr().flush();
+}

@@ -1,0 +1,127 @@
+//! The `plughost` command line: argument parsing and dispatch. Each command
+//! lives in its own file and returns the process exit code.
+
+mod call;
+mod list;
+mod schema;
+mod validate;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use plughost::PluginHost;
+
+/// Runs AI-agent tools as plugins: one process per call, JSON on stdin and stdout.
+#[derive(Debug, Parser)]
+#[command(name = "plughost", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// Folder holding one folder per plugin.
+    #[arg(long, global = true, env = "PLUGHOST_PLUGINS_DIR", value_name = "DIR")]
+    plugins_dir: Option<PathBuf>,
+
+    /// Folder for approvals and plugin data (default: $XDG_STATE_HOME/plughost).
+    #[arg(long, global = true, env = "PLUGHOST_STATE_DIR", value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+
+    /// Time limit of one call in seconds, overriding every tool's timeout_secs.
+    #[arg(long, global = true, value_name = "SECS")]
+    timeout: Option<f64>,
+
+    /// Print JSON instead of text (listings and call outcomes).
+    #[arg(long, global = true)]
+    json: bool,
+
+    /// Pass the whole environment to plugins instead of the allowlist.
+    #[arg(long, global = true)]
+    inherit_env: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List plugins, their tools, and every rejected plugin with its reason.
+    List,
+    /// Validate one plugin folder, or every plugin in the plugins folder.
+    Validate(validate::Args),
+    /// Call a tool once and print its result.
+    Call(call::Args),
+    /// Print a JSON Schema (manifest, request or response).
+    Schema(schema::Args),
+}
+
+/// Parses the command line and runs the command.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("plughost: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, String> {
+    match &cli.command {
+        Command::List => list::run(&cli),
+        Command::Validate(args) => validate::run(&cli, args),
+        Command::Call(args) => call::run(&cli, args),
+        Command::Schema(args) => schema::run(args),
+    }
+}
+
+impl Cli {
+    fn plugins_dir(&self) -> PathBuf {
+        self.plugins_dir
+            .clone()
+            .unwrap_or_else(plughost::paths::default_plugins_dir)
+    }
+
+    fn state_dir(&self) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(plughost::paths::default_state_dir)
+    }
+
+    /// A host configured from the global options.
+    fn host(&self) -> Result<PluginHost, String> {
+        let mut builder = PluginHost::builder()
+            .plugins_dir(self.plugins_dir())
+            .state_dir(self.state_dir())
+            .inherit_env(self.inherit_env);
+        if let Some(secs) = self.timeout {
+            if !(secs > 0.0 && secs.is_finite()) {
+                return Err(format!(
+                    "--timeout must be a positive number of seconds, not {secs}"
+                ));
+            }
+            builder = builder.timeout(Duration::from_secs_f64(secs));
+        }
+        builder.build().map_err(|e| {
+            format!(
+                "cannot read the plugins folder {}: {e}",
+                self.plugins_dir().display()
+            )
+        })
+    }
+}
+
+/// A multi-threaded runtime for commands that run calls.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the tokio runtime starts")
+}
+
+/// Prints `value` as pretty JSON on stdout.
+fn print_json(value: &impl serde::Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("output serializes")
+    );
+}

@@ -1,0 +1,31 @@
+//! `plughost schema NAME`: prints a schema; `--write DIR` writes all of them
+//! (how `schemas/` is regenerated).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use plughost::schemas::{self, SchemaName};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Which schema to print.
+    #[arg(required_unless_present = "write")]
+    name: Option<SchemaName>,
+    /// Write every schema into this folder instead of printing one.
+    #[arg(long, value_name = "DIR")]
+    write: Option<PathBuf>,
+}
+
+pub fn run(args: &Args) -> Result<ExitCode, String> {
+    if let Some(dir) = &args.write {
+        schemas::write_all(dir)
+            .map_err(|e| format!("cannot write schemas to {}: {e}", dir.display()))?;
+        for name in SchemaName::ALL {
+            println!("wrote {}", dir.join(name.file_name()).display());
+        }
+    }
+    if let Some(name) = args.name {
+        print!("{}", name.render());
+    }
+    Ok(ExitCode::SUCCESS)
+}

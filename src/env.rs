@@ -1,0 +1,57 @@
+//! The environment a plugin sees.
+//!
+//! API keys and tokens in the user's environment must not leak into every
+//! plugin, so a plugin gets a small allowlist, the variables its manifest's
+//! `env` names, and plughost's own variables. `--inherit-env` passes the whole
+//! environment instead.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::catalog::Plugin;
+
+/// Variables every plugin gets from the host's environment, when set. `LC_*` is
+/// matched as a prefix. The interpreter-manager variables keep pyenv and nvm
+/// installations working.
+pub const ALLOWLIST: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "NVM_DIR",
+    "NVM_BIN",
+];
+
+/// Builds the environment of one call.
+pub fn plugin_env(
+    plugin: &Plugin,
+    data_dir: &Path,
+    tmp_dir: &Path,
+    inherit: bool,
+) -> Vec<(OsString, OsString)> {
+    let declared = &plugin.manifest.env;
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| {
+            inherit
+                || k.to_str().is_some_and(|k| {
+                    ALLOWLIST.contains(&k)
+                        || k.starts_with("LC_")
+                        || declared.iter().any(|d| d.0 == k)
+                })
+        })
+        .collect();
+    env.retain(|(k, _)| k != "TMPDIR" && k != "PLUGHOST_PLUGIN_DIR" && k != "PLUGHOST_DATA_DIR");
+    env.push(("PLUGHOST_PLUGIN_DIR".into(), plugin.dir.clone().into()));
+    env.push(("PLUGHOST_DATA_DIR".into(), data_dir.into()));
+    env.push(("TMPDIR".into(), tmp_dir.into()));
+    env
+}

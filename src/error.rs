@@ -1,0 +1,137 @@
+//! Call errors: one kind per failure, the same words in the CLI, the library and MCP.
+//!
+//! A plugin's own `is_error: true` answer is not here: it is a successful call
+//! whose [`crate::ToolOutcome`] says `is_error`.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// The kind of a host error, as printed by the CLI and sent over MCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    NotFound,
+    InvalidArgs,
+    NotAllowed,
+    Timeout,
+    Cancelled,
+    OutputTooLarge,
+    InvalidOutput,
+    Failed,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::InvalidArgs => "invalid_args",
+            ErrorKind::NotAllowed => "not_allowed",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::OutputTooLarge => "output_too_large",
+            ErrorKind::InvalidOutput => "invalid_output",
+            ErrorKind::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a call did not produce a plugin response.
+///
+/// The `Display` text is what an agent sees. A plugin's stderr is diagnostics for
+/// people: it is carried in `stderr_tail` and shown in the text only for
+/// `invalid_output`, where it usually explains the garbage.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    #[error("no tool named \"{tool}\"{}", hint.as_ref().map(|h| format!("; did you mean \"{h}\"?")).unwrap_or_default())]
+    NotFound { tool: String, hint: Option<String> },
+
+    #[error("input for \"{tool}\" does not match its input_schema: {}", violations.join("; "))]
+    InvalidArgs {
+        tool: String,
+        violations: Vec<String>,
+    },
+
+    #[error("{message}")]
+    NotAllowed { message: String },
+
+    #[error("\"{tool}\" did not answer within {}s; its process tree was killed", after.as_secs_f64())]
+    Timeout {
+        tool: String,
+        after: Duration,
+        stderr_tail: String,
+    },
+
+    #[error("the call to \"{tool}\" was cancelled; its process tree was killed")]
+    Cancelled { tool: String },
+
+    #[error("\"{tool}\" wrote more than {limit} bytes to stdout; its process tree was killed")]
+    OutputTooLarge { tool: String, limit: usize },
+
+    #[error(
+        "\"{tool}\" did not print one JSON response object: {reason}; stdout began with {stdout_head:?}{}",
+        tail_suffix(stderr_tail)
+    )]
+    InvalidOutput {
+        tool: String,
+        reason: String,
+        stdout_head: String,
+        stderr_tail: String,
+    },
+
+    #[error("\"{tool}\" failed: {reason}")]
+    Failed {
+        tool: String,
+        reason: String,
+        stderr_tail: String,
+    },
+}
+
+fn tail_suffix(tail: &str) -> String {
+    let tail = tail.trim();
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr ends with: {}", last_chars(tail, 500))
+    }
+}
+
+/// The last `n` characters of `s` (on a char boundary).
+pub(crate) fn last_chars(s: &str, n: usize) -> &str {
+    match s.char_indices().rev().nth(n.saturating_sub(1)) {
+        Some((i, _)) if s.len() > n => &s[i..],
+        _ => s,
+    }
+}
+
+impl CallError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CallError::NotFound { .. } => ErrorKind::NotFound,
+            CallError::InvalidArgs { .. } => ErrorKind::InvalidArgs,
+            CallError::NotAllowed { .. } => ErrorKind::NotAllowed,
+            CallError::Timeout { .. } => ErrorKind::Timeout,
+            CallError::Cancelled { .. } => ErrorKind::Cancelled,
+            CallError::OutputTooLarge { .. } => ErrorKind::OutputTooLarge,
+            CallError::InvalidOutput { .. } => ErrorKind::InvalidOutput,
+            CallError::Failed { .. } => ErrorKind::Failed,
+        }
+    }
+
+    /// The diagnostic stderr tail, when the failure happened in a running plugin.
+    pub fn stderr_tail(&self) -> Option<&str> {
+        match self {
+            CallError::Timeout { stderr_tail, .. }
+            | CallError::InvalidOutput { stderr_tail, .. }
+            | CallError::Failed { stderr_tail, .. } => Some(stderr_tail),
+            _ => None,
+        }
+    }
+}

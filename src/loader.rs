@@ -1,0 +1,92 @@
+//! Scans a plugins folder and loads each plugin folder in it.
+//!
+//! Dot-entries and loose files are skipped; a folder symlinked into the plugins
+//! folder is followed (handy while developing a plugin elsewhere). A folder that
+//! fails validation is kept as [`Rejected`] with every reason, and never stops
+//! the others from loading.
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::catalog::{Catalog, FolderResult, Plugin, Rejected};
+use crate::validate::{ManifestError, check_plugin};
+
+/// Loads one plugin folder.
+pub fn load_folder(dir: &Path) -> FolderResult {
+    let folder = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string());
+    match check_plugin(dir) {
+        Ok(checked) => Ok(Arc::new(Plugin::from(checked))),
+        Err(errors) => Err(Rejected {
+            folder,
+            dir: dir.to_path_buf(),
+            errors,
+        }),
+    }
+}
+
+/// Names of the plugin folders directly inside `root`, sorted.
+pub fn plugin_folders(root: &Path) -> io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        if is_plugin_folder(root, &name) {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Whether `root/name` is a folder the loader considers (not hidden, a directory).
+pub fn is_plugin_folder(root: &Path, name: &str) -> bool {
+    !name.starts_with('.') && std::fs::metadata(root.join(name)).is_ok_and(|m| m.is_dir())
+}
+
+/// Loads every plugin folder in `root` into a new catalog. Folders are checked on
+/// all cores, since a large plugins folder is dominated by schema compilation.
+pub fn scan(root: &Path) -> io::Result<Catalog> {
+    let names = plugin_folders(root)?;
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(names.len().max(1));
+    let chunk = names.len().div_ceil(workers).max(1);
+    let results: Vec<(String, FolderResult)> = std::thread::scope(|s| {
+        let handles: Vec<_> = names
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|n| (n.clone(), load_folder(&root.join(n))))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    Ok(Catalog::new(results))
+}
+
+/// A rejection for a folder that could not even be listed or read.
+pub fn unreadable(dir: &Path, err: &io::Error) -> Rejected {
+    Rejected {
+        folder: dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        dir: dir.to_path_buf(),
+        errors: vec![ManifestError {
+            pointer: String::new(),
+            message: format!("cannot read the folder: {err}"),
+        }],
+    }
+}

@@ -1,0 +1,153 @@
+//! The `plugin.json` model.
+//!
+//! These types are the single source of truth for the manifest: serde reads them,
+//! schemars turns them into `schemas/plugin.schema.json`, and the validator checks
+//! a manifest against that generated schema before anything else. Rules a JSON
+//! Schema cannot express (folder name, entrypoint on disk, schemas that compile)
+//! live in [`crate::validate`].
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Name of the manifest file inside a plugin folder.
+pub const MANIFEST_FILE: &str = "plugin.json";
+
+/// A plugin's manifest, as written in `plugin.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "plughost plugin manifest (plugin.json)")]
+pub struct Manifest {
+    /// Optional URL or path of this schema, for editors.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Plugin name: lowercase letters, digits and dashes; equals the folder's name.
+    #[schemars(regex(pattern = r"^[a-z0-9][a-z0-9-]*$"), length(max = 64))]
+    pub name: String,
+    /// Semantic version, e.g. `1.2.0`.
+    #[schemars(regex(
+        pattern = r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"
+    ))]
+    pub version: String,
+    /// What the plugin does, in one sentence.
+    #[schemars(length(min = 1))]
+    pub description: String,
+    /// Who wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// Relative path of the executable inside the plugin folder.
+    #[schemars(length(min = 1))]
+    pub entrypoint: String,
+    /// What the plugin may do; `[]` for nothing beyond its own folders.
+    pub permissions: Vec<Permission>,
+    /// Names of environment variables the plugin needs from the user's environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVarName>,
+    /// The tools this plugin offers; at least one.
+    #[schemars(length(min = 1))]
+    pub tools: Vec<ToolSpec>,
+}
+
+/// One tool of a plugin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// Tool name, unique across every loaded plugin: `^[a-z][a-z0-9_]*$`, at most 64 characters.
+    #[schemars(regex(pattern = r"^[a-z][a-z0-9_]*$"), length(min = 1, max = 64))]
+    pub name: String,
+    /// What the tool does; this is what the model reads.
+    #[schemars(length(min = 1))]
+    pub description: String,
+    /// JSON Schema (of type `object`) for the tool's `input`.
+    pub input_schema: Map<String, Value>,
+    /// JSON Schema for the response's `structured` value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Map<String, Value>>,
+    /// Time limit for one call, in seconds (default 30; the host-wide `--timeout` overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub timeout_secs: Option<u64>,
+}
+
+/// The name of an environment variable.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(transparent)]
+pub struct EnvVarName(#[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))] pub String);
+
+/// A capability a plugin asks for.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub enum Permission {
+    /// Read files anywhere the user can.
+    #[serde(rename = "filesystem:read")]
+    FilesystemRead,
+    /// Write files anywhere the user can.
+    #[serde(rename = "filesystem:write")]
+    FilesystemWrite,
+    /// Open network connections and listen on ports.
+    #[serde(rename = "network")]
+    Network,
+    /// Run other programs (advisory).
+    #[serde(rename = "shell:exec")]
+    ShellExec,
+    /// Read and write the clipboard (advisory).
+    #[serde(rename = "clipboard")]
+    Clipboard,
+    /// Show desktop notifications (advisory).
+    #[serde(rename = "notifications")]
+    Notifications,
+}
+
+impl Permission {
+    /// Every permission, in manifest order.
+    pub const ALL: [Permission; 6] = [
+        Permission::FilesystemRead,
+        Permission::FilesystemWrite,
+        Permission::Network,
+        Permission::ShellExec,
+        Permission::Clipboard,
+        Permission::Notifications,
+    ];
+
+    /// The manifest spelling, e.g. `filesystem:read`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::FilesystemRead => "filesystem:read",
+            Permission::FilesystemWrite => "filesystem:write",
+            Permission::Network => "network",
+            Permission::ShellExec => "shell:exec",
+            Permission::Clipboard => "clipboard",
+            Permission::Notifications => "notifications",
+        }
+    }
+
+    /// What granting it means, in words for an approval prompt.
+    pub fn grants(self) -> &'static str {
+        match self {
+            Permission::FilesystemRead => "read any file your user can read",
+            Permission::FilesystemWrite => "create, change and delete any file your user can",
+            Permission::Network => "connect to other machines and listen on ports",
+            Permission::ShellExec => "run other programs on your behalf",
+            Permission::Clipboard => "read and change your clipboard",
+            Permission::Notifications => "show desktop notifications",
+        }
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Manifest {
+    /// The tool with this name, if the plugin has one.
+    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}

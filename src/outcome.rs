@@ -1,0 +1,201 @@
+//! Turns a finished plugin process into a [`ToolOutcome`] or a [`CallError`],
+//! with messages a plugin author understands.
+
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::catalog::{Plugin, ToolRef};
+use crate::error::CallError;
+use crate::executor::Finished;
+use crate::protocol::{Attachment, parse_response};
+
+/// A call that reached its plugin and got a response back. `is_error` is the
+/// plugin's own verdict, not a host failure.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolOutcome {
+    pub tool: String,
+    pub plugin: String,
+    /// The text the agent sees.
+    pub result: String,
+    pub is_error: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    pub exit_code: i32,
+    #[serde(serialize_with = "serialize_ms", rename = "duration_ms")]
+    pub duration: Duration,
+    /// The kept part of stderr, for diagnostics; never meant for the agent.
+    pub stderr_tail: String,
+}
+
+fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((d.as_secs_f64() * 1e6).round() / 1e3)
+}
+
+/// How many bytes of bad stdout an `invalid_output` error shows.
+const STDOUT_HEAD: usize = 200;
+
+/// Interprets a process that ran to its own end.
+pub fn interpret(
+    tool_ref: &ToolRef,
+    finished: Finished,
+    data_dir: &Path,
+) -> Result<ToolOutcome, CallError> {
+    let tool = tool_ref.tool();
+    let name = tool.spec.name.clone();
+    let parsed = parse_response(&finished.stdout);
+    if !finished.status.success() {
+        let mut reason = describe_status(finished.status, &tool_ref.plugin);
+        if let Ok(r) = &parsed {
+            if r.is_error {
+                reason = format!("{reason}: {}", r.result_text());
+            }
+        }
+        return Err(CallError::Failed {
+            tool: name,
+            reason,
+            stderr_tail: finished.stderr,
+        });
+    }
+    let response = parsed.map_err(|e| CallError::InvalidOutput {
+        tool: name.clone(),
+        reason: e.0,
+        stdout_head: String::from_utf8_lossy(
+            &finished.stdout[..finished.stdout.len().min(STDOUT_HEAD)],
+        )
+        .into_owned(),
+        stderr_tail: finished.stderr.clone(),
+    })?;
+    if let (Some(validator), Some(structured)) = (&tool.output, &response.structured) {
+        let problems: Vec<String> = validator
+            .iter_errors(structured)
+            .map(|e| format!("{}: {}", e.instance_path().as_str(), e.masked()))
+            .collect();
+        if !problems.is_empty() {
+            return Err(CallError::InvalidOutput {
+                tool: name,
+                reason: format!(
+                    "\"structured\" does not match the tool's output_schema: {}",
+                    problems.join("; ")
+                ),
+                stdout_head: String::from_utf8_lossy(
+                    &finished.stdout[..finished.stdout.len().min(STDOUT_HEAD)],
+                )
+                .into_owned(),
+                stderr_tail: finished.stderr,
+            });
+        }
+    }
+    let attachments = response
+        .attachments
+        .iter()
+        .cloned()
+        .map(|mut a| {
+            if let Some(p) = &a.path {
+                if p.is_relative() {
+                    a.path = Some(data_dir.join(p));
+                }
+            }
+            a
+        })
+        .collect();
+    Ok(ToolOutcome {
+        tool: name,
+        plugin: tool_ref.plugin.name().to_owned(),
+        result: response.result_text(),
+        is_error: response.is_error,
+        attachments,
+        structured: response.structured,
+        exit_code: 0,
+        duration: finished.duration,
+        stderr_tail: finished.stderr,
+    })
+}
+
+/// "exited with code 3", "was killed by signal 11 (SIGSEGV)", with a hint for
+/// the shell's "command not found" codes.
+fn describe_status(status: ExitStatus, plugin: &Plugin) -> String {
+    if let Some(code) = status.code() {
+        let hint = match code {
+            127 => match shebang(&plugin.entrypoint) {
+                Some(line) => format!(
+                    " (command not found: is the interpreter on the entrypoint's first line, \"{line}\", installed?)"
+                ),
+                None => " (command not found)".to_owned(),
+            },
+            126 => " (a command could not be executed: check its permissions)".to_owned(),
+            _ => String::new(),
+        };
+        return format!("the plugin exited with code {code}{hint}");
+    }
+    match status.signal() {
+        Some(sig) => format!(
+            "the plugin was killed by signal {sig}{}",
+            signal_name(sig)
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        ),
+        None => format!("the plugin ended abnormally ({status})"),
+    }
+}
+
+fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return None,
+    })
+}
+
+/// The entrypoint's `#!` line, if it has one.
+fn shebang(entrypoint: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(entrypoint).ok()?.read(&mut head).ok()?;
+    let first = head[..n].split(|b| *b == b'\n').next()?;
+    first
+        .starts_with(b"#!")
+        .then(|| String::from_utf8_lossy(first).trim().to_owned())
+}
+
+/// A spawn failure in words: missing entrypoint, missing interpreter, not executable.
+pub fn explain_spawn_error(plugin: &Plugin, err: &io::Error) -> String {
+    let ep = plugin.entrypoint.display();
+    match err.raw_os_error() {
+        Some(libc::ENOENT) if !plugin.entrypoint.exists() => {
+            format!(
+                "the entrypoint {ep} no longer exists; was the plugin changed since it was loaded?"
+            )
+        }
+        Some(libc::ENOENT) => match shebang(&plugin.entrypoint) {
+            Some(line) => format!(
+                "the interpreter named on the entrypoint's first line, \"{line}\", does not exist"
+            ),
+            None => format!("cannot start {ep}: {err}"),
+        },
+        Some(libc::EACCES) => format!("the entrypoint {ep} is not executable; run: chmod +x {ep}"),
+        Some(libc::ENOEXEC) => format!(
+            "the entrypoint {ep} is neither a binary for this machine nor a script with a #! line"
+        ),
+        _ => format!("cannot start {ep}: {err}"),
+    }
+}

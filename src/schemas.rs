@@ -1,0 +1,72 @@
+//! The JSON Schemas plughost publishes, generated from the Rust types so they
+//! can never drift. `schemas/*.schema.json` are these, committed; a test fails
+//! when they differ (regenerate with `cargo run -- schema --write schemas`).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::manifest::Manifest;
+use crate::protocol::{Request, Response};
+
+/// The schemas by name, as `plughost schema NAME` knows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaName {
+    /// `plugin.json`.
+    Manifest,
+    /// The request a plugin reads on stdin.
+    Request,
+    /// The response a plugin writes on stdout.
+    Response,
+}
+
+impl SchemaName {
+    pub const ALL: [SchemaName; 3] = [
+        SchemaName::Manifest,
+        SchemaName::Request,
+        SchemaName::Response,
+    ];
+
+    /// The committed file's name, e.g. `plugin.schema.json`.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            SchemaName::Manifest => "plugin.schema.json",
+            SchemaName::Request => "request.schema.json",
+            SchemaName::Response => "response.schema.json",
+        }
+    }
+
+    /// The schema as JSON.
+    pub fn generate(self) -> Value {
+        match self {
+            SchemaName::Manifest => manifest_schema(),
+            SchemaName::Request => to_value(schemars::schema_for!(Request<'static>)),
+            SchemaName::Response => to_value(schemars::schema_for!(Response)),
+        }
+    }
+
+    /// The schema as the pretty text committed under `schemas/`.
+    pub fn render(self) -> String {
+        let mut text = serde_json::to_string_pretty(&self.generate()).expect("a schema serializes");
+        text.push('\n');
+        text
+    }
+}
+
+/// The manifest schema; the validator checks every `plugin.json` against it.
+pub fn manifest_schema() -> Value {
+    to_value(schemars::schema_for!(Manifest))
+}
+
+fn to_value(schema: schemars::Schema) -> Value {
+    schema.to_value()
+}
+
+/// Writes every schema into `dir`.
+pub fn write_all(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for name in SchemaName::ALL {
+        std::fs::write(dir.join(name.file_name()), name.render())?;
+    }
+    Ok(())
+}

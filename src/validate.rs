@@ -1,0 +1,429 @@
+//! Manifest validation in two layers.
+//!
+//! 1. The raw JSON is checked against the schema generated from
+//!    [`crate::manifest::Manifest`], so every structural error (missing field,
+//!    wrong type, bad name, unknown field) is reported at once with its pointer.
+//! 2. Semantic checks a schema cannot express: the folder name, the entrypoint on
+//!    disk (exists, executable, does not escape the folder by `..` or a symlink),
+//!    input schemas that compile and have type `object`, duplicate tools and
+//!    permissions.
+//!
+//! Reading is defensive: the manifest is opened without blocking (a FIFO cannot
+//! hang the loader), must be a regular file, and is capped in size.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::io::Read;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::LazyLock;
+
+use jsonschema::Validator;
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use serde_json::Value;
+
+use crate::manifest::{MANIFEST_FILE, Manifest};
+use crate::schemas;
+
+/// Largest `plugin.json` the loader reads.
+pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
+
+/// One problem in a manifest: where (a JSON pointer, empty for the whole file) and what.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ManifestError {
+    pub pointer: String,
+    pub message: String,
+}
+
+impl ManifestError {
+    fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        ManifestError {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.pointer.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.pointer, self.message)
+        }
+    }
+}
+
+/// A manifest that passed every check, with what the checks resolved.
+#[derive(Debug)]
+pub struct CheckedPlugin {
+    pub manifest: Manifest,
+    /// Canonical plugin folder.
+    pub dir: PathBuf,
+    /// Canonical entrypoint path, inside `dir`.
+    pub entrypoint: PathBuf,
+    /// One compiled input validator per tool, in manifest order.
+    pub input_validators: Vec<Validator>,
+    /// One compiled output validator per tool that declares `output_schema`.
+    pub output_validators: Vec<Option<Validator>>,
+}
+
+/// Validates the plugin folder `dir`; on failure returns every problem found.
+pub fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
+    let raw = read_manifest_json(&dir.join(MANIFEST_FILE)).map_err(|e| vec![e])?;
+    let mut errors = schema_errors(&raw);
+    if !errors.is_empty() {
+        // Still report the file-system problems, so one round of fixes is enough.
+        if let Some(Value::String(ep)) = raw.get("entrypoint") {
+            if let Ok(d) = dir.canonicalize() {
+                if let Err(m) = check_entrypoint(&d, ep) {
+                    errors.push(ManifestError::new("/entrypoint", m));
+                }
+            }
+        }
+        return Err(errors);
+    }
+    let manifest: Manifest = match serde_json::from_value(raw) {
+        Ok(m) => m,
+        // The schema is generated from the same types, so this is a bug, but report it as one.
+        Err(e) => return Err(vec![ManifestError::new("", e.to_string())]),
+    };
+
+    let folder = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+    if folder.as_deref() != Some(manifest.name.as_str()) {
+        errors.push(ManifestError::new(
+            "/name",
+            format!(
+                "\"{}\" must equal the folder's name \"{}\"; rename the folder or the plugin",
+                manifest.name,
+                folder.unwrap_or_default()
+            ),
+        ));
+    }
+    let dir = match dir.canonicalize() {
+        Ok(d) => d,
+        Err(e) => {
+            return Err(vec![ManifestError::new(
+                "",
+                format!("cannot resolve the folder: {e}"),
+            )]);
+        }
+    };
+    let entrypoint = check_entrypoint(&dir, &manifest.entrypoint)
+        .map_err(|m| ManifestError::new("/entrypoint", m));
+    let entrypoint = match entrypoint {
+        Ok(p) => Some(p),
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+
+    let mut seen_perms = HashSet::new();
+    for (i, p) in manifest.permissions.iter().enumerate() {
+        if !seen_perms.insert(*p) {
+            errors.push(ManifestError::new(
+                format!("/permissions/{i}"),
+                format!("\"{p}\" is listed twice; list each permission once"),
+            ));
+        }
+    }
+    let mut seen_env = HashSet::new();
+    for (i, v) in manifest.env.iter().enumerate() {
+        if !seen_env.insert(&v.0) {
+            errors.push(ManifestError::new(
+                format!("/env/{i}"),
+                format!("\"{}\" is listed twice", v.0),
+            ));
+        }
+    }
+
+    let mut seen_tools = HashSet::new();
+    let mut input_validators = Vec::new();
+    let mut output_validators = Vec::new();
+    for (i, tool) in manifest.tools.iter().enumerate() {
+        if !seen_tools.insert(tool.name.as_str()) {
+            errors.push(ManifestError::new(
+                format!("/tools/{i}/name"),
+                format!(
+                    "tool \"{}\" is defined twice; tool names must be unique",
+                    tool.name
+                ),
+            ));
+        }
+        let input = Value::Object(tool.input_schema.clone());
+        match input.get("type") {
+            Some(Value::String(t)) if t == "object" => {}
+            _ => errors.push(ManifestError::new(
+                format!("/tools/{i}/input_schema"),
+                "type must be \"object\" (add \"type\": \"object\")",
+            )),
+        }
+        match compile_schema(&input) {
+            Ok(v) => input_validators.push(v),
+            Err(m) => errors.push(ManifestError::new(format!("/tools/{i}/input_schema"), m)),
+        }
+        match &tool.output_schema {
+            None => output_validators.push(None),
+            Some(s) => match compile_schema(&Value::Object(s.clone())) {
+                Ok(v) => output_validators.push(Some(v)),
+                Err(m) => errors.push(ManifestError::new(format!("/tools/{i}/output_schema"), m)),
+            },
+        }
+    }
+
+    match entrypoint {
+        Some(entrypoint) if errors.is_empty() => Ok(CheckedPlugin {
+            manifest,
+            dir,
+            entrypoint,
+            input_validators,
+            output_validators,
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// Compiles a plugin-supplied JSON Schema. Remote and file `$ref`s are refused:
+/// a plugin's schema never makes the host fetch a URL or read another file.
+pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
+    jsonschema::options()
+        .offline()
+        .build(schema)
+        .map_err(|e| format!("is not a valid JSON Schema: {}", e.masked()))
+}
+
+/// Reads and parses `plugin.json` without ever blocking or reading without bound.
+fn read_manifest_json(path: &Path) -> Result<Value, ManifestError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path);
+    let file = match file {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ManifestError::new("", "no plugin.json in this folder"));
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(ManifestError::new(
+                "",
+                "plugin.json is a symlink; make it a regular file",
+            ));
+        }
+        Err(e) => {
+            return Err(ManifestError::new(
+                "",
+                format!("cannot open plugin.json: {e}"),
+            ));
+        }
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| ManifestError::new("", format!("cannot stat plugin.json: {e}")))?;
+    if !meta.is_file() {
+        return Err(ManifestError::new("", "plugin.json is not a regular file"));
+    }
+    if meta.len() > MAX_MANIFEST_BYTES {
+        return Err(too_large(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_MANIFEST_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ManifestError::new("", format!("cannot read plugin.json: {e}")))?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        ManifestError::new(
+            "",
+            format!(
+                "plugin.json is not valid UTF-8 (at byte {})",
+                e.valid_up_to()
+            ),
+        )
+    })?;
+    // serde_json refuses nesting deeper than 128 levels, so hostile depth is an error, not a crash.
+    serde_json::from_str(text)
+        .map_err(|e| ManifestError::new("", format!("plugin.json is not valid JSON: {e}")))
+}
+
+fn too_large(len: u64) -> ManifestError {
+    ManifestError::new(
+        "",
+        format!("plugin.json is {len} bytes; the limit is {MAX_MANIFEST_BYTES} bytes"),
+    )
+}
+
+/// Resolves the entrypoint and checks it stays inside the plugin folder.
+fn check_entrypoint(dir: &Path, entrypoint: &str) -> Result<PathBuf, String> {
+    let rel = Path::new(entrypoint);
+    if rel.is_absolute() {
+        return Err(format!(
+            "\"{entrypoint}\" must be a path relative to the plugin folder"
+        ));
+    }
+    if rel.components().any(|c| c == Component::ParentDir) {
+        return Err(format!(
+            "\"{entrypoint}\" must stay inside the plugin folder (no \"..\")"
+        ));
+    }
+    let resolved = match dir.join(rel).canonicalize() {
+        Ok(p) => p,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "\"{entrypoint}\" does not exist in the plugin folder"
+            ));
+        }
+        Err(e) => return Err(format!("cannot resolve \"{entrypoint}\": {e}")),
+    };
+    if !resolved.starts_with(dir) {
+        return Err(format!(
+            "\"{entrypoint}\" resolves to {} through a symlink, outside the plugin folder",
+            resolved.display()
+        ));
+    }
+    let meta =
+        std::fs::metadata(&resolved).map_err(|e| format!("cannot stat \"{entrypoint}\": {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("\"{entrypoint}\" is not a regular file"));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(format!(
+            "\"{entrypoint}\" is not executable; run: chmod +x {entrypoint}"
+        ));
+    }
+    Ok(resolved)
+}
+
+static MANIFEST_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
+    jsonschema::options()
+        .offline()
+        .build(&schemas::manifest_schema())
+        .expect("the generated manifest schema compiles")
+});
+
+/// Structural errors of a raw manifest, in words for plugin authors.
+fn schema_errors(raw: &Value) -> Vec<ManifestError> {
+    let mut errors: Vec<ManifestError> = MANIFEST_VALIDATOR
+        .iter_errors(raw)
+        .flat_map(|e| explain(&e))
+        .collect();
+    errors.sort_by(|a, b| a.pointer.cmp(&b.pointer));
+    errors.dedup();
+    errors
+}
+
+const MANIFEST_FIELDS: &[&str] = &[
+    "$schema",
+    "name",
+    "version",
+    "description",
+    "author",
+    "entrypoint",
+    "permissions",
+    "env",
+    "tools",
+];
+const TOOL_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "input_schema",
+    "output_schema",
+    "timeout_secs",
+];
+
+fn explain(e: &jsonschema::ValidationError<'_>) -> Vec<ManifestError> {
+    let at = e.instance_path().as_str().to_owned();
+    let one = |m: String| vec![ManifestError::new(at.clone(), m)];
+    match e.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let known = if at.is_empty() {
+                MANIFEST_FIELDS
+            } else {
+                TOOL_FIELDS
+            };
+            unexpected
+                .iter()
+                .map(|field| {
+                    let mut m = format!("unknown field \"{field}\"");
+                    if let Some(near) = nearest(field, known.iter().copied()) {
+                        m.push_str(&format!("; did you mean \"{near}\"?"));
+                    }
+                    ManifestError::new(format!("{at}/{}", escape_pointer(field)), m)
+                })
+                .collect()
+        }
+        ValidationErrorKind::Required { property } => {
+            let name = property.as_str().unwrap_or_default();
+            vec![ManifestError::new(
+                format!("{at}/{name}"),
+                "is required but missing",
+            )]
+        }
+        ValidationErrorKind::Type { kind } => one(match kind {
+            TypeKind::Single(t) => format!(
+                "must be {} (found {})",
+                article(&t.to_string()),
+                crate::protocol::json_type_name(e.instance())
+            ),
+            TypeKind::Multiple(_) => e.masked().to_string(),
+        }),
+        ValidationErrorKind::Pattern { .. } => one(pattern_hint(&at, e.instance())),
+        ValidationErrorKind::Enum { .. } if at.starts_with("/permissions/") => {
+            let found = e.instance().as_str().unwrap_or_default().to_owned();
+            let all = crate::manifest::Permission::ALL.map(|p| p.as_str());
+            let mut m = format!("unknown permission \"{found}\"; known: {}", all.join(", "));
+            if let Some(near) = nearest(&found, all.into_iter()) {
+                m = format!(
+                    "unknown permission \"{found}\"; did you mean \"{near}\"? (known: {})",
+                    all.join(", ")
+                );
+            }
+            one(m)
+        }
+        ValidationErrorKind::MinLength { .. } => one("must not be empty".into()),
+        ValidationErrorKind::MaxLength { limit } => {
+            one(format!("must be at most {limit} characters"))
+        }
+        ValidationErrorKind::MinItems { .. } if at == "/tools" => {
+            one("must list at least one tool".into())
+        }
+        _ => one(e.masked().to_string()),
+    }
+}
+
+fn pattern_hint(at: &str, found: &Value) -> String {
+    let found = found.as_str().unwrap_or_default();
+    let rule = if at == "/name" {
+        "use lowercase letters, digits and dashes, starting with a letter or digit (like \"my-plugin\")"
+    } else if at == "/version" {
+        "use a semantic version (like \"1.0.0\")"
+    } else if at.starts_with("/tools/") {
+        "start with a lowercase letter and use lowercase letters, digits and underscores (like \"weather_today\")"
+    } else if at.starts_with("/env/") {
+        "use an environment variable name (like \"API_KEY\")"
+    } else {
+        "has the wrong format"
+    };
+    format!("\"{found}\" is not allowed: {rule}")
+}
+
+fn article(t: &str) -> String {
+    match t {
+        "object" | "array" | "integer" => format!("an {t}"),
+        _ => format!("a {t}"),
+    }
+}
+
+fn escape_pointer(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// The candidate closest to `word`, when it is close enough to be a likely typo.
+pub fn nearest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
+        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
