@@ -1,0 +1,191 @@
+//! Shared helpers for the integration tests: throwaway plugin folders, the real
+//! binary, and a `/proc` scan for processes a plugin left behind.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The fixture plugins folder.
+pub fn fixtures() -> PathBuf {
+    repo().join("tests/fixtures/plugins")
+}
+
+/// A temporary plugins folder and state folder, removed on drop.
+pub struct Sandbox {
+    pub root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let root = tempfile::Builder::new().prefix("plughost-test-").tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("plugins")).unwrap();
+        std::fs::create_dir_all(root.path().join("state")).unwrap();
+        Sandbox { root }
+    }
+
+    pub fn plugins(&self) -> PathBuf {
+        self.root.path().join("plugins")
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.root.path().join("state")
+    }
+
+    /// Copies fixture plugin folders (by folder name) into the plugins folder.
+    pub fn with_fixtures(self, names: &[&str]) -> Sandbox {
+        for name in names {
+            copy_dir(&fixtures().join(name), &self.plugins().join(name));
+        }
+        self
+    }
+
+    /// Copies the bundled example plugins into the plugins folder.
+    pub fn with_examples(self) -> Sandbox {
+        for entry in std::fs::read_dir(repo().join("plugins-examples")).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                copy_dir(&entry.path(), &self.plugins().join(entry.file_name()));
+            }
+        }
+        self
+    }
+
+    /// Writes a plugin folder with this manifest and a bash entrypoint `main.sh`.
+    pub fn write_plugin(&self, folder: &str, manifest: &serde_json::Value, script: &str) -> PathBuf {
+        let dir = self.plugins().join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("plugin.json"), serde_json::to_vec_pretty(manifest).unwrap()).unwrap();
+        write_executable(&dir.join("main.sh"), script);
+        dir
+    }
+
+    /// `plughost` with `--plugins-dir` and `--state-dir` pointing here.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_plughost"));
+        c.arg("--plugins-dir").arg(self.plugins()).arg("--state-dir").arg(self.state());
+        c.env_remove("PLUGHOST_PLUGINS_DIR").env_remove("PLUGHOST_STATE_DIR");
+        c
+    }
+}
+
+/// A minimal valid manifest for a plugin `name` with one tool `tool`.
+pub fn manifest(name: &str, tool: &str) -> serde_json::Value {
+    serde_json::json!({
+        "name": name,
+        "version": "1.0.0",
+        "description": "A test plugin.",
+        "entrypoint": "main.sh",
+        "permissions": [],
+        "tools": [{
+            "name": tool,
+            "description": "A test tool.",
+            "input_schema": {"type": "object", "properties": {}}
+        }]
+    })
+}
+
+/// A bash entrypoint that answers `result` after reading its request.
+pub fn answer_script(result: &str) -> String {
+    format!("#!/usr/bin/env bash\ncat >/dev/null\nprintf '%s' '{{\"result\":\"{result}\"}}'\n")
+}
+
+pub fn write_executable(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Runs a command to completion, returning its output.
+pub fn run(mut cmd: Command) -> Output {
+    cmd.output().expect("the command runs")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Processes (pid, state, command line) whose working directory or command
+/// line lies inside `dir`. Zombies are included: a zombie is a leak too.
+pub fn processes_in(dir: &Path) -> Vec<(u32, String, String)> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let needle = dir.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let base = entry.path();
+        let cwd = std::fs::read_link(base.join("cwd")).unwrap_or_default();
+        let cmdline = std::fs::read(base.join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let stat = std::fs::read_to_string(base.join("stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next().unwrap_or("").to_owned();
+        if cwd.starts_with(&dir) || cmdline.contains(&needle) {
+            found.push((pid, state, cmdline));
+        }
+    }
+    found
+}
+
+/// Waits until no process lives in `dir`, or panics listing the survivors.
+/// Killed processes take a moment to be reaped, hence the short deadline.
+pub fn assert_no_processes_in(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let left = processes_in(dir);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("processes left behind in {}: {left:#?}", dir.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Zombie children of this process (unreaped exits). Waits briefly for
+/// reaping in progress, then returns what is left.
+pub fn lingering_zombies() -> Vec<u32> {
+    let me = std::process::id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let mut zombies = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+            if fields.first() == Some(&"Z") && fields.get(1) == Some(&me.as_str()) {
+                zombies.push(pid);
+            }
+        }
+        if zombies.is_empty() || Instant::now() > deadline {
+            return zombies;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
