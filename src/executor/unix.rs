@@ -143,12 +143,16 @@ impl GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pgid) = self.pgid {
-            signal_group(pgid, SIGKILL);
-            // Reap the killed members in the background where a runtime still runs;
-            // the leader itself is reaped by tokio's orphan queue.
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(kill_group_to_the_end(pgid));
+            // Synchronous on purpose: the runtime may be shutting down, so nothing
+            // spawned here would run. Bounded to a few tens of milliseconds.
+            for _ in 0..20 {
+                if !signal_group(pgid, SIGKILL) {
+                    break;
+                }
+                reap_group(pgid);
+                std::thread::sleep(Duration::from_millis(2));
             }
+            reap_group(pgid);
         }
     }
 }
