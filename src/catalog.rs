@@ -156,23 +156,41 @@ impl Catalog {
         Self::index(plugins, rejected)
     }
 
-    /// A new snapshot in which `folder` is replaced by `result`, or removed when `None`.
-    /// Every other plugin is shared with `self`.
-    pub fn with_folder(&self, folder: &str, result: Option<FolderResult>) -> Catalog {
+    /// A new snapshot in which each changed folder is replaced by its new
+    /// result, or removed when `None`. Every other plugin is shared with `self`.
+    pub fn with_folders(
+        &self,
+        changes: impl IntoIterator<Item = (String, Option<FolderResult>)>,
+    ) -> Catalog {
         let mut plugins = self.plugins.clone();
         let mut rejected = self.rejected.clone();
-        plugins.remove(folder);
-        rejected.remove(folder);
-        match result {
-            Some(Ok(p)) => {
-                plugins.insert(folder.to_owned(), p);
+        for (folder, result) in changes {
+            plugins.remove(&folder);
+            rejected.remove(&folder);
+            match result {
+                Some(Ok(p)) => {
+                    plugins.insert(folder, p);
+                }
+                Some(Err(r)) => {
+                    rejected.insert(folder, r);
+                }
+                None => {}
             }
-            Some(Err(r)) => {
-                rejected.insert(folder.to_owned(), r);
-            }
-            None => {}
         }
         Self::index(plugins, rejected)
+    }
+
+    /// [`Self::with_folders`] for one folder.
+    pub fn with_folder(&self, folder: &str, result: Option<FolderResult>) -> Catalog {
+        self.with_folders([(folder.to_owned(), result)])
+    }
+
+    /// Names of every folder in the snapshot, loaded or rejected.
+    pub fn folders(&self) -> impl Iterator<Item = &str> {
+        self.plugins
+            .keys()
+            .chain(self.rejected.keys())
+            .map(String::as_str)
     }
 
     fn index(

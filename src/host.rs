@@ -5,20 +5,22 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, Plugin, ToolRef};
 use crate::env::plugin_env;
 use crate::error::CallError;
+use crate::events::{HostEvent, diff};
 use crate::executor::{self, Finished, Job, Limits, Progress, RunError};
 use crate::outcome::{ToolOutcome, interpret};
 use crate::protocol::{Context, Invocation, Request};
+use crate::watcher::{Reload, Watcher};
 
 /// Default number of calls that run at once.
 pub const DEFAULT_CONCURRENCY: usize = 16;
@@ -92,6 +94,8 @@ impl PluginHostBuilder {
             inner: Arc::new(Inner {
                 catalog: RwLock::new(Arc::new(catalog)),
                 permits: Semaphore::new(self.concurrency),
+                events: broadcast::channel(1024).0,
+                update: Mutex::new(()),
                 shutdown: CancellationToken::new(),
                 next_call: AtomicU64::new(0),
                 config: self,
@@ -128,6 +132,10 @@ struct Inner {
     config: PluginHostBuilder,
     catalog: RwLock<Arc<Catalog>>,
     permits: Semaphore,
+    /// Catalog changes, for `events()` subscribers.
+    events: broadcast::Sender<HostEvent>,
+    /// Serializes catalog updates (calls only read the snapshot).
+    update: Mutex<()>,
     shutdown: CancellationToken,
     next_call: AtomicU64,
 }
@@ -168,14 +176,39 @@ impl PluginHost {
 
     /// Swaps in a new snapshot; calls in flight keep the one they started with.
     pub fn set_catalog(&self, catalog: Catalog) -> Arc<Catalog> {
-        let catalog = Arc::new(catalog);
-        *self.inner.catalog.write().expect("catalog lock") = catalog.clone();
-        catalog
+        self.inner.set_catalog(catalog)
     }
 
-    /// Re-reads the whole plugins folder.
-    pub fn reload(&self) -> std::io::Result<Arc<Catalog>> {
-        Ok(self.set_catalog(load_catalog(&self.inner.config.plugins_dir)?))
+    /// Re-reads the whole plugins folder and publishes what changed.
+    pub fn reload(&self) -> Vec<HostEvent> {
+        self.inner.apply(Reload::All)
+    }
+
+    /// Re-reads these plugin folders (by name) and publishes what changed.
+    pub fn reload_folders(&self, folders: Vec<String>) -> Vec<HostEvent> {
+        self.inner.apply(Reload::Folders(folders))
+    }
+
+    /// Catalog changes from now on: added, updated, removed, rejected plugins,
+    /// collisions and watcher notices. A receiver that falls more than 1,024
+    /// events behind loses the oldest (see `broadcast::error::RecvError::Lagged`).
+    pub fn events(&self) -> broadcast::Receiver<HostEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Watches the plugins folder and applies changes as they happen, until the
+    /// returned [`Watcher`] or the host is dropped. Creates a missing plugins folder.
+    pub fn watch(&self) -> std::io::Result<Watcher> {
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        Watcher::start(&self.inner.config.plugins_dir, move |reload| {
+            match weak.upgrade() {
+                Some(inner) => {
+                    inner.apply(reload);
+                    true
+                }
+                None => false,
+            }
+        })
     }
 
     /// Every callable tool, sorted by name.
@@ -224,6 +257,45 @@ impl PluginHost {
 }
 
 impl Inner {
+    fn set_catalog(&self, catalog: Catalog) -> Arc<Catalog> {
+        let catalog = Arc::new(catalog);
+        *self.catalog.write().expect("catalog lock") = catalog.clone();
+        catalog
+    }
+
+    /// Applies one reload and publishes its events.
+    fn apply(&self, reload: Reload) -> Vec<HostEvent> {
+        let _one_at_a_time = self.update.lock().expect("update lock");
+        let root = &self.config.plugins_dir;
+        let old = self.catalog.read().expect("catalog lock").clone();
+        let folders = match reload {
+            Reload::Notice(message) => {
+                let event = HostEvent::Notice { message };
+                let _ = self.events.send(event.clone());
+                return vec![event];
+            }
+            Reload::Folders(folders) => folders,
+            Reload::All => {
+                let mut all: Vec<String> = old.folders().map(str::to_owned).collect();
+                all.extend(crate::loader::plugin_folders(root).unwrap_or_default());
+                all.sort();
+                all.dedup();
+                all
+            }
+        };
+        let changes = folders.iter().map(|f| {
+            let result = crate::loader::is_plugin_folder(root, f)
+                .then(|| crate::loader::load_folder(&root.join(f)));
+            (f.clone(), result)
+        });
+        let new = self.set_catalog(old.with_folders(changes.collect::<Vec<_>>()));
+        let events = diff(&old, &new, &folders);
+        for e in &events {
+            let _ = self.events.send(e.clone());
+        }
+        events
+    }
+
     async fn call(
         &self,
         catalog: &Catalog,

@@ -21,6 +21,7 @@
 pub mod catalog;
 pub mod env;
 pub mod error;
+pub mod events;
 pub mod executor;
 pub mod host;
 pub mod loader;
@@ -30,8 +31,10 @@ pub mod paths;
 pub mod protocol;
 pub mod schemas;
 pub mod validate;
+pub mod watcher;
 
 pub use error::{CallError, ErrorKind};
+pub use events::HostEvent;
 pub use executor::{Limits, Progress};
 pub use host::{CallOptions, PluginHost, PluginHostBuilder, ToolInfo};
 pub use outcome::ToolOutcome;

@@ -74,7 +74,7 @@ pub fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
     let mut errors = schema_errors(&raw);
     if !errors.is_empty() {
         // Still report the file-system problems, so one round of fixes is enough.
-        if let Some(Value::String(ep)) = raw.get("entrypoint") {
+        if let Some(Value::String(ep)) = raw.get("entrypoint").filter(|ep| ep != &"") {
             if let Ok(d) = dir.canonicalize() {
                 if let Err(m) = check_entrypoint(&d, ep) {
                     errors.push(ManifestError::new("/entrypoint", m));
@@ -154,20 +154,31 @@ pub fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
         let input = Value::Object(tool.input_schema.clone());
         match input.get("type") {
             Some(Value::String(t)) if t == "object" => {}
-            _ => errors.push(ManifestError::new(
+            found => errors.push(ManifestError::new(
                 format!("/tools/{i}/input_schema"),
-                "type must be \"object\" (add \"type\": \"object\")",
+                match found {
+                    None => "type must be \"object\" (add \"type\": \"object\")".to_owned(),
+                    Some(t) => {
+                        format!("type must be \"object\", not {t}: a tool's input is a JSON object")
+                    }
+                },
             )),
         }
-        match compile_schema(&input) {
+        match compile_schema_at(&input) {
             Ok(v) => input_validators.push(v),
-            Err(m) => errors.push(ManifestError::new(format!("/tools/{i}/input_schema"), m)),
+            Err((at, m)) => errors.push(ManifestError::new(
+                format!("/tools/{i}/input_schema{at}"),
+                m,
+            )),
         }
         match &tool.output_schema {
             None => output_validators.push(None),
-            Some(s) => match compile_schema(&Value::Object(s.clone())) {
+            Some(s) => match compile_schema_at(&Value::Object(s.clone())) {
                 Ok(v) => output_validators.push(Some(v)),
-                Err(m) => errors.push(ManifestError::new(format!("/tools/{i}/output_schema"), m)),
+                Err((at, m)) => errors.push(ManifestError::new(
+                    format!("/tools/{i}/output_schema{at}"),
+                    m,
+                )),
             },
         }
     }
@@ -187,10 +198,17 @@ pub fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
 /// Compiles a plugin-supplied JSON Schema. Remote and file `$ref`s are refused:
 /// a plugin's schema never makes the host fetch a URL or read another file.
 pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
-    jsonschema::options()
-        .offline()
-        .build(schema)
-        .map_err(|e| format!("is not a valid JSON Schema: {}", e.masked()))
+    compile_schema_at(schema).map_err(|(_, m)| m)
+}
+
+/// [`compile_schema`], with the JSON pointer of the problem inside the schema.
+fn compile_schema_at(schema: &Value) -> Result<Validator, (String, String)> {
+    jsonschema::options().offline().build(schema).map_err(|e| {
+        (
+            e.instance_path().as_str().to_owned(),
+            format!("is not a valid JSON Schema: {}", e.masked()),
+        )
+    })
 }
 
 /// Reads and parses `plugin.json` without ever blocking or reading without bound.
@@ -369,11 +387,20 @@ fn explain(e: &jsonschema::ValidationError<'_>) -> Vec<ManifestError> {
             TypeKind::Multiple(_) => e.masked().to_string(),
         }),
         ValidationErrorKind::Pattern { .. } => one(pattern_hint(&at, e.instance())),
-        ValidationErrorKind::Enum { .. } if at.starts_with("/permissions/") => {
-            let found = e.instance().as_str().unwrap_or_default().to_owned();
+        // schemars writes the permission enum as a `oneOf` of `const`s.
+        ValidationErrorKind::Enum { .. } | ValidationErrorKind::OneOfNotValid { .. }
+            if at.starts_with("/permissions/") =>
+        {
             let all = crate::manifest::Permission::ALL.map(|p| p.as_str());
+            let Some(found) = e.instance().as_str() else {
+                return one(format!(
+                    "must be a string, one of: {} (found {})",
+                    all.join(", "),
+                    crate::protocol::json_type_name(e.instance())
+                ));
+            };
             let mut m = format!("unknown permission \"{found}\"; known: {}", all.join(", "));
-            if let Some(near) = nearest(&found, all.into_iter()) {
+            if let Some(near) = nearest(found, all.into_iter()) {
                 m = format!(
                     "unknown permission \"{found}\"; did you mean \"{near}\"? (known: {})",
                     all.join(", ")

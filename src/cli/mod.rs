@@ -5,6 +5,7 @@ mod call;
 mod list;
 mod schema;
 mod validate;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,6 +50,8 @@ enum Command {
     Validate(validate::Args),
     /// Call a tool once and print its result.
     Call(call::Args),
+    /// Print hot-reload events as they happen, until interrupted.
+    Watch,
     /// Print a JSON Schema (manifest, request or response).
     Schema(schema::Args),
 }
@@ -71,6 +74,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Validate(args) => validate::run(&cli, args),
         Command::Call(args) => call::run(&cli, args),
         Command::Schema(args) => schema::run(args),
+        Command::Watch => watch::run(&cli),
     }
 }
 

@@ -24,7 +24,10 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new() -> Sandbox {
-        let root = tempfile::Builder::new().prefix("plughost-test-").tempdir().unwrap();
+        let root = tempfile::Builder::new()
+            .prefix("plughost-test-")
+            .tempdir()
+            .unwrap();
         std::fs::create_dir_all(root.path().join("plugins")).unwrap();
         std::fs::create_dir_all(root.path().join("state")).unwrap();
         Sandbox { root }
@@ -58,10 +61,19 @@ impl Sandbox {
     }
 
     /// Writes a plugin folder with this manifest and a bash entrypoint `main.sh`.
-    pub fn write_plugin(&self, folder: &str, manifest: &serde_json::Value, script: &str) -> PathBuf {
+    pub fn write_plugin(
+        &self,
+        folder: &str,
+        manifest: &serde_json::Value,
+        script: &str,
+    ) -> PathBuf {
         let dir = self.plugins().join(folder);
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("plugin.json"), serde_json::to_vec_pretty(manifest).unwrap()).unwrap();
+        std::fs::write(
+            dir.join("plugin.json"),
+            serde_json::to_vec_pretty(manifest).unwrap(),
+        )
+        .unwrap();
         write_executable(&dir.join("main.sh"), script);
         dir
     }
@@ -69,8 +81,12 @@ impl Sandbox {
     /// `plughost` with `--plugins-dir` and `--state-dir` pointing here.
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_plughost"));
-        c.arg("--plugins-dir").arg(self.plugins()).arg("--state-dir").arg(self.state());
-        c.env_remove("PLUGHOST_PLUGINS_DIR").env_remove("PLUGHOST_STATE_DIR");
+        c.arg("--plugins-dir")
+            .arg(self.plugins())
+            .arg("--state-dir")
+            .arg(self.state());
+        c.env_remove("PLUGHOST_PLUGINS_DIR")
+            .env_remove("PLUGHOST_STATE_DIR");
         c
     }
 }
@@ -138,13 +154,22 @@ pub fn processes_in(dir: &Path) -> Vec<(u32, String, String)> {
     let needle = dir.to_string_lossy().into_owned();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
         let base = entry.path();
         let cwd = std::fs::read_link(base.join("cwd")).unwrap_or_default();
         let cmdline = std::fs::read(base.join("cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         let stat = std::fs::read_to_string(base.join("stat")).unwrap_or_default();
-        let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next().unwrap_or("").to_owned();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_owned();
         if cwd.starts_with(&dir) || cmdline.contains(&needle) {
             found.push((pid, state, cmdline));
         }
@@ -176,9 +201,16 @@ pub fn lingering_zombies() -> Vec<u32> {
     loop {
         let mut zombies = Vec::new();
         for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
             let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+            let fields: Vec<&str> = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
             if fields.first() == Some(&"Z") && fields.get(1) == Some(&me.as_str()) {
                 zombies.push(pid);
             }
