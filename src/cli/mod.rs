@@ -2,6 +2,7 @@
 //! lives in its own file and returns the process exit code.
 
 mod call;
+mod export;
 mod list;
 mod schema;
 mod validate;
@@ -50,6 +51,10 @@ enum Command {
     Validate(validate::Args),
     /// Call a tool once and print its result.
     Call(call::Args),
+    /// Print the tool specs for an LLM provider's function calling.
+    Export(export::Args),
+    /// Read a model's reply on stdin and print its <tool_call> blocks as JSON.
+    ParseToolCall,
     /// Print hot-reload events as they happen, until interrupted.
     Watch,
     /// Print a JSON Schema (manifest, request or response).
@@ -75,6 +80,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Call(args) => call::run(&cli, args),
         Command::Schema(args) => schema::run(args),
         Command::Watch => watch::run(&cli),
+        Command::Export(args) => export::run(&cli, args),
+        Command::ParseToolCall => export::run_parse(),
     }
 }
 

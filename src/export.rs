@@ -1,0 +1,263 @@
+//! Tool specs in the shapes LLM providers expect for function calling, and the
+//! `<tool_call>` text convention for models without native tool calling.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::host::ToolInfo;
+
+/// The function-calling dialects `plughost export` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// OpenAI Chat Completions `tools`: `[{"type":"function","function":{name,description,parameters}}]`.
+    Openai,
+    /// Anthropic Messages `tools`: `[{name, description, input_schema}]`.
+    Anthropic,
+    /// Gemini `tools`: `[{"functionDeclarations":[{name, description, parameters}]}]`.
+    Gemini,
+    /// MCP `tools/list` result: `{"tools":[{name, description, inputSchema, outputSchema?}]}`.
+    Mcp,
+    /// A text block for a system prompt, with the `<tool_call>` convention.
+    Prompt,
+}
+
+/// The tools in `format`: JSON for the provider formats, text for `prompt`.
+pub fn export(tools: &[ToolInfo], format: Format) -> Value {
+    match format {
+        Format::Openai => Value::Array(
+            tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.input_schema}})
+                })
+                .collect(),
+        ),
+        Format::Anthropic => Value::Array(
+            tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+                .collect(),
+        ),
+        Format::Gemini => json!([{ "functionDeclarations": tools.iter().map(|t| json!({
+            "name": t.name, "description": t.description, "parameters": gemini_schema(&t.input_schema)
+        })).collect::<Vec<_>>() }]),
+        Format::Mcp => json!({ "tools": tools.iter().map(|t| {
+            let mut tool = json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
+            if let Some(out) = &t.output_schema {
+                tool["outputSchema"] = out.clone();
+            }
+            tool
+        }).collect::<Vec<_>>() }),
+        Format::Prompt => Value::String(prompt(tools)),
+    }
+}
+
+/// Keywords Gemini's OpenAPI-style `Schema` does not accept; they are dropped
+/// (recursively) so a declaration is never refused for them.
+const GEMINI_UNSUPPORTED: &[&str] = &[
+    "$schema",
+    "$id",
+    "$ref",
+    "$defs",
+    "definitions",
+    "additionalProperties",
+    "$comment",
+    "examples",
+    "const",
+];
+
+fn gemini_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !GEMINI_UNSUPPORTED.contains(&k.as_str()))
+                .map(|(k, v)| {
+                    // `properties` maps names to schemas; every other object value is a schema.
+                    let v = if k == "properties" {
+                        match v {
+                            Value::Object(props) => Value::Object(
+                                props
+                                    .iter()
+                                    .map(|(n, s)| (n.clone(), gemini_schema(s)))
+                                    .collect::<Map<_, _>>(),
+                            ),
+                            other => other.clone(),
+                        }
+                    } else {
+                        gemini_schema(v)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(gemini_schema).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The opening and closing tags of a text tool call.
+pub const CALL_OPEN: &str = "<tool_call>";
+pub const CALL_CLOSE: &str = "</tool_call>";
+
+fn prompt(tools: &[ToolInfo]) -> String {
+    let mut s = String::from(
+        "You can use the tools below. To call one, reply with a block like this and nothing after it:\n\n\
+         <tool_call>\n{\"name\": \"TOOL_NAME\", \"arguments\": {\"ARGUMENT\": \"VALUE\"}}\n</tool_call>\n\n\
+         The arguments must match the tool's JSON Schema. The result comes back in the next message.\n",
+    );
+    for t in tools {
+        s.push_str(&format!(
+            "\n## {}\n{}\nArguments (JSON Schema): {}\n",
+            t.name,
+            t.description.trim(),
+            serde_json::to_string(&t.input_schema).expect("a schema serializes")
+        ));
+    }
+    s
+}
+
+/// One call a model asked for in text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TextToolCall {
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// Extracts every `<tool_call>{"name": …, "arguments": {…}}</tool_call>` block
+/// from a model's reply. A block that is not such an object is an error that
+/// says which block and why, so the model can be told to fix it.
+pub fn parse_tool_calls(text: &str) -> Result<Vec<TextToolCall>, String> {
+    let mut calls = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(CALL_OPEN) {
+        let after = &rest[start + CALL_OPEN.len()..];
+        let end = after
+            .find(CALL_CLOSE)
+            .ok_or_else(|| format!("tool call {} has no closing {CALL_CLOSE}", calls.len() + 1))?;
+        let body = after[..end].trim();
+        let body = body
+            .strip_prefix("```json")
+            .or_else(|| body.strip_prefix("```"))
+            .map(|b| b.trim_end_matches("```").trim())
+            .unwrap_or(body);
+        let n = calls.len() + 1;
+        let value: Value = serde_json::from_str(body)
+            .map_err(|e| format!("tool call {n} is not valid JSON: {e}"))?;
+        let name = value
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("tool call {n} has no \"name\" string"))?;
+        let arguments = match value.get("arguments") {
+            None | Some(Value::Null) => json!({}),
+            Some(Value::String(s)) => serde_json::from_str(s).map_err(|e| {
+                format!("tool call {n}: \"arguments\" is a string that is not JSON: {e}")
+            })?,
+            Some(v) => v.clone(),
+        };
+        if !arguments.is_object() {
+            return Err(format!("tool call {n}: \"arguments\" must be an object"));
+        }
+        calls.push(TextToolCall {
+            name: name.to_owned(),
+            arguments,
+        });
+        rest = &after[end + CALL_CLOSE.len()..];
+    }
+    Ok(calls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools() -> Vec<ToolInfo> {
+        vec![ToolInfo {
+            name: "hello_greet".into(),
+            description: "Greets a person.".into(),
+            plugin: "hello-world".into(),
+            input_schema: json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+                "properties": {"name": {"type": "string", "additionalProperties": false}},
+                "required": ["name"], "additionalProperties": false}),
+            output_schema: Some(json!({"type": "object"})),
+        }]
+    }
+
+    #[test]
+    fn openai_shape() {
+        let v = export(&tools(), Format::Openai);
+        assert_eq!(v[0]["type"], "function");
+        assert_eq!(v[0]["function"]["name"], "hello_greet");
+        assert_eq!(v[0]["function"]["parameters"]["required"], json!(["name"]));
+    }
+
+    #[test]
+    fn anthropic_shape() {
+        let v = export(&tools(), Format::Anthropic);
+        assert_eq!(v[0]["name"], "hello_greet");
+        assert_eq!(v[0]["input_schema"]["type"], "object");
+        assert_eq!(v[0].as_object().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn gemini_shape_drops_unsupported_keywords_everywhere() {
+        let v = export(&tools(), Format::Gemini);
+        let decl = &v[0]["functionDeclarations"][0];
+        assert_eq!(decl["name"], "hello_greet");
+        let params = &decl["parameters"];
+        assert!(params.get("$schema").is_none() && params.get("additionalProperties").is_none());
+        assert!(
+            params["properties"]["name"]
+                .get("additionalProperties")
+                .is_none()
+        );
+        assert_eq!(params["properties"]["name"]["type"], "string");
+    }
+
+    #[test]
+    fn mcp_shape() {
+        let v = export(&tools(), Format::Mcp);
+        assert_eq!(v["tools"][0]["inputSchema"]["type"], "object");
+        assert_eq!(v["tools"][0]["outputSchema"], json!({"type": "object"}));
+    }
+
+    #[test]
+    fn prompt_round_trip() {
+        let text = export(&tools(), Format::Prompt);
+        let text = text.as_str().unwrap();
+        assert!(text.contains("## hello_greet") && text.contains(CALL_OPEN));
+        let reply = "Sure.\n<tool_call>\n{\"name\": \"hello_greet\", \"arguments\": {\"name\": \"Ada\"}}\n</tool_call>";
+        assert_eq!(
+            parse_tool_calls(reply).unwrap(),
+            vec![TextToolCall {
+                name: "hello_greet".into(),
+                arguments: json!({"name": "Ada"})
+            }]
+        );
+    }
+
+    #[test]
+    fn parses_fenced_stringified_and_multiple_calls() {
+        let reply = "<tool_call>```json\n{\"name\":\"a\",\"arguments\":\"{\\\"x\\\":1}\"}\n```</tool_call> and <tool_call>{\"name\":\"b\"}</tool_call>";
+        let calls = parse_tool_calls(reply).unwrap();
+        assert_eq!(calls[0].arguments, json!({"x": 1}));
+        assert_eq!(
+            calls[1],
+            TextToolCall {
+                name: "b".into(),
+                arguments: json!({})
+            }
+        );
+        assert!(
+            parse_tool_calls("<tool_call>{\"name\":1}</tool_call>")
+                .unwrap_err()
+                .contains("name")
+        );
+        assert!(
+            parse_tool_calls("<tool_call>{")
+                .unwrap_err()
+                .contains("closing")
+        );
+        assert!(parse_tool_calls("no calls here").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,191 @@
+//! `plughost call` through the real binary: exit codes, output, stdin input,
+//! and every bundled example answering as documented.
+
+mod util;
+
+use std::io::Write;
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+use util::{Sandbox, run, stderr, stdout};
+
+fn call(sandbox: &Sandbox, args: &[&str]) -> std::process::Output {
+    let mut cmd = sandbox.cmd();
+    cmd.arg("call").args(args);
+    run(cmd)
+}
+
+#[test]
+fn exit_codes_are_0_success_1_tool_error_2_host_error() {
+    let sandbox = Sandbox::new().with_fixtures(&[
+        "slow-ok",
+        "exit-error-body",
+        "odd-results",
+        "slow-sleeper",
+    ]);
+    let sandbox_plugins = sandbox.plugins();
+
+    let ok = call(&sandbox, &["slow_ok"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    assert_eq!(stdout(&ok), "slow ok\n");
+
+    let mut m = util::manifest("says-no", "says_no");
+    m["description"] = json!("Always reports a tool-level error.");
+    sandbox.write_plugin(
+        "says-no",
+        &m,
+        "#!/bin/sh\ncat >/dev/null\necho '{\"result\":\"no such record\",\"is_error\":true}'\n",
+    );
+    let tool_error = call(&sandbox, &["says_no"]);
+    assert_eq!(tool_error.status.code(), Some(1));
+    assert_eq!(stdout(&tool_error), "no such record\n");
+
+    let host_error = call(&sandbox, &["exit_error_body"]);
+    assert_eq!(host_error.status.code(), Some(2));
+    assert!(stdout(&host_error).is_empty());
+    assert!(
+        stderr(&host_error).starts_with("error: failed: "),
+        "{}",
+        stderr(&host_error)
+    );
+
+    let mut cmd = sandbox.cmd();
+    cmd.args(["--timeout", "0.5", "call", "slow_sleep"]);
+    let timeout = run(cmd);
+    assert_eq!(timeout.status.code(), Some(2));
+    assert!(
+        stderr(&timeout).contains("error: timeout:"),
+        "{}",
+        stderr(&timeout)
+    );
+    util::assert_no_processes_in(&sandbox_plugins.join("slow-sleeper"));
+
+    let missing = call(&sandbox, &["slow_okk"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains("not_found")
+            && stderr(&missing).contains("did you mean \"slow_ok\"")
+    );
+
+    let bad_json = call(&sandbox, &["slow_ok", "{not json"]);
+    assert_eq!(bad_json.status.code(), Some(2));
+    assert!(
+        stderr(&bad_json).contains("not valid JSON"),
+        "{}",
+        stderr(&bad_json)
+    );
+}
+
+#[test]
+fn json_prints_the_whole_outcome_or_the_error() {
+    let sandbox = Sandbox::new().with_fixtures(&["odd-results", "exit-no-body"]);
+    let mut cmd = sandbox.cmd();
+    cmd.args(["--json", "call", "structured_attachments"]);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"], "see image");
+    assert_eq!(v["is_error"], false);
+    assert_eq!(v["structured"], json!({"n": 1}));
+    assert_eq!(v["attachments"][0]["media_type"], "image");
+    assert_eq!(v["exit_code"], 0);
+    assert!(v["duration_ms"].as_f64().unwrap() > 0.0);
+    assert!(v.get("stderr_tail").is_some());
+
+    let mut cmd = sandbox.cmd();
+    cmd.args(["--json", "call", "exit_no_body"]);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["error"]["kind"], "failed");
+    assert!(
+        v["error"]["stderr_tail"]
+            .as_str()
+            .unwrap()
+            .contains("something broke")
+    );
+}
+
+#[test]
+fn input_can_come_from_stdin() {
+    let sandbox = Sandbox::new().with_fixtures(&["echo-request"]);
+    let mut cmd = sandbox.cmd();
+    cmd.args(["call", "echo_request", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"name": "from stdin"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let request: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(request["input"], json!({"name": "from stdin"}));
+    assert_eq!(request["context"]["source"], "cli");
+}
+
+/// Every bundled example answers through `plughost call` as its README says.
+#[test]
+fn every_example_answers_through_plughost_call() {
+    let sandbox = Sandbox::new().with_examples();
+    let ok = |tool: &str, input: Value| -> String {
+        let out = call(&sandbox, &[tool, &input.to_string()]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{tool}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        stdout(&out)
+    };
+    assert_eq!(
+        ok("hello_greet", json!({"name": "Alice"})),
+        "Hello, Alice!\n"
+    );
+    assert_eq!(
+        ok(
+            "hello_greet",
+            json!({"name": "O'Brien \"the\" \\ $(rm -rf /) ünï"})
+        ),
+        "Hello, O'Brien \"the\" \\ $(rm -rf /) ünï!\n"
+    );
+    assert!(ok("system_uptime", json!({})).contains("up"));
+
+    let passwords = ok("password_generate", json!({"length": 24, "count": 3}));
+    let lines: Vec<&str> = passwords.lines().collect();
+    assert_eq!(lines.len(), 3, "{passwords}");
+    assert!(lines.iter().all(|p| p.chars().count() == 24), "{passwords}");
+
+    ok("kv_set", json!({"key": "colour", "value": "teal"}));
+    assert!(ok("kv_get", json!({"key": "colour"})).contains("teal"));
+    assert!(ok("kv_list", json!({})).contains("colour"));
+    ok("kv_delete", json!({"key": "colour"}));
+    let missing = call(&sandbox, &["kv_get", r#"{"key":"colour"}"#]);
+    assert_eq!(
+        missing.status.code(),
+        Some(1),
+        "a missing key is the tool's own error"
+    );
+
+    ok(
+        "note_create",
+        json!({"title": "../../etc/passwd", "body": "Buy milk"}),
+    );
+    ok(
+        "note_create",
+        json!({"title": "Work", "body": "Ship plughost"}),
+    );
+    assert!(ok("note_search", json!({"query": "MILK"})).contains("Buy milk"));
+    let list = ok("note_list", json!({}));
+    assert!(
+        list.contains("Work") && list.contains("../../etc/passwd"),
+        "{list}"
+    );
+    let notes = sandbox.state().join("data/note-manager/notes");
+    assert!(notes.is_dir(), "notes live in the plugin's data folder");
+    assert!(!sandbox.root.path().join("etc").exists());
+}
