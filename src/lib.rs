@@ -18,17 +18,23 @@
 //! # Ok(()) }
 //! ```
 
+pub mod audit;
 pub mod catalog;
 pub mod env;
 pub mod error;
 pub mod events;
 pub mod executor;
+pub mod export;
 pub mod host;
 pub mod loader;
 pub mod manifest;
+pub mod metrics;
+pub mod observe;
 pub mod outcome;
 pub mod paths;
+pub mod policy;
 pub mod protocol;
+pub mod scaffold;
 pub mod schemas;
 pub mod validate;
 pub mod watcher;
@@ -37,5 +43,7 @@ pub use error::{CallError, ErrorKind};
 pub use events::HostEvent;
 pub use executor::{Limits, Progress};
 pub use host::{CallOptions, PluginHost, PluginHostBuilder, ToolInfo};
+pub use observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
 pub use outcome::ToolOutcome;
+pub use policy::Policy;
 pub use protocol::{Invocation, Scope, Source};

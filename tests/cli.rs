@@ -189,3 +189,61 @@ fn every_example_answers_through_plughost_call() {
     assert!(notes.is_dir(), "notes live in the plugin's data folder");
     assert!(!sandbox.root.path().join("etc").exists());
 }
+
+/// `plughost new` writes a plugin that validates, runs by hand, and answers
+/// through plughost, in every language.
+#[test]
+fn scaffolded_plugins_validate_run_by_hand_and_answer() {
+    let sandbox = Sandbox::new();
+    for lang in ["bash", "python", "node"] {
+        let name = format!("fresh-{lang}");
+        let tool = format!("fresh_{lang}_echo");
+        let mut cmd = sandbox.cmd();
+        cmd.args(["new", &name, "--lang", lang]);
+        let out = run(cmd);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let dir = sandbox.plugins().join(&name);
+
+        let mut cmd = sandbox.cmd();
+        cmd.arg("validate").arg(&dir);
+        assert_eq!(run(cmd).status.code(), Some(0), "{lang} validates");
+
+        let entry = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("main.")
+            })
+            .unwrap();
+        let mut by_hand = std::process::Command::new(&entry);
+        by_hand
+            .current_dir(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = by_hand.spawn().unwrap();
+        let request = json!({"tool": tool, "input": {"text": ""}, "context": {}});
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(request.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            reply["is_error"], true,
+            "{lang}: an empty text is the tool's own error"
+        );
+
+        let out = call(&sandbox, &[&tool, r#"{"text":"hi \"you\"","shout":true}"#]);
+        assert_eq!(out.status.code(), Some(0), "{lang}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "HI \"YOU\"\n");
+    }
+    let mut cmd = sandbox.cmd();
+    cmd.args(["new", "Bad_Name"]);
+    assert_eq!(run(cmd).status.code(), Some(2));
+}

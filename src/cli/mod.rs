@@ -4,7 +4,9 @@
 mod call;
 mod export;
 mod list;
+mod new;
 mod schema;
+mod stats;
 mod validate;
 mod watch;
 
@@ -39,6 +41,22 @@ pub struct Cli {
     #[arg(long, global = true)]
     inherit_env: bool,
 
+    /// Append one JSON line per call to this file (time, tool, plugin, caller, outcome, duration).
+    #[arg(long, global = true, env = "PLUGHOST_AUDIT_LOG", value_name = "FILE")]
+    audit_log: Option<PathBuf>,
+
+    /// Record each call's input in the audit log too.
+    #[arg(long, global = true, requires = "audit_log")]
+    audit_inputs: bool,
+
+    /// Allow each plugin at most N calls per minute.
+    #[arg(long, global = true, value_name = "N")]
+    rate_limit: Option<u32>,
+
+    /// Allow each session (MCP connection or library session id) at most N calls.
+    #[arg(long, global = true, value_name = "N")]
+    session_budget: Option<u32>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -55,6 +73,10 @@ enum Command {
     Export(export::Args),
     /// Read a model's reply on stdin and print its <tool_call> blocks as JSON.
     ParseToolCall,
+    /// Create a plugin folder that validates and runs, to start from.
+    New(new::Args),
+    /// Summarize an audit log: calls, outcomes and durations per tool.
+    Stats(stats::Args),
     /// Print hot-reload events as they happen, until interrupted.
     Watch,
     /// Print a JSON Schema (manifest, request or response).
@@ -80,6 +102,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Call(args) => call::run(&cli, args),
         Command::Schema(args) => schema::run(args),
         Command::Watch => watch::run(&cli),
+        Command::Stats(args) => stats::run(&cli, args),
+        Command::New(args) => new::run(&cli, args),
         Command::Export(args) => export::run(&cli, args),
         Command::ParseToolCall => export::run_parse(),
     }
@@ -103,7 +127,15 @@ impl Cli {
         let mut builder = PluginHost::builder()
             .plugins_dir(self.plugins_dir())
             .state_dir(self.state_dir())
-            .inherit_env(self.inherit_env);
+            .inherit_env(self.inherit_env)
+            .policy(plughost::Policy {
+                rate_per_minute: self.rate_limit,
+                session_budget: self.session_budget,
+                ..plughost::Policy::default()
+            });
+        if let Some(path) = &self.audit_log {
+            builder = builder.audit_log(path, self.audit_inputs);
+        }
         if let Some(secs) = self.timeout {
             if !(secs > 0.0 && secs.is_finite()) {
                 return Err(format!(

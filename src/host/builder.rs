@@ -1,0 +1,166 @@
+//! [`PluginHostBuilder`]: every knob of a host, with the documented defaults.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, broadcast};
+use tokio_util::sync::CancellationToken;
+
+use super::{Inner, PluginHost};
+use crate::audit::AuditLog;
+use crate::catalog::Catalog;
+use crate::executor::{self, Limits};
+use crate::metrics::Metrics;
+use crate::observe::{Observer, Observers};
+use crate::policy::{Policy, PolicyState};
+
+/// Default number of calls that run at once.
+pub const DEFAULT_CONCURRENCY: usize = 16;
+
+/// Builds a [`PluginHost`].
+#[derive(Clone)]
+#[must_use]
+pub struct PluginHostBuilder {
+    pub(super) plugins_dir: PathBuf,
+    pub(super) state_dir: PathBuf,
+    pub(super) limits: Limits,
+    pub(super) timeout_override: Option<Duration>,
+    pub(super) concurrency: usize,
+    pub(super) inherit_env: bool,
+    reap_orphans: bool,
+    observers: Vec<Arc<dyn Observer>>,
+    audit_log: Option<(PathBuf, bool)>,
+    pub(super) record_inputs: bool,
+    pub(super) policy: Policy,
+}
+
+impl Default for PluginHostBuilder {
+    fn default() -> Self {
+        PluginHostBuilder {
+            plugins_dir: crate::paths::default_plugins_dir(),
+            state_dir: crate::paths::default_state_dir(),
+            limits: Limits::default(),
+            timeout_override: None,
+            concurrency: DEFAULT_CONCURRENCY,
+            inherit_env: false,
+            reap_orphans: true,
+            observers: Vec::new(),
+            audit_log: None,
+            record_inputs: false,
+            policy: Policy::default(),
+        }
+    }
+}
+
+impl PluginHostBuilder {
+    /// The folder plugin folders are loaded from.
+    pub fn plugins_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.plugins_dir = dir.into();
+        self
+    }
+
+    /// The folder for plugin data, temp folders and approvals.
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = dir.into();
+        self
+    }
+
+    /// Default limits; a tool's `timeout_secs` still applies unless [`Self::timeout`] is set.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// A host-wide timeout that overrides every tool's `timeout_secs`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_override = Some(timeout);
+        self
+    }
+
+    /// How many calls run at once; further calls wait in arrival order.
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// Pass the host's whole environment to plugins instead of the allowlist.
+    pub fn inherit_env(mut self, yes: bool) -> Self {
+        self.inherit_env = yes;
+        self
+    }
+
+    /// Make this process the reaper of orphaned plugin grandchildren (process-wide;
+    /// see [`executor::become_subreaper`]). On by default.
+    pub fn reap_orphans(mut self, yes: bool) -> Self {
+        self.reap_orphans = yes;
+        self
+    }
+
+    /// Adds an observer of plugin, approval and call events.
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// Appends one JSON line per call to `path`; with `with_inputs`, the call's input too.
+    pub fn audit_log(mut self, path: impl Into<PathBuf>, with_inputs: bool) -> Self {
+        self.audit_log = Some((path.into(), with_inputs));
+        self.record_inputs |= with_inputs;
+        self
+    }
+
+    /// Rate limits and session budgets, enforced before a plugin is spawned.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Loads the plugins folder and returns the host. A missing plugins folder
+    /// gives an empty catalog; an unreadable one, or an audit log that cannot
+    /// be opened, is an error.
+    pub fn build(self) -> std::io::Result<PluginHost> {
+        if self.reap_orphans {
+            // Best effort: without it, killed grandchildren are reaped by init.
+            let _ = executor::become_subreaper();
+        }
+        let catalog = load_catalog(&self.plugins_dir)?;
+        let metrics = Arc::new(Metrics::default());
+        let mut observers = Observers::default();
+        observers.add(metrics.clone());
+        if let Some((path, with_inputs)) = &self.audit_log {
+            let log = AuditLog::open(path, *with_inputs).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot open the audit log {}: {e}", path.display()),
+                )
+            })?;
+            observers.add(Arc::new(log));
+        }
+        for o in &self.observers {
+            observers.add(o.clone());
+        }
+        Ok(PluginHost {
+            inner: Arc::new(Inner {
+                catalog: RwLock::new(Arc::new(catalog)),
+                permits: Semaphore::new(self.concurrency),
+                events: broadcast::channel(1024).0,
+                update: Mutex::new(()),
+                shutdown: CancellationToken::new(),
+                next_call: AtomicU64::new(0),
+                observers,
+                metrics,
+                policy_state: PolicyState::default(),
+                config: self,
+            }),
+        })
+    }
+}
+
+pub(super) fn load_catalog(dir: &Path) -> std::io::Result<Catalog> {
+    match crate::loader::scan(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Catalog::default()),
+        other => other,
+    }
+}

@@ -1,0 +1,211 @@
+//! The call pipeline: find the tool, check the input, apply the policy, wait
+//! for a slot, prepare the folders and the request, run the plugin, interpret
+//! its answer, and tell the observers.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+
+use super::{CallOptions, Inner};
+use crate::catalog::{Catalog, Plugin, ToolRef};
+use crate::env::plugin_env;
+use crate::error::CallError;
+use crate::executor::{self, Finished, Job, Limits, Progress, RunError};
+use crate::observe::CallInfo;
+use crate::outcome::{ToolOutcome, explain_spawn_error, interpret};
+use crate::protocol::{Context, Request};
+
+impl Inner {
+    pub(super) async fn call(
+        &self,
+        catalog: &Catalog,
+        tool: &str,
+        input: Value,
+        options: CallOptions,
+    ) -> Result<ToolOutcome, CallError> {
+        let start = Instant::now();
+        let info = CallInfo {
+            call_id: self.next_call.fetch_add(1, Ordering::Relaxed),
+            tool: tool.to_owned(),
+            plugin: catalog
+                .tool(tool)
+                .map(|t| t.plugin.name().to_owned())
+                .unwrap_or_default(),
+            invocation: options.invocation.clone(),
+            started_at: SystemTime::now(),
+            input: if self.config.record_inputs {
+                input.clone()
+            } else {
+                Value::Null
+            },
+        };
+        self.observers.call_started(&info);
+        let result = self.run_call(catalog, tool, &input, options, &info).await;
+        self.observers.call_ended(&info, &result, start.elapsed());
+        result
+    }
+
+    async fn run_call(
+        &self,
+        catalog: &Catalog,
+        tool: &str,
+        input: &Value,
+        options: CallOptions,
+        info: &CallInfo,
+    ) -> Result<ToolOutcome, CallError> {
+        let Some(tool_ref) = catalog.tool(tool) else {
+            return Err(CallError::NotFound {
+                tool: tool.to_owned(),
+                hint: catalog.nearest_tool(tool).map(str::to_owned),
+            });
+        };
+        check_input(tool_ref, input)?;
+        let plugin = &tool_ref.plugin;
+        self.config
+            .policy
+            .admit(
+                &self.policy_state,
+                plugin.name(),
+                options.invocation.session_id.as_deref(),
+            )
+            .map_err(|message| CallError::NotAllowed { message })?;
+
+        let user_cancel = options.cancel.unwrap_or_default();
+        let cancelled = || CallError::Cancelled {
+            tool: tool.to_owned(),
+        };
+        let _permit = tokio::select! {
+            p = self.permits.acquire() => p.expect("the semaphore is never closed"),
+            _ = user_cancel.cancelled() => return Err(cancelled()),
+            _ = self.shutdown.cancelled() => return Err(cancelled()),
+        };
+
+        let dirs = CallDirs::create(&self.config.state_dir, plugin, info.call_id).map_err(|e| {
+            CallError::Failed {
+                tool: tool.to_owned(),
+                reason: format!("cannot prepare the plugin's data folder: {e}"),
+                stderr_tail: String::new(),
+            }
+        })?;
+        let env = plugin_env(plugin, &dirs.data, &dirs.tmp, self.config.inherit_env);
+        let request = serde_json::to_vec(&Request {
+            tool,
+            input,
+            context: Context {
+                plugin_dir: &plugin.dir,
+                data_dir: &dirs.data,
+                invocation: &options.invocation,
+            },
+        })
+        .expect("a request serializes");
+
+        let mut limits = self.config.limits;
+        limits.timeout = self
+            .config
+            .timeout_override
+            .or(tool_ref.tool().spec.timeout_secs.map(Duration::from_secs))
+            .unwrap_or(limits.timeout);
+        let job = Job {
+            program: &plugin.entrypoint,
+            cwd: &plugin.dir,
+            env: &env,
+            stdin: &request,
+            limits,
+        };
+        let user_progress = options.on_progress.clone();
+        let observe_progress = self.observers.wants_progress();
+        let on_progress = |p: Progress| {
+            if observe_progress {
+                self.observers.call_progress(info, &p);
+            }
+            if let Some(f) = &user_progress {
+                f(p);
+            }
+        };
+        let stop = async {
+            tokio::select! {
+                _ = user_cancel.cancelled() => {}
+                _ = self.shutdown.cancelled() => {}
+            }
+        };
+        let result = executor::run(job, stop, &on_progress).await;
+        dirs.remove();
+        finish(tool_ref, result, limits, &dirs.data)
+    }
+}
+
+/// The per-call folders: the plugin's persistent data folder and a private temp folder.
+struct CallDirs {
+    data: PathBuf,
+    tmp: PathBuf,
+}
+
+impl CallDirs {
+    fn create(state_dir: &Path, plugin: &Plugin, call_id: u64) -> std::io::Result<CallDirs> {
+        let data = state_dir.join("data").join(plugin.name());
+        std::fs::create_dir_all(&data)?;
+        let tmp = state_dir.join("tmp").join(format!(
+            "{}-{}-{call_id}",
+            plugin.name(),
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&tmp)?;
+        Ok(CallDirs {
+            data: data.canonicalize()?,
+            tmp,
+        })
+    }
+
+    fn remove(&self) {
+        let _ = std::fs::remove_dir_all(&self.tmp);
+    }
+}
+
+fn check_input(tool_ref: &ToolRef, input: &Value) -> Result<(), CallError> {
+    let violations: Vec<String> = tool_ref
+        .tool()
+        .input
+        .iter_errors(input)
+        .map(|e| {
+            let at = e.instance_path().as_str();
+            format!("{}: {}", if at.is_empty() { "/" } else { at }, e.masked())
+        })
+        .collect();
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(CallError::InvalidArgs {
+            tool: tool_ref.tool().spec.name.clone(),
+            violations,
+        })
+    }
+}
+
+fn finish(
+    tool_ref: &ToolRef,
+    result: Result<Finished, RunError>,
+    limits: Limits,
+    data_dir: &Path,
+) -> Result<ToolOutcome, CallError> {
+    let tool = tool_ref.tool().spec.name.clone();
+    match result {
+        Ok(finished) => interpret(tool_ref, finished, data_dir),
+        Err(RunError::Timeout { stderr }) => Err(CallError::Timeout {
+            tool,
+            after: limits.timeout,
+            stderr_tail: stderr,
+        }),
+        Err(RunError::Cancelled) => Err(CallError::Cancelled { tool }),
+        Err(RunError::OutputTooLarge) => Err(CallError::OutputTooLarge {
+            tool,
+            limit: limits.max_stdout,
+        }),
+        Err(RunError::Spawn(e)) => Err(CallError::Failed {
+            tool,
+            reason: explain_spawn_error(&tool_ref.plugin, &e),
+            stderr_tail: String::new(),
+        }),
+    }
+}

@@ -1,0 +1,203 @@
+//! [`PluginHost`]: the library's front door. It owns the current catalog
+//! snapshot, the limits, the concurrency gate and the observers, and turns a
+//! tool call into a validated request, a run of the executor and a typed outcome.
+//!
+//! `builder` holds the knobs, `call` the call pipeline, `reload` the catalog
+//! swaps driven by the watcher.
+
+mod builder;
+mod call;
+mod reload;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::{Semaphore, broadcast};
+use tokio_util::sync::CancellationToken;
+
+pub use builder::{DEFAULT_CONCURRENCY, PluginHostBuilder};
+
+use crate::catalog::{Catalog, ToolRef};
+use crate::error::CallError;
+use crate::events::HostEvent;
+use crate::executor::Progress;
+use crate::metrics::{Metrics, ToolStats};
+use crate::observe::Observers;
+use crate::outcome::ToolOutcome;
+use crate::policy::PolicyState;
+use crate::protocol::Invocation;
+use crate::watcher::{Reload, Watcher};
+
+/// Per-call options beyond the tool and its input.
+#[derive(Default, Clone)]
+pub struct CallOptions {
+    pub invocation: Invocation,
+    /// Cancels the call: its process tree is killed and the call ends with `cancelled`.
+    pub cancel: Option<CancellationToken>,
+    /// Receives the plugin's progress reports while it runs.
+    pub on_progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
+}
+
+/// Loads plugins, runs tool calls, enforces limits. Dropping the host (or
+/// calling [`PluginHost::shutdown`]) cancels every call in flight and kills
+/// their process trees.
+pub struct PluginHost {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: PluginHostBuilder,
+    catalog: RwLock<Arc<Catalog>>,
+    permits: Semaphore,
+    /// Catalog changes, for `events()` subscribers.
+    events: broadcast::Sender<HostEvent>,
+    /// Serializes catalog updates (calls only read the snapshot).
+    update: Mutex<()>,
+    shutdown: CancellationToken,
+    next_call: AtomicU64,
+    observers: Observers,
+    metrics: Arc<Metrics>,
+    policy_state: PolicyState,
+}
+
+impl Drop for PluginHost {
+    fn drop(&mut self) {
+        self.inner.shutdown.cancel();
+    }
+}
+
+impl PluginHost {
+    /// A builder with the defaults: `~/.plugins`, the XDG state folder, 30 s,
+    /// 1 MB stdout, 64 KB stderr, 16 calls at once.
+    pub fn builder() -> PluginHostBuilder {
+        PluginHostBuilder::default()
+    }
+
+    pub fn plugins_dir(&self) -> &Path {
+        &self.inner.config.plugins_dir
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.inner.config.state_dir
+    }
+
+    /// The current snapshot.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.inner.catalog.read().expect("catalog lock").clone()
+    }
+
+    /// Swaps in a new snapshot; calls in flight keep the one they started with.
+    pub fn set_catalog(&self, catalog: Catalog) -> Arc<Catalog> {
+        self.inner.set_catalog(catalog)
+    }
+
+    /// Re-reads the whole plugins folder and publishes what changed.
+    pub fn reload(&self) -> Vec<HostEvent> {
+        self.inner.apply(Reload::All)
+    }
+
+    /// Re-reads these plugin folders (by name) and publishes what changed.
+    pub fn reload_folders(&self, folders: Vec<String>) -> Vec<HostEvent> {
+        self.inner.apply(Reload::Folders(folders))
+    }
+
+    /// Catalog changes from now on: added, updated, removed, rejected plugins,
+    /// collisions and watcher notices. A receiver that falls more than 1,024
+    /// events behind loses the oldest (`RecvError::Lagged`).
+    pub fn events(&self) -> broadcast::Receiver<HostEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Watches the plugins folder and applies changes as they happen, until the
+    /// returned [`Watcher`] or the host is dropped. Creates a missing plugins folder.
+    pub fn watch(&self) -> std::io::Result<Watcher> {
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        Watcher::start(&self.inner.config.plugins_dir, move |reload| {
+            match weak.upgrade() {
+                Some(inner) => {
+                    inner.apply(reload);
+                    true
+                }
+                None => false,
+            }
+        })
+    }
+
+    /// Every callable tool, sorted by name.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.catalog()
+            .tools()
+            .map(|(_, t)| ToolInfo::new(t))
+            .collect()
+    }
+
+    /// Call counters and durations per tool since the host was built.
+    pub fn metrics(&self) -> BTreeMap<String, ToolStats> {
+        self.inner.metrics.snapshot()
+    }
+
+    /// Cancels every call in flight.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// Calls `tool` with `input`. The future owns what it needs (`'static`), so it
+    /// can be spawned; it is still cancelled when the host is dropped.
+    pub fn call(
+        &self,
+        tool: &str,
+        input: Value,
+        invocation: Invocation,
+    ) -> impl Future<Output = Result<ToolOutcome, CallError>> + Send + 'static {
+        self.call_with(
+            tool,
+            input,
+            CallOptions {
+                invocation,
+                ..CallOptions::default()
+            },
+        )
+    }
+
+    /// [`Self::call`] with cancellation and progress.
+    pub fn call_with(
+        &self,
+        tool: &str,
+        input: Value,
+        options: CallOptions,
+    ) -> impl Future<Output = Result<ToolOutcome, CallError>> + Send + 'static {
+        let inner = self.inner.clone();
+        let catalog = self.catalog();
+        let tool = tool.to_owned();
+        async move { inner.call(&catalog, &tool, input, options).await }
+    }
+}
+
+/// A callable tool as front ends show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+    pub plugin: String,
+    pub input_schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+impl ToolInfo {
+    pub fn new(t: &ToolRef) -> ToolInfo {
+        let spec = &t.tool().spec;
+        ToolInfo {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            plugin: t.plugin.name().to_owned(),
+            input_schema: Value::Object(spec.input_schema.clone()),
+            output_schema: spec.output_schema.clone().map(Value::Object),
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! Applying a reload to the host: re-read the changed folders, swap the
+//! snapshot, publish the events to subscribers and observers.
+
+use std::sync::Arc;
+
+use super::Inner;
+use crate::catalog::Catalog;
+use crate::events::{HostEvent, diff};
+use crate::loader::{is_plugin_folder, load_folder, plugin_folders};
+use crate::watcher::Reload;
+
+impl Inner {
+    pub(super) fn set_catalog(&self, catalog: Catalog) -> Arc<Catalog> {
+        let catalog = Arc::new(catalog);
+        *self.catalog.write().expect("catalog lock") = catalog.clone();
+        catalog
+    }
+
+    /// Applies one reload and publishes its events. Reloads are serialized;
+    /// calls are never blocked by one (they read the previous snapshot).
+    pub(super) fn apply(&self, reload: Reload) -> Vec<HostEvent> {
+        let _one_at_a_time = self.update.lock().expect("update lock");
+        let root = &self.config.plugins_dir;
+        let old = self.catalog.read().expect("catalog lock").clone();
+        let folders = match reload {
+            Reload::Notice(message) => {
+                let events = vec![HostEvent::Notice { message }];
+                self.publish(&events);
+                return events;
+            }
+            Reload::Folders(folders) => folders,
+            Reload::All => {
+                let mut all: Vec<String> = old.folders().map(str::to_owned).collect();
+                all.extend(plugin_folders(root).unwrap_or_default());
+                all.sort();
+                all.dedup();
+                all
+            }
+        };
+        let changes: Vec<_> = folders
+            .iter()
+            .map(|f| {
+                (
+                    f.clone(),
+                    is_plugin_folder(root, f).then(|| load_folder(&root.join(f))),
+                )
+            })
+            .collect();
+        let new = self.set_catalog(old.with_folders(changes));
+        let events = diff(&old, &new, &folders);
+        self.publish(&events);
+        events
+    }
+
+    fn publish(&self, events: &[HostEvent]) {
+        for e in events {
+            self.observers.host_event(e);
+            // No subscriber is fine: events are news, not state.
+            let _ = self.events.send(e.clone());
+        }
+    }
+}

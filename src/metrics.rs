@@ -1,0 +1,91 @@
+//! A built-in observer that counts calls and adds up their durations per tool.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::error::CallError;
+use crate::observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
+use crate::outcome::ToolOutcome;
+
+/// Counters of one tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolStats {
+    pub calls: u64,
+    pub ok: u64,
+    pub tool_errors: u64,
+    /// Host errors by kind (`timeout`, `failed`, …).
+    pub host_errors: BTreeMap<String, u64>,
+    pub total_ms: f64,
+    pub max_ms: f64,
+}
+
+impl ToolStats {
+    /// Counts one call.
+    pub fn add(&mut self, outcome: &str, duration: Duration) {
+        let ms = duration.as_secs_f64() * 1e3;
+        self.calls += 1;
+        self.total_ms += ms;
+        self.max_ms = self.max_ms.max(ms);
+        match outcome {
+            "ok" => self.ok += 1,
+            "tool_error" => self.tool_errors += 1,
+            kind => *self.host_errors.entry(kind.to_owned()).or_default() += 1,
+        }
+    }
+}
+
+/// Per-tool call counters, readable at any time through [`Metrics::snapshot`].
+#[derive(Debug, Default)]
+pub struct Metrics {
+    tools: Mutex<BTreeMap<String, ToolStats>>,
+}
+
+impl Metrics {
+    /// The counters so far, by tool name.
+    pub fn snapshot(&self) -> BTreeMap<String, ToolStats> {
+        self.tools.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    fn add(&self, tool: &str, outcome: &str, summary: &CallSummary) -> ObserverResult {
+        let mut tools = self
+            .tools
+            .lock()
+            .map_err(|_| "metrics lock poisoned".to_owned())?;
+        tools
+            .entry(tool.to_owned())
+            .or_default()
+            .add(outcome, summary.duration);
+        Ok(())
+    }
+}
+
+impl Observer for Metrics {
+    fn interests(&self) -> Interests {
+        Interests::CALLS
+    }
+
+    fn call_finished(
+        &self,
+        call: &CallInfo,
+        outcome: &ToolOutcome,
+        summary: &CallSummary,
+    ) -> ObserverResult {
+        self.add(
+            &call.tool,
+            if outcome.is_error { "tool_error" } else { "ok" },
+            summary,
+        )
+    }
+
+    fn call_failed(
+        &self,
+        call: &CallInfo,
+        error: &CallError,
+        summary: &CallSummary,
+    ) -> ObserverResult {
+        self.add(&call.tool, error.kind().as_str(), summary)
+    }
+}
