@@ -18,6 +18,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod approval;
 pub mod audit;
 pub mod catalog;
 pub mod env;

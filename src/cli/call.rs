@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use plughost::approval::{Approver, TerminalApprover, prompt};
 use plughost::{CallError, CallOptions, Invocation, Progress, Scope, Source};
 use serde_json::{Value, json};
 
@@ -31,6 +32,8 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         },
         on_progress: progress_on_terminal
             .then(|| Arc::new(show_progress) as Arc<dyn Fn(Progress) + Send + Sync>),
+        // Asks on the terminal, even when the input comes from stdin.
+        approver: prompt::is_interactive().then(|| Arc::new(TerminalApprover) as Arc<dyn Approver>),
         ..CallOptions::default()
     };
     let result = super::runtime().block_on(host.call_with(&args.tool, input, options));

@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use plughost::approval::ApprovalStore;
 use plughost::catalog::{Catalog, Collision, Plugin, Rejected};
 use serde::Serialize;
 
@@ -25,6 +26,9 @@ pub struct PluginEntry<'a> {
     pub author: Option<&'a str>,
     pub dir: String,
     pub permissions: Vec<&'static str>,
+    /// `automatic`, `approved`, `needs approval`, `needs re-approval: …`, or the
+    /// error reading the approvals file.
+    pub approval: String,
     pub tools: Vec<ToolEntry<'a>>,
 }
 
@@ -37,17 +41,31 @@ pub struct ToolEntry<'a> {
 }
 
 impl<'a> Listing<'a> {
-    pub fn new(catalog: &'a Catalog, plugins_dir: String) -> Listing<'a> {
+    pub fn new(
+        catalog: &'a Catalog,
+        plugins_dir: String,
+        approvals: &ApprovalStore,
+    ) -> Listing<'a> {
+        let loaded = approvals.load();
         Listing {
             plugins_dir,
-            plugins: catalog.plugins().map(|p| entry(catalog, p)).collect(),
+            plugins: catalog
+                .plugins()
+                .map(|p| {
+                    let approval = match &loaded {
+                        Ok(a) => a.state(&p.manifest).label(),
+                        Err(e) => format!("unknown: {e}"),
+                    };
+                    entry(catalog, p, approval)
+                })
+                .collect(),
             rejected: catalog.rejected().collect(),
             collisions: catalog.collisions(),
         }
     }
 }
 
-fn entry<'a>(catalog: &Catalog, p: &'a Plugin) -> PluginEntry<'a> {
+fn entry<'a>(catalog: &Catalog, p: &'a Plugin, approval: String) -> PluginEntry<'a> {
     let m = &p.manifest;
     PluginEntry {
         name: &m.name,
@@ -56,6 +74,7 @@ fn entry<'a>(catalog: &Catalog, p: &'a Plugin) -> PluginEntry<'a> {
         author: m.author.as_deref(),
         dir: p.dir.display().to_string(),
         permissions: m.permissions.iter().map(|p| p.as_str()).collect(),
+        approval,
         tools: m
             .tools
             .iter()
@@ -71,7 +90,11 @@ fn entry<'a>(catalog: &Catalog, p: &'a Plugin) -> PluginEntry<'a> {
 pub fn run(cli: &Cli) -> Result<ExitCode, String> {
     let host = cli.host()?;
     let catalog = host.catalog();
-    let listing = Listing::new(&catalog, cli.plugins_dir().display().to_string());
+    let listing = Listing::new(
+        &catalog,
+        cli.plugins_dir().display().to_string(),
+        host.approvals(),
+    );
     if cli.json {
         super::print_json(&listing);
         return Ok(ExitCode::SUCCESS);
@@ -94,7 +117,10 @@ fn print_text(l: &Listing<'_>) {
         } else {
             p.permissions.join(", ")
         };
-        println!("\n{} {}  ({perms})\n  {}", p.name, p.version, p.description);
+        println!(
+            "\n{} {}  ({perms}; {})\n  {}",
+            p.name, p.version, p.approval, p.description
+        );
         let width = p.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
         for t in &p.tools {
             let skipped = if t.offered {

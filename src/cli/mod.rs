@@ -1,6 +1,7 @@
 //! The `plughost` command line: argument parsing and dispatch. Each command
 //! lives in its own file and returns the process exit code.
 
+mod approve;
 mod call;
 mod export;
 mod list;
@@ -69,6 +70,10 @@ enum Command {
     Validate(validate::Args),
     /// Call a tool once and print its result.
     Call(call::Args),
+    /// Approve a plugin's permissions (asks on the terminal; --yes for scripts).
+    Approve(approve::ApproveArgs),
+    /// Withdraw a plugin's approval.
+    Revoke(approve::RevokeArgs),
     /// Print the tool specs for an LLM provider's function calling.
     Export(export::Args),
     /// Read a model's reply on stdin and print its <tool_call> blocks as JSON.
@@ -100,6 +105,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::List => list::run(&cli),
         Command::Validate(args) => validate::run(&cli, args),
         Command::Call(args) => call::run(&cli, args),
+        Command::Approve(args) => approve::approve(&cli, args),
+        Command::Revoke(args) => approve::revoke(&cli, args),
         Command::Schema(args) => schema::run(args),
         Command::Watch => watch::run(&cli),
         Command::Stats(args) => stats::run(&cli, args),

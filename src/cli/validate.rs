@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use plughost::approval::ApprovalStore;
 use plughost::catalog::{Catalog, Rejected};
 use plughost::loader;
 use plughost::manifest::MANIFEST_FILE;
@@ -39,7 +40,11 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     };
     let failed = catalog.rejected().next().is_some() || !catalog.collisions().is_empty();
     if cli.json {
-        let listing = Listing::new(&catalog, dir.display().to_string());
+        let listing = Listing::new(
+            &catalog,
+            dir.display().to_string(),
+            &ApprovalStore::new(cli.state_dir()),
+        );
         super::print_json(&serde_json::json!({ "ok": !failed, "report": listing }));
     } else {
         for p in catalog.plugins() {

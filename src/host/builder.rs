@@ -9,6 +9,7 @@ use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
 use super::{Inner, PluginHost};
+use crate::approval::{ApprovalStore, Approver};
 use crate::audit::AuditLog;
 use crate::catalog::Catalog;
 use crate::executor::{self, Limits};
@@ -34,6 +35,7 @@ pub struct PluginHostBuilder {
     audit_log: Option<(PathBuf, bool)>,
     pub(super) record_inputs: bool,
     pub(super) policy: Policy,
+    pub(super) approver: Option<Arc<dyn Approver>>,
 }
 
 impl Default for PluginHostBuilder {
@@ -50,6 +52,7 @@ impl Default for PluginHostBuilder {
             audit_log: None,
             record_inputs: false,
             policy: Policy::default(),
+            approver: None,
         }
     }
 }
@@ -117,6 +120,13 @@ impl PluginHostBuilder {
         self
     }
 
+    /// Who is asked when a call needs approval (default: nobody, so such a
+    /// call fails with `not_allowed` and the command that approves).
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
     /// Loads the plugins folder and returns the host. A missing plugins folder
     /// gives an empty catalog; an unreadable one, or an audit log that cannot
     /// be opened, is an error.
@@ -152,6 +162,8 @@ impl PluginHostBuilder {
                 observers,
                 metrics,
                 policy_state: PolicyState::default(),
+                approvals: ApprovalStore::new(&self.state_dir),
+                asking: tokio::sync::Mutex::new(()),
                 config: self,
             }),
         })

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::Value;
 
 use super::{CallOptions, Inner};
+use crate::approval::{ApprovalState, Approver};
 use crate::catalog::{Catalog, Plugin, ToolRef};
 use crate::env::plugin_env;
 use crate::error::CallError;
@@ -72,6 +73,9 @@ impl Inner {
             )
             .map_err(|message| CallError::NotAllowed { message })?;
 
+        self.ensure_approved(plugin, options.approver.as_deref())
+            .await?;
+
         let user_cancel = options.cancel.unwrap_or_default();
         let cancelled = || CallError::Cancelled {
             tool: tool.to_owned(),
@@ -133,6 +137,66 @@ impl Inner {
         let result = executor::run(job, stop, &on_progress).await;
         dirs.remove();
         finish(tool_ref, result, limits, &dirs.data)
+    }
+}
+
+impl Inner {
+    /// Lets the call through when the plugin is approved (or needs no approval);
+    /// otherwise asks the approver, one question at a time, and persists a yes.
+    async fn ensure_approved(
+        &self,
+        plugin: &Plugin,
+        approver: Option<&dyn Approver>,
+    ) -> Result<(), CallError> {
+        let manifest = &plugin.manifest;
+        let refuse = |message: String| CallError::NotAllowed { message };
+        let state = self
+            .approvals
+            .state(manifest)
+            .map_err(|e| refuse(e.to_string()))?;
+        if state.allows_call() {
+            return Ok(());
+        }
+        let Some(approver) = approver.or(self.config.approver.as_deref()) else {
+            return Err(refuse(self.not_approved_message(manifest, &state)));
+        };
+        let _one_question = self.asking.lock().await;
+        // Another call may have been approved while this one waited.
+        let state = self
+            .approvals
+            .state(manifest)
+            .map_err(|e| refuse(e.to_string()))?;
+        if state.allows_call() {
+            return Ok(());
+        }
+        if !approver.approve(manifest, &state).await {
+            return Err(refuse(format!(
+                "the user declined; {}",
+                self.not_approved_message(manifest, &state)
+            )));
+        }
+        self.approvals
+            .grant(manifest)
+            .map_err(|e| refuse(e.to_string()))?;
+        self.observers.approval(plugin.name(), true);
+        Ok(())
+    }
+
+    fn not_approved_message(
+        &self,
+        manifest: &crate::manifest::Manifest,
+        state: &ApprovalState,
+    ) -> String {
+        let defaults = (
+            crate::paths::default_plugins_dir(),
+            crate::paths::default_state_dir(),
+        );
+        let plugins =
+            (self.config.plugins_dir != defaults.0).then_some(self.config.plugins_dir.as_path());
+        let state_dir =
+            (self.config.state_dir != defaults.1).then_some(self.config.state_dir.as_path());
+        let command = crate::approval::approve_command_in(&manifest.name, plugins, state_dir);
+        crate::approval::not_allowed_message_with(manifest, state, &command).unwrap_or_default()
     }
 }
 

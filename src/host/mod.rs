@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use builder::{DEFAULT_CONCURRENCY, PluginHostBuilder};
 
+use crate::approval::{ApprovalError, ApprovalState, ApprovalStore, Approver};
 use crate::catalog::{Catalog, ToolRef};
 use crate::error::CallError;
 use crate::events::HostEvent;
@@ -41,6 +42,8 @@ pub struct CallOptions {
     pub cancel: Option<CancellationToken>,
     /// Receives the plugin's progress reports while it runs.
     pub on_progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
+    /// Asks for approval when the plugin needs it; overrides the host's approver.
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 /// Loads plugins, runs tool calls, enforces limits. Dropping the host (or
@@ -63,6 +66,9 @@ struct Inner {
     observers: Observers,
     metrics: Arc<Metrics>,
     policy_state: PolicyState,
+    approvals: ApprovalStore,
+    /// One approval question at a time, so two calls never prompt together.
+    asking: tokio::sync::Mutex<()>,
 }
 
 impl Drop for PluginHost {
@@ -139,6 +145,40 @@ impl PluginHost {
     /// Call counters and durations per tool since the host was built.
     pub fn metrics(&self) -> BTreeMap<String, ToolStats> {
         self.inner.metrics.snapshot()
+    }
+
+    /// The approvals kept in the state folder.
+    pub fn approvals(&self) -> &ApprovalStore {
+        &self.inner.approvals
+    }
+
+    /// The approval state of a loaded plugin.
+    pub fn approval_state(&self, plugin: &str) -> Option<Result<ApprovalState, ApprovalError>> {
+        let catalog = self.catalog();
+        catalog
+            .plugin(plugin)
+            .map(|p| self.inner.approvals.state(&p.manifest))
+    }
+
+    /// Grants a loaded plugin what its manifest asks for now, and tells observers.
+    pub fn approve(&self, plugin: &str) -> Option<Result<(), ApprovalError>> {
+        let catalog = self.catalog();
+        let p = catalog.plugin(plugin)?;
+        Some(
+            self.inner
+                .approvals
+                .grant(&p.manifest)
+                .map(|_| self.inner.observers.approval(plugin, true)),
+        )
+    }
+
+    /// Withdraws a plugin's approval; `Ok(false)` when it had none.
+    pub fn revoke(&self, plugin: &str) -> Result<bool, ApprovalError> {
+        let revoked = self.inner.approvals.revoke(plugin)?;
+        if revoked {
+            self.inner.observers.approval(plugin, false);
+        }
+        Ok(revoked)
     }
 
     /// Cancels every call in flight.

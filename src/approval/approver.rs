@@ -1,0 +1,43 @@
+//! Who answers "approve this plugin?" during a call: the terminal prompt for
+//! the CLI, MCP elicitation for the server, or an embedder's own dialog.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::ApprovalState;
+use crate::manifest::Manifest;
+
+/// A boxed future, so approvers can be trait objects.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Asks someone whether a plugin may get what its manifest asks for.
+/// Answering `true` grants exactly that, and it is persisted.
+pub trait Approver: Send + Sync {
+    fn approve<'a>(
+        &'a self,
+        manifest: &'a Manifest,
+        state: &'a ApprovalState,
+    ) -> BoxFuture<'a, bool>;
+}
+
+/// Asks on the terminal (`/dev/tty`, not stdin), so `echo json | plughost call
+/// TOOL -` still prompts. Without a terminal the answer is no.
+pub struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn approve<'a>(
+        &'a self,
+        manifest: &'a Manifest,
+        state: &'a ApprovalState,
+    ) -> BoxFuture<'a, bool> {
+        let manifest = manifest.clone();
+        let state = state.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                super::prompt::ask(&manifest, &state).unwrap_or(false)
+            })
+            .await
+            .unwrap_or(false)
+        })
+    }
+}

@@ -1,0 +1,314 @@
+//! Approvals: which plugins may run, and what the user agreed to.
+//!
+//! A plugin is in one of two tiers. With no permissions, or only
+//! `filesystem:read`, and no `env` variables, it runs without asking
+//! ([`ApprovalState::Automatic`]). Anything else (any other permission, or any
+//! `env` variable, which may carry a secret) needs the user's approval, given in
+//! a [`prompt`] on a terminal, by `plughost approve NAME`, or through MCP
+//! elicitation. What was granted is kept in an [`ApprovalStore`]; a plugin whose
+//! manifest later asks for a permission or variable it was not granted needs
+//! approval again ([`ApprovalState::NeedsReapproval`]); one that asks for fewer
+//! stays approved.
+//!
+//! The call path, for a front end:
+//!
+//! ```no_run
+//! # fn demo(manifest: &plughost::manifest::Manifest) -> Result<(), String> {
+//! use plughost::approval::{self, ApprovalStore, prompt};
+//!
+//! let store = ApprovalStore::new("/home/me/.local/state/plughost");
+//! let state = store.state(manifest).map_err(|e| e.to_string())?;
+//! if !state.allows_call() {
+//!     if prompt::is_interactive() && prompt::ask(manifest, &state).map_err(|e| e.to_string())? {
+//!         store.grant(manifest).map_err(|e| e.to_string())?;
+//!     } else {
+//!         // `not_allowed` with the same words everywhere.
+//!         return Err(approval::not_allowed_message(manifest, &state).unwrap());
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
+mod approver;
+pub mod prompt;
+pub mod store;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::{EnvVarName, Manifest, Permission};
+
+pub use approver::{Approver, BoxFuture, TerminalApprover};
+pub use store::{APPROVALS_FILE, ApprovalError, ApprovalStore, LOCK_FILE};
+
+/// The extra warning shown when a plugin asks for both `shell:exec` and `network`.
+pub const SHELL_NETWORK_WARNING: &str = "WARNING: shell:exec together with network lets this plugin run any program and send what it finds to other machines.";
+
+/// The two tiers of the design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// No permissions, or only `filesystem:read`, and no `env`: runs without asking.
+    Automatic,
+    /// Anything else: runs only once the user approved it.
+    NeedsApproval,
+}
+
+/// The tier of a manifest, from its permissions and `env` alone.
+pub fn tier(manifest: &Manifest) -> Tier {
+    let only_read = manifest
+        .permissions
+        .iter()
+        .all(|p| *p == Permission::FilesystemRead);
+    if only_read && manifest.env.is_empty() {
+        Tier::Automatic
+    } else {
+        Tier::NeedsApproval
+    }
+}
+
+/// Whether the manifest asks for both `shell:exec` and `network`, which earns
+/// the [`SHELL_NETWORK_WARNING`].
+pub fn shell_and_network(manifest: &Manifest) -> bool {
+    manifest.permissions.contains(&Permission::ShellExec)
+        && manifest.permissions.contains(&Permission::Network)
+}
+
+/// What the user granted one plugin, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grant {
+    /// The permissions granted.
+    pub permissions: BTreeSet<Permission>,
+    /// The names of the environment variables the plugin may receive.
+    #[serde(default)]
+    pub env: BTreeSet<EnvVarName>,
+    /// The plugin's version when it was approved (for information only).
+    pub plugin_version: String,
+    /// When it was approved, in seconds since the Unix epoch.
+    pub granted_at: u64,
+}
+
+impl Grant {
+    /// A grant of exactly what `manifest` asks for now.
+    pub fn of(manifest: &Manifest, granted_at: u64) -> Grant {
+        Grant {
+            permissions: manifest.permissions.iter().copied().collect(),
+            env: manifest.env.iter().cloned().collect(),
+            plugin_version: manifest.version.clone(),
+            granted_at,
+        }
+    }
+}
+
+/// Every stored approval, keyed by plugin name. Read with [`ApprovalStore::load`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Approvals {
+    pub(crate) plugins: BTreeMap<String, Grant>,
+}
+
+impl Approvals {
+    /// The grant of this plugin, if it was ever approved (and not revoked).
+    pub fn get(&self, plugin: &str) -> Option<&Grant> {
+        self.plugins.get(plugin)
+    }
+
+    /// Every grant, sorted by plugin name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Grant)> {
+        self.plugins.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.plugins.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.plugins.is_empty()
+    }
+
+    /// Where `manifest` stands against these approvals.
+    pub fn state(&self, manifest: &Manifest) -> ApprovalState {
+        state(manifest, self.get(&manifest.name))
+    }
+}
+
+/// Where a plugin stands.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ApprovalState {
+    /// Tier 1: runs without approval.
+    Automatic,
+    /// The user granted everything the manifest asks for now.
+    Approved,
+    /// Never approved (or revoked): every permission and variable needs approval.
+    NeedsApproval,
+    /// Approved before, but the manifest now asks for more: these were not granted.
+    NeedsReapproval {
+        new_permissions: Vec<Permission>,
+        new_env: Vec<EnvVarName>,
+    },
+}
+
+impl ApprovalState {
+    /// Whether a call may run without asking.
+    pub fn allows_call(&self) -> bool {
+        matches!(self, ApprovalState::Automatic | ApprovalState::Approved)
+    }
+
+    /// A short label for listings: `automatic`, `approved`, `needs approval`,
+    /// `needs re-approval: new permissions network, env API_TOKEN`.
+    pub fn label(&self) -> String {
+        match self {
+            ApprovalState::Automatic => "automatic".to_owned(),
+            ApprovalState::Approved => "approved".to_owned(),
+            ApprovalState::NeedsApproval => "needs approval".to_owned(),
+            ApprovalState::NeedsReapproval {
+                new_permissions,
+                new_env,
+            } => format!(
+                "needs re-approval: new permissions {}",
+                items(new_permissions, new_env)
+            ),
+        }
+    }
+}
+
+/// Where `manifest` stands given its stored grant (`None`: never approved).
+///
+/// A tier-1 manifest is [`ApprovalState::Automatic`] whatever was stored. Every
+/// permission counts when comparing with the grant, `filesystem:read` included:
+/// a plugin approved for `network` that now also wants to read every file asks again.
+pub fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState {
+    if tier(manifest) == Tier::Automatic {
+        return ApprovalState::Automatic;
+    }
+    let Some(grant) = grant else {
+        return ApprovalState::NeedsApproval;
+    };
+    let mut new_permissions: Vec<Permission> = manifest
+        .permissions
+        .iter()
+        .copied()
+        .filter(|p| !grant.permissions.contains(p))
+        .collect();
+    new_permissions.sort();
+    new_permissions.dedup();
+    let mut new_env: Vec<EnvVarName> = manifest
+        .env
+        .iter()
+        .filter(|e| !grant.env.contains(*e))
+        .cloned()
+        .collect();
+    new_env.sort();
+    new_env.dedup();
+    if new_permissions.is_empty() && new_env.is_empty() {
+        ApprovalState::Approved
+    } else {
+        ApprovalState::NeedsReapproval {
+            new_permissions,
+            new_env,
+        }
+    }
+}
+
+/// `plughost approve NAME`: the command that approves a plugin with the default folders.
+pub fn approve_command(plugin: &str) -> String {
+    approve_command_in(plugin, None, None)
+}
+
+/// The command that approves a plugin, naming the plugins and state folders
+/// when they are not the defaults (pass `None` for a default one), so that the
+/// command copied from an error message approves the plugin that was refused.
+pub fn approve_command_in(
+    plugin: &str,
+    plugins_dir: Option<&Path>,
+    state_dir: Option<&Path>,
+) -> String {
+    let mut cmd = String::from("plughost");
+    if let Some(dir) = plugins_dir {
+        cmd.push_str(" --plugins-dir ");
+        cmd.push_str(&shell_quote(&dir.to_string_lossy()));
+    }
+    if let Some(dir) = state_dir {
+        cmd.push_str(" --state-dir ");
+        cmd.push_str(&shell_quote(&dir.to_string_lossy()));
+    }
+    cmd.push_str(" approve ");
+    cmd.push_str(&shell_quote(plugin));
+    cmd
+}
+
+/// The `not_allowed` message for a call of a plugin that may not run now, or
+/// `None` when `state` allows the call. The same words in the CLI, the library
+/// and MCP:
+///
+/// `plugin "kv-store" needs approval for network, shell:exec; run: plughost approve kv-store`
+///
+/// `plugin "kv-store" needs re-approval for new permissions network, env API_TOKEN; run: plughost approve kv-store`
+pub fn not_allowed_message(manifest: &Manifest, state: &ApprovalState) -> Option<String> {
+    not_allowed_message_with(manifest, state, &approve_command(&manifest.name))
+}
+
+/// [`not_allowed_message`] with the command to suggest (see [`approve_command_in`]).
+pub fn not_allowed_message_with(
+    manifest: &Manifest,
+    state: &ApprovalState,
+    approve_command: &str,
+) -> Option<String> {
+    let name = &manifest.name;
+    match state {
+        ApprovalState::Automatic | ApprovalState::Approved => None,
+        ApprovalState::NeedsApproval => {
+            let mut permissions = manifest.permissions.clone();
+            permissions.sort();
+            permissions.dedup();
+            let mut env = manifest.env.clone();
+            env.sort();
+            env.dedup();
+            Some(format!(
+                "plugin \"{name}\" needs approval for {}; run: {approve_command}",
+                items(&permissions, &env)
+            ))
+        }
+        ApprovalState::NeedsReapproval {
+            new_permissions,
+            new_env,
+        } => Some(format!(
+            "plugin \"{name}\" needs re-approval for new permissions {}; run: {approve_command}",
+            items(new_permissions, new_env)
+        )),
+    }
+}
+
+/// `network, shell:exec, env API_TOKEN, env OTHER`.
+fn items(permissions: &[Permission], env: &[EnvVarName]) -> String {
+    permissions
+        .iter()
+        .map(|p| p.as_str().to_owned())
+        .chain(env.iter().map(|e| format!("env {}", e.0)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

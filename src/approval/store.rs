@@ -1,0 +1,291 @@
+//! The approvals file: `<state_dir>/approvals.json`.
+//!
+//! ```json
+//! {"version": 1, "plugins": {"kv-store": {"permissions": ["network"], "env": [],
+//!   "plugin_version": "1.0.0", "granted_at": 1763700000}}}
+//! ```
+//!
+//! Reads need no lock: the file is only ever replaced whole, by renaming a
+//! complete, fsynced temp file over it, then fsyncing the folder. Every
+//! read-modify-write holds an exclusive `flock` on `<state_dir>/approvals.lock`
+//! (a separate file, because the rename replaces the approvals file's inode), so
+//! concurrent plughost processes never lose each other's grants.
+//!
+//! A missing file means no approvals. A file that cannot be read or parsed is an
+//! error naming it: it approves nothing, and [`ApprovalStore::grant`] and
+//! [`ApprovalStore::revoke`] refuse to replace it.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ApprovalState, Approvals, Grant, Tier};
+use crate::manifest::Manifest;
+
+/// Name of the approvals file inside the state folder.
+pub const APPROVALS_FILE: &str = "approvals.json";
+/// Name of the lock file held around every change of the approvals file.
+pub const LOCK_FILE: &str = "approvals.lock";
+/// The file format this plughost reads and writes.
+pub const FORMAT_VERSION: u64 = 1;
+
+const TEMP_FILE: &str = "approvals.json.tmp";
+
+/// Why the approvals could not be read or changed. Every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalError {
+    #[error(
+        "the approvals file {} is corrupt ({reason}); no plugin counts as approved until it is fixed: fix it, or delete it to start over (deleting it revokes every approval)",
+        path.display()
+    )]
+    Corrupt { path: PathBuf, reason: String },
+
+    #[error(
+        "the approvals file {} has format version {found}, but this plughost reads version {FORMAT_VERSION}; use a newer plughost, or delete the file to start over (deleting it revokes every approval)",
+        path.display()
+    )]
+    UnsupportedVersion { path: PathBuf, found: String },
+
+    #[error(
+        "cannot read the approvals file {}: {source}; no plugin counts as approved until it can be read: fix its permissions, or delete it to start over",
+        path.display()
+    )]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("cannot write the approvals file {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("cannot lock the approvals file with {}: {source}", path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl ApprovalError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            ApprovalError::Corrupt { path, .. }
+            | ApprovalError::UnsupportedVersion { path, .. }
+            | ApprovalError::Read { path, .. }
+            | ApprovalError::Write { path, .. }
+            | ApprovalError::Lock { path, .. } => path,
+        }
+    }
+}
+
+/// The on-disk shape.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileFormat {
+    version: u64,
+    plugins: BTreeMap<String, Grant>,
+}
+
+/// The approvals of one state folder. Cheap to create; holds no open file.
+#[derive(Debug, Clone)]
+pub struct ApprovalStore {
+    dir: PathBuf,
+}
+
+impl ApprovalStore {
+    /// The store of this state folder (`PluginHost::state_dir`). Nothing is
+    /// read or created until it is used.
+    pub fn new(state_dir: impl Into<PathBuf>) -> ApprovalStore {
+        ApprovalStore {
+            dir: state_dir.into(),
+        }
+    }
+
+    /// `<state_dir>/approvals.json`.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(APPROVALS_FILE)
+    }
+
+    /// `<state_dir>/approvals.lock`.
+    pub fn lock_path(&self) -> PathBuf {
+        self.dir.join(LOCK_FILE)
+    }
+
+    /// Reads every approval. A missing file (or state folder) gives none.
+    pub fn load(&self) -> Result<Approvals, ApprovalError> {
+        read_file(&self.path())
+    }
+
+    /// Where `manifest` stands now. A tier-1 plugin is
+    /// [`ApprovalState::Automatic`] without reading the file, so a broken
+    /// approvals file never blocks plugins that need no approval.
+    pub fn state(&self, manifest: &Manifest) -> Result<ApprovalState, ApprovalError> {
+        if super::tier(manifest) == Tier::Automatic {
+            return Ok(ApprovalState::Automatic);
+        }
+        Ok(self.load()?.state(manifest))
+    }
+
+    /// Records that the user approved exactly what `manifest` asks for now
+    /// (replacing any earlier grant of that plugin), and returns the grant.
+    /// Creates the state folder if needed.
+    pub fn grant(&self, manifest: &Manifest) -> Result<Grant, ApprovalError> {
+        let grant = Grant::of(manifest, super::now_secs());
+        let recorded = grant.clone();
+        self.update(move |approvals| {
+            approvals.plugins.insert(manifest.name.clone(), grant);
+            true
+        })?;
+        Ok(recorded)
+    }
+
+    /// Forgets the approval of `plugin`. Returns whether there was one.
+    pub fn revoke(&self, plugin: &str) -> Result<bool, ApprovalError> {
+        if !self.dir.exists() {
+            return Ok(false);
+        }
+        self.update(|approvals| approvals.plugins.remove(plugin).is_some())
+    }
+
+    /// Read-modify-write under the lock. `change` returns whether it changed
+    /// anything; the file is rewritten only then.
+    fn update(&self, change: impl FnOnce(&mut Approvals) -> bool) -> Result<bool, ApprovalError> {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|source| ApprovalError::Write {
+                path: self.path(),
+                source,
+            })?;
+        let _lock = Lock::exclusive(&self.lock_path())?;
+        let path = self.path();
+        let mut approvals = read_file(&path)?;
+        if !change(&mut approvals) {
+            return Ok(false);
+        }
+        let text = serialize(&approvals);
+        write_atomically(&self.dir, &path, text.as_bytes())
+            .map_err(|source| ApprovalError::Write { path, source })?;
+        Ok(true)
+    }
+}
+
+fn read_file(path: &Path) -> Result<Approvals, ApprovalError> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Approvals::default()),
+        Err(source) => {
+            return Err(ApprovalError::Read {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    parse(path, &bytes)
+}
+
+fn parse(path: &Path, bytes: &[u8]) -> Result<Approvals, ApprovalError> {
+    let corrupt = |reason: String| ApprovalError::Corrupt {
+        path: path.to_owned(),
+        reason,
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(corrupt("the file is empty".to_owned()));
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+    let Some(version) = value.get("version") else {
+        return Err(corrupt("it has no \"version\" field".to_owned()));
+    };
+    if version.as_u64() != Some(FORMAT_VERSION) {
+        return Err(ApprovalError::UnsupportedVersion {
+            path: path.to_owned(),
+            found: version.to_string(),
+        });
+    }
+    let file: FileFormat = serde_json::from_value(value).map_err(|e| corrupt(e.to_string()))?;
+    Ok(Approvals {
+        plugins: file.plugins,
+    })
+}
+
+fn serialize(approvals: &Approvals) -> String {
+    let file = FileFormat {
+        version: FORMAT_VERSION,
+        plugins: approvals.plugins.clone(),
+    };
+    let mut text = serde_json::to_string_pretty(&file).expect("approvals serialize");
+    text.push('\n');
+    text
+}
+
+/// Writes `bytes` to a temp file in `dir`, fsyncs it, renames it over `path`
+/// and fsyncs `dir`. The caller holds the lock, so the temp name is free.
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let temp = dir.join(TEMP_FILE);
+    match fs::remove_file(&temp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let written = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(e);
+    }
+    File::open(dir)?.sync_all()
+}
+
+/// An exclusive `flock` on the lock file, released when dropped (the file closes).
+struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    fn exclusive(path: &Path) -> Result<Lock, ApprovalError> {
+        let error = |source| ApprovalError::Lock {
+            path: path.to_owned(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .map_err(error)?;
+        loop {
+            // SAFETY: flock on a descriptor we own; no memory is involved.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+            if rc == 0 {
+                return Ok(Lock { _file: file });
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(error(e));
+            }
+        }
+    }
+}
