@@ -109,6 +109,9 @@ fn json_prints_the_whole_outcome_or_the_error() {
 #[test]
 fn input_can_come_from_stdin() {
     let sandbox = Sandbox::new().with_fixtures(&["echo-request"]);
+    let mut approve = sandbox.cmd();
+    approve.args(["approve", "echo-request", "--yes"]);
+    assert_eq!(run(approve).status.code(), Some(0));
     let mut cmd = sandbox.cmd();
     cmd.args(["call", "echo_request", "-"])
         .stdin(Stdio::piped())

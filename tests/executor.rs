@@ -339,6 +339,8 @@ async fn non_string_results_structured_and_attachments() {
 async fn the_request_carries_the_context_and_the_environment_is_filtered() {
     let sandbox = Sandbox::new().with_fixtures(&["echo-request"]);
     let host = host(&sandbox);
+    // The fixture names an environment variable, so it needs approval.
+    host.approve("echo-request").unwrap().unwrap();
     let invocation = Invocation {
         request_id: Some("req-1".into()),
         session_id: Some("sess-9".into()),

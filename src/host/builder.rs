@@ -130,7 +130,10 @@ impl PluginHostBuilder {
     /// Loads the plugins folder and returns the host. A missing plugins folder
     /// gives an empty catalog; an unreadable one, or an audit log that cannot
     /// be opened, is an error.
-    pub fn build(self) -> std::io::Result<PluginHost> {
+    pub fn build(mut self) -> std::io::Result<PluginHost> {
+        // Plugins get absolute paths in their request, whatever the caller passed.
+        self.state_dir = std::path::absolute(&self.state_dir)?;
+        self.plugins_dir = std::path::absolute(&self.plugins_dir)?;
         if self.reap_orphans {
             // Best effort: without it, killed grandchildren are reaped by init.
             let _ = executor::become_subreaper();

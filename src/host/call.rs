@@ -200,7 +200,9 @@ impl Inner {
     }
 }
 
-/// The per-call folders: the plugin's persistent data folder and a private temp folder.
+/// The per-call folders: the plugin's persistent data folder and a private
+/// temp folder. On the hot path this is one `mkdir` for each (the parents are
+/// made once) and one `rmdir` afterwards.
 struct CallDirs {
     data: PathBuf,
     tmp: PathBuf,
@@ -209,21 +211,31 @@ struct CallDirs {
 impl CallDirs {
     fn create(state_dir: &Path, plugin: &Plugin, call_id: u64) -> std::io::Result<CallDirs> {
         let data = state_dir.join("data").join(plugin.name());
-        std::fs::create_dir_all(&data)?;
+        ensure_dir(&data)?;
         let tmp = state_dir.join("tmp").join(format!(
             "{}-{}-{call_id}",
             plugin.name(),
             std::process::id()
         ));
-        std::fs::create_dir_all(&tmp)?;
-        Ok(CallDirs {
-            data: data.canonicalize()?,
-            tmp,
-        })
+        ensure_dir(&tmp)?;
+        Ok(CallDirs { data, tmp })
     }
 
     fn remove(&self) {
-        let _ = std::fs::remove_dir_all(&self.tmp);
+        // Most plugins leave their temp folder empty: try the single syscall first.
+        if std::fs::remove_dir(&self.tmp).is_err() {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+/// `mkdir`, making the parents only when they are missing.
+fn ensure_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir),
+        Err(e) => Err(e),
     }
 }
 
