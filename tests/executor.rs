@@ -402,7 +402,8 @@ async fn the_request_carries_the_context_and_the_environment_is_filtered() {
 #[tokio::test]
 async fn invalid_args_spawn_nothing_and_unknown_tools_get_a_hint() {
     let sandbox = Sandbox::new();
-    let marker = sandbox.root.path().join("spawned");
+    // The data folder is the one place a sandboxed plugin may write.
+    let marker = sandbox.state().join("data/strict/spawned");
     let mut m = util::manifest("strict", "strict_tool");
     m["tools"][0]["input_schema"] = json!({
         "type": "object",
@@ -413,10 +414,7 @@ async fn invalid_args_spawn_nothing_and_unknown_tools_get_a_hint() {
     sandbox.write_plugin(
         "strict",
         &m,
-        &format!(
-            "#!/bin/sh\ntouch '{}'\necho '{{\"result\":\"ran\"}}'\n",
-            marker.display()
-        ),
+        "#!/bin/sh\ntouch \"$PLUGHOST_DATA_DIR/spawned\"\necho '{\"result\":\"ran\"}'\n",
     );
     let host = host(&sandbox);
     let e = host

@@ -250,14 +250,11 @@ async fn the_audit_log_has_one_line_per_call_and_inputs_only_when_asked() {
 #[tokio::test]
 async fn rate_limits_and_session_budgets_refuse_before_spawning() {
     let sandbox = Sandbox::new();
-    let marker = sandbox.root.path().join("spawns");
+    let marker = sandbox.state().join("data/counter/spawns");
     sandbox.write_plugin(
         "counter",
         &util::manifest("counter", "count_spawn"),
-        &format!(
-            "#!/bin/sh\ncat >/dev/null\necho x >> '{}'\necho '{{\"result\":\"ok\"}}'\n",
-            marker.display()
-        ),
+        "#!/bin/sh\ncat >/dev/null\necho x >> \"$PLUGHOST_DATA_DIR/spawns\"\necho '{\"result\":\"ok\"}'\n",
     );
     let host = PluginHost::builder()
         .plugins_dir(sandbox.plugins())

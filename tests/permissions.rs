@@ -10,20 +10,17 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{Value, json};
 use util::{Sandbox, run, stderr, stdout};
 
-/// A plugin asking for `network` that appends a line to `marker` when it runs.
+/// A plugin asking for `network` that appends a line to a marker in its data
+/// folder (the one place the sandbox lets it write) each time it runs.
 fn network_plugin(sandbox: &Sandbox) -> PathBuf {
-    let marker = sandbox.root.path().join("ran");
     let mut m = util::manifest("net-tool", "net_fetch");
     m["permissions"] = json!(["network"]);
     sandbox.write_plugin(
         "net-tool",
         &m,
-        &format!(
-            "#!/bin/sh\ncat >/dev/null\necho ran >> '{}'\necho '{{\"result\":\"fetched\"}}'\n",
-            marker.display()
-        ),
+        "#!/bin/sh\ncat >/dev/null\necho ran >> \"$PLUGHOST_DATA_DIR/ran\"\necho '{\"result\":\"fetched\"}'\n",
     );
-    marker
+    sandbox.state().join("data/net-tool/ran")
 }
 
 fn approvals_file(sandbox: &Sandbox) -> PathBuf {
@@ -199,4 +196,195 @@ fn a_corrupt_approvals_file_approves_nothing_and_is_left_alone() {
     let mut cmd = sandbox_ok.cmd();
     cmd.args(["call", "slow_ok"]);
     assert_eq!(run(cmd).status.code(), Some(0));
+}
+
+mod sandboxed {
+    //! The sandbox through the host: real plugins, real files, a real listener.
+
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    use plughost::{ErrorKind, Invocation, PluginHost};
+    use serde_json::json;
+
+    use super::util::{self, Sandbox};
+
+    fn landlock() -> bool {
+        let s = plughost::sandbox::support();
+        if !s.filesystem || !s.network_tcp {
+            eprintln!(
+                "SKIPPED: this kernel cannot enforce the sandbox ({:?})",
+                s.notes
+            );
+        }
+        s.filesystem && s.network_tcp
+    }
+
+    /// A bash plugin asking for `permissions`, running `script` after reading its request.
+    fn host_with(sandbox: &Sandbox, permissions: serde_json::Value, script: &str) -> PluginHost {
+        let mut m = util::manifest("probe", "probe_run");
+        m["permissions"] = permissions;
+        sandbox.write_plugin(
+            "probe",
+            &m,
+            &format!("#!/usr/bin/env bash\ncat >/dev/null\n{script}\n"),
+        );
+        let host = PluginHost::builder()
+            .plugins_dir(sandbox.plugins())
+            .state_dir(sandbox.state())
+            .build()
+            .unwrap();
+        if let Some(r) = host.approve("probe") {
+            r.unwrap();
+        }
+        host
+    }
+
+    #[tokio::test]
+    async fn writes_stay_in_the_data_folder_without_filesystem_write() {
+        if !landlock() {
+            return;
+        }
+        let sandbox = Sandbox::new();
+        let outside = sandbox.root.path().join("outside.txt");
+        let script = format!(
+            "echo data > \"$PLUGHOST_DATA_DIR/inside.txt\" || exit 5\n\
+             if echo x > '{}' 2>/dev/null; then echo '{{\"result\":\"escaped\"}}'; else echo '{{\"result\":\"refused\"}}'; fi",
+            outside.display()
+        );
+        let host = host_with(&sandbox, json!([]), &script);
+        let o = host
+            .call("probe_run", json!({}), Invocation::default())
+            .await
+            .unwrap();
+        assert_eq!(o.result, "refused");
+        assert!(
+            !outside.exists(),
+            "the file outside the data folder was not created"
+        );
+        assert!(
+            sandbox.state().join("data/probe/inside.txt").exists(),
+            "the data folder is writable"
+        );
+
+        let host = host_with(&sandbox, json!(["filesystem:write"]), &script);
+        let o = host
+            .call("probe_run", json!({}), Invocation::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            o.result, "escaped",
+            "granted filesystem:write writes anywhere"
+        );
+    }
+
+    #[tokio::test]
+    async fn reads_stay_in_the_plugins_folders_without_filesystem_read() {
+        if !landlock() {
+            return;
+        }
+        let sandbox = Sandbox::new();
+        let secret = sandbox.root.path().join("secret.txt");
+        std::fs::write(&secret, "s3cret").unwrap();
+        let script = format!(
+            "own=$(cat plugin.json | head -c 1)\n\
+             if cat '{}' >/dev/null 2>&1; then r=read; else r=refused; fi\n\
+             echo \"{{\\\"result\\\":\\\"$own $r\\\"}}\"",
+            secret.display()
+        );
+        let host = host_with(&sandbox, json!([]), &script);
+        assert_eq!(
+            host.call("probe_run", json!({}), Invocation::default())
+                .await
+                .unwrap()
+                .result,
+            "{ refused"
+        );
+        let host = host_with(&sandbox, json!(["filesystem:read"]), &script);
+        assert_eq!(
+            host.call("probe_run", json!({}), Invocation::default())
+                .await
+                .unwrap()
+                .result,
+            "{ read"
+        );
+    }
+
+    #[tokio::test]
+    async fn no_connection_without_network() {
+        if !landlock() {
+            return;
+        }
+        let sandbox = Sandbox::new();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let script = format!(
+            "if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then r=connected; else r=refused; fi\n\
+             echo \"{{\\\"result\\\":\\\"$r\\\"}}\""
+        );
+        let host = host_with(&sandbox, json!([]), &script);
+        assert_eq!(
+            host.call("probe_run", json!({}), Invocation::default())
+                .await
+                .unwrap()
+                .result,
+            "refused"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(listener.accept().is_err(), "the listener saw no connection");
+
+        let host = host_with(&sandbox, json!(["network"]), &script);
+        assert_eq!(
+            host.call("probe_run", json!({}), Invocation::default())
+                .await
+                .unwrap()
+                .result,
+            "connected"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            listener.accept().is_ok(),
+            "with network the plugin connects"
+        );
+    }
+
+    #[tokio::test]
+    async fn no_sandbox_turns_it_off_and_required_refuses_nothing_here() {
+        if !landlock() {
+            return;
+        }
+        let sandbox = Sandbox::new();
+        let outside = sandbox.root.path().join("outside.txt");
+        let mut m = util::manifest("probe", "probe_run");
+        m["permissions"] = json!([]);
+        sandbox.write_plugin("probe", &m, &format!("#!/bin/sh\ncat >/dev/null\necho x > '{}' || exit 4\necho '{{\"result\":\"ok\"}}'\n", outside.display()));
+        let off = PluginHost::builder()
+            .plugins_dir(sandbox.plugins())
+            .state_dir(sandbox.state())
+            .sandbox(plughost::SandboxMode::Off)
+            .build()
+            .unwrap();
+        off.call("probe_run", json!({}), Invocation::default())
+            .await
+            .unwrap();
+        assert!(outside.exists(), "--no-sandbox: permissions are advisory");
+        std::fs::remove_file(&outside).unwrap();
+        let required = PluginHost::builder()
+            .plugins_dir(sandbox.plugins())
+            .state_dir(sandbox.state())
+            .sandbox(plughost::SandboxMode::Required)
+            .build()
+            .unwrap();
+        let e = required
+            .call("probe_run", json!({}), Invocation::default())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Failed,
+            "the write fails inside the sandbox: {e}"
+        );
+        assert!(!outside.exists());
+    }
 }

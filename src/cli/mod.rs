@@ -3,6 +3,7 @@
 
 mod approve;
 mod call;
+mod doctor;
 mod export;
 mod list;
 mod new;
@@ -16,7 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use plughost::PluginHost;
+use plughost::{PluginHost, SandboxMode};
 
 /// Runs AI-agent tools as plugins: one process per call, JSON on stdin and stdout.
 #[derive(Debug, Parser)]
@@ -50,6 +51,14 @@ pub struct Cli {
     #[arg(long, global = true, requires = "audit_log")]
     audit_inputs: bool,
 
+    /// Run plugins without the Linux sandbox: permissions become advisory.
+    #[arg(long, global = true, conflicts_with = "require_sandbox")]
+    no_sandbox: bool,
+
+    /// Refuse calls when this kernel cannot enforce a plugin's restrictions.
+    #[arg(long, global = true)]
+    require_sandbox: bool,
+
     /// Allow each plugin at most N calls per minute.
     #[arg(long, global = true, value_name = "N")]
     rate_limit: Option<u32>,
@@ -78,6 +87,8 @@ enum Command {
     Export(export::Args),
     /// Read a model's reply on stdin and print its <tool_call> blocks as JSON.
     ParseToolCall,
+    /// What this machine enforces, the folders in use, and plugins with problems.
+    Doctor,
     /// Create a plugin folder that validates and runs, to start from.
     New(new::Args),
     /// Summarize an audit log: calls, outcomes and durations per tool.
@@ -111,6 +122,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Watch => watch::run(&cli),
         Command::Stats(args) => stats::run(&cli, args),
         Command::New(args) => new::run(&cli, args),
+        Command::Doctor => doctor::run(&cli),
         Command::Export(args) => export::run(&cli, args),
         Command::ParseToolCall => export::run_parse(),
     }
@@ -135,6 +147,13 @@ impl Cli {
             .plugins_dir(self.plugins_dir())
             .state_dir(self.state_dir())
             .inherit_env(self.inherit_env)
+            .sandbox(if self.no_sandbox {
+                SandboxMode::Off
+            } else if self.require_sandbox {
+                SandboxMode::Required
+            } else {
+                SandboxMode::On
+            })
             .policy(plughost::Policy {
                 rate_per_minute: self.rate_limit,
                 session_budget: self.session_budget,

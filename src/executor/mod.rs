@@ -72,6 +72,9 @@ pub struct Job<'a> {
     pub env: &'a [(OsString, OsString)],
     pub stdin: &'a [u8],
     pub limits: Limits,
+    /// Confinement applied in the child before exec (a `pre_exec` hook; none
+    /// when there is nothing to enforce, which keeps `posix_spawn`).
+    pub sandbox: Option<crate::sandbox::Prepared>,
 }
 
 /// A process that ran to its own end.
@@ -112,6 +115,9 @@ pub async fn run(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     unix::configure(&mut cmd);
+    if let Some(sandbox) = job.sandbox {
+        sandbox.apply_to(&mut cmd);
+    }
     let mut child = spawn_retrying_busy(&mut cmd).map_err(RunError::Spawn)?;
     let pgid = child.id().expect("a just-spawned child has a pid");
     let mut guard = GroupGuard::new(pgid);

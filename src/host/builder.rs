@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
-use super::{Inner, PluginHost};
+use super::{Inner, PluginHost, SandboxMode};
 use crate::approval::{ApprovalStore, Approver};
 use crate::audit::AuditLog;
 use crate::catalog::Catalog;
@@ -36,6 +36,7 @@ pub struct PluginHostBuilder {
     pub(super) record_inputs: bool,
     pub(super) policy: Policy,
     pub(super) approver: Option<Arc<dyn Approver>>,
+    pub(super) sandbox: SandboxMode,
 }
 
 impl Default for PluginHostBuilder {
@@ -53,6 +54,7 @@ impl Default for PluginHostBuilder {
             record_inputs: false,
             policy: Policy::default(),
             approver: None,
+            sandbox: SandboxMode::default(),
         }
     }
 }
@@ -127,6 +129,12 @@ impl PluginHostBuilder {
         self
     }
 
+    /// Whether plugin processes are confined to their permissions (default: on).
+    pub fn sandbox(mut self, mode: SandboxMode) -> Self {
+        self.sandbox = mode;
+        self
+    }
+
     /// Loads the plugins folder and returns the host. A missing plugins folder
     /// gives an empty catalog; an unreadable one, or an audit log that cannot
     /// be opened, is an error.
@@ -167,6 +175,7 @@ impl PluginHostBuilder {
                 policy_state: PolicyState::default(),
                 approvals: ApprovalStore::new(&self.state_dir),
                 asking: tokio::sync::Mutex::new(()),
+                sandbox_warned: Default::default(),
                 config: self,
             }),
         })

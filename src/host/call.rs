@@ -14,9 +14,11 @@ use crate::catalog::{Catalog, Plugin, ToolRef};
 use crate::env::plugin_env;
 use crate::error::CallError;
 use crate::executor::{self, Finished, Job, Limits, Progress, RunError};
+use crate::host::SandboxMode;
 use crate::observe::CallInfo;
 use crate::outcome::{ToolOutcome, explain_spawn_error, interpret};
 use crate::protocol::{Context, Request};
+use crate::sandbox;
 
 impl Inner {
     pub(super) async fn call(
@@ -111,12 +113,20 @@ impl Inner {
             .timeout_override
             .or(tool_ref.tool().spec.timeout_secs.map(Duration::from_secs))
             .unwrap_or(limits.timeout);
+        let sandbox = match self.sandbox_for(plugin, &dirs, &env) {
+            Ok(s) => s,
+            Err(e) => {
+                dirs.remove();
+                return Err(e);
+            }
+        };
         let job = Job {
             program: &plugin.entrypoint,
             cwd: &plugin.dir,
             env: &env,
             stdin: &request,
             limits,
+            sandbox,
         };
         let user_progress = options.on_progress.clone();
         let observe_progress = self.observers.wants_progress();
@@ -180,6 +190,52 @@ impl Inner {
             .map_err(|e| refuse(e.to_string()))?;
         self.observers.approval(plugin.name(), true);
         Ok(())
+    }
+
+    /// Prepares the child's confinement for this call according to the host's
+    /// sandbox mode. The plugin is approved at this point, so what its manifest
+    /// asks for is what was granted.
+    fn sandbox_for(
+        &self,
+        plugin: &Plugin,
+        dirs: &CallDirs,
+        env: &[(std::ffi::OsString, std::ffi::OsString)],
+    ) -> Result<Option<sandbox::Prepared>, CallError> {
+        if self.config.sandbox == SandboxMode::Off {
+            return Ok(None);
+        }
+        let refuse = |message: String| CallError::NotAllowed { message };
+        let prepared = sandbox::prepare(&sandbox::Policy {
+            plugin_dir: &plugin.dir,
+            data_dir: &dirs.data,
+            tmp_dir: &dirs.tmp,
+            entrypoint: &plugin.entrypoint,
+            permissions: &plugin.manifest.permissions,
+            env,
+        })
+        .map_err(|e| {
+            refuse(format!(
+                "plugin \"{}\": the sandbox could not be prepared: {e}",
+                plugin.name()
+            ))
+        })?;
+        let missing = &prepared.enforcement().not_enforced;
+        if !missing.is_empty() {
+            if self.config.sandbox == SandboxMode::Required {
+                return Err(refuse(format!(
+                    "plugin \"{}\": the sandbox is required but this kernel cannot enforce: {}; run without --require-sandbox to accept that",
+                    plugin.name(),
+                    missing.join("; ")
+                )));
+            }
+            if !self.sandbox_warned.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "plughost: warning: this kernel cannot enforce every permission: {}",
+                    missing.join("; ")
+                );
+            }
+        }
+        Ok(Some(prepared))
     }
 
     fn not_approved_message(

@@ -34,6 +34,19 @@ use crate::policy::PolicyState;
 use crate::protocol::Invocation;
 use crate::watcher::{Reload, Watcher};
 
+/// How much of the Linux sandbox a host applies to plugin processes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// No confinement: permissions are advisory (`--no-sandbox`).
+    Off,
+    /// Enforce what this kernel supports; warn once about the rest.
+    #[default]
+    On,
+    /// Refuse a call (`not_allowed`) when a wanted restriction cannot be enforced
+    /// (`--require-sandbox`).
+    Required,
+}
+
 /// Per-call options beyond the tool and its input.
 #[derive(Default, Clone)]
 pub struct CallOptions {
@@ -69,6 +82,8 @@ struct Inner {
     approvals: ApprovalStore,
     /// One approval question at a time, so two calls never prompt together.
     asking: tokio::sync::Mutex<()>,
+    /// The "cannot enforce" warning is printed once per host.
+    sandbox_warned: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for PluginHost {

@@ -1,0 +1,53 @@
+//! The sandbox where there is no Landlock or seccomp: nothing is enforced, and
+//! [`Enforcement`] and [`support`] say so, so the caller can warn.
+
+use super::{Enforcement, Policy, SandboxError, Support};
+use crate::manifest::Permission;
+
+/// A sandbox that enforces nothing on this platform.
+#[derive(Debug)]
+pub struct Prepared {
+    enforcement: Enforcement,
+}
+
+impl Prepared {
+    /// What the child will have enforced: nothing here.
+    pub fn enforcement(&self) -> &Enforcement {
+        &self.enforcement
+    }
+
+    /// Adds nothing: there is nothing to enforce on this platform.
+    pub fn apply_to(self, _cmd: &mut tokio::process::Command) {}
+
+    /// Adds nothing: there is nothing to enforce on this platform.
+    pub fn apply_to_std(self, _cmd: &mut std::process::Command) {}
+}
+
+pub fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
+    let not_enforced = [
+        Permission::FilesystemRead,
+        Permission::FilesystemWrite,
+        Permission::Network,
+    ]
+    .into_iter()
+    .filter(|p| !policy.grants(*p))
+    .map(|p| format!("{p}: no sandbox on this platform"))
+    .collect();
+    Ok(Prepared {
+        enforcement: Enforcement {
+            not_enforced,
+            ..Enforcement::default()
+        },
+    })
+}
+
+pub fn support() -> Support {
+    Support {
+        landlock_abi: None,
+        filesystem: false,
+        network_tcp: false,
+        network_sockets: false,
+        scopes: false,
+        notes: vec!["no sandbox on this platform: every permission is advisory".into()],
+    }
+}
