@@ -7,14 +7,24 @@
 //! [`catalog::Catalog`] snapshot; [`PluginHost::call`] checks the input, runs the
 //! [`executor`] and turns the result into a [`ToolOutcome`] or a [`CallError`].
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! ```
 //! use plughost::{Invocation, PluginHost};
 //! use serde_json::json;
 //!
-//! let host = PluginHost::builder().plugins_dir("plugins-examples").build()?;
-//! let outcome = host.call("hello_greet", json!({"name": "Alice"}), Invocation::default()).await?;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let state = tempfile::tempdir()?;
+//! let host = PluginHost::builder()
+//!     .plugins_dir("plugins-examples")
+//!     .state_dir(state.path())
+//!     .build()?;
+//! let runtime = tokio::runtime::Runtime::new()?;
+//! let outcome = runtime.block_on(host.call("hello_greet", json!({"name": "Alice"}), Invocation::default()))?;
 //! assert_eq!(outcome.result, "Hello, Alice!");
+//! assert!(!outcome.is_error);
+//!
+//! // A host error is a typed error with a kind, not a panic or a string.
+//! let err = runtime.block_on(host.call("hello_greet", json!({"name": 42}), Invocation::default())).unwrap_err();
+//! assert_eq!(err.kind(), plughost::ErrorKind::InvalidArgs);
 //! # Ok(()) }
 //! ```
 
