@@ -39,6 +39,7 @@ pub mod export;
 pub mod host;
 pub mod loader;
 pub mod manifest;
+pub mod mcp;
 pub mod metrics;
 pub mod observe;
 pub mod outcome;

@@ -6,8 +6,10 @@ mod call;
 mod doctor;
 mod export;
 mod list;
+mod log;
 mod new;
 mod schema;
+mod serve;
 mod stats;
 mod validate;
 mod watch;
@@ -17,7 +19,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use plughost::{PluginHost, SandboxMode};
+use plughost::{PluginHost, PluginHostBuilder, SandboxMode};
 
 /// Runs AI-agent tools as plugins: one process per call, JSON on stdin and stdout.
 #[derive(Debug, Parser)]
@@ -93,6 +95,8 @@ enum Command {
     New(new::Args),
     /// Summarize an audit log: calls, outcomes and durations per tool.
     Stats(stats::Args),
+    /// Serve every plugin tool over MCP (stdio, or streamable HTTP with --http).
+    Serve(serve::Args),
     /// Print hot-reload events as they happen, until interrupted.
     Watch,
     /// Print a JSON Schema (manifest, request or response).
@@ -120,6 +124,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Revoke(args) => approve::revoke(&cli, args),
         Command::Schema(args) => schema::run(args),
         Command::Watch => watch::run(&cli),
+        Command::Serve(args) => serve::run(&cli, args),
         Command::Stats(args) => stats::run(&cli, args),
         Command::New(args) => new::run(&cli, args),
         Command::Doctor => doctor::run(&cli),
@@ -143,6 +148,14 @@ impl Cli {
 
     /// A host configured from the global options.
     fn host(&self) -> Result<PluginHost, String> {
+        self.host_with(|b| b)
+    }
+
+    /// A host configured from the global options, then by `extra`.
+    fn host_with(
+        &self,
+        extra: impl FnOnce(PluginHostBuilder) -> PluginHostBuilder,
+    ) -> Result<PluginHost, String> {
         let mut builder = PluginHost::builder()
             .plugins_dir(self.plugins_dir())
             .state_dir(self.state_dir())
@@ -170,7 +183,7 @@ impl Cli {
             }
             builder = builder.timeout(Duration::from_secs_f64(secs));
         }
-        builder.build().map_err(|e| {
+        extra(builder).build().map_err(|e| {
             format!(
                 "cannot read the plugins folder {}: {e}",
                 self.plugins_dir().display()

@@ -1,0 +1,95 @@
+//! Log lines for long-running commands: to stderr, and to a file when asked.
+//! An observer, so every call and reload is logged without extra plumbing.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+use plughost::observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
+use plughost::{CallError, ToolOutcome};
+
+pub struct Log {
+    file: Option<Mutex<File>>,
+}
+
+impl Log {
+    pub fn open(path: Option<&Path>) -> Result<Log, String> {
+        let file = path
+            .map(|p| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| format!("cannot open the log file {}: {e}", p.display()))
+            })
+            .transpose()?;
+        Ok(Log {
+            file: file.map(Mutex::new),
+        })
+    }
+
+    pub fn line(&self, message: &str) {
+        let line = format!(
+            "{} plughost: {message}\n",
+            plughost::audit::rfc3339(std::time::SystemTime::now())
+        );
+        let _ = std::io::stderr().write_all(line.as_bytes());
+        if let Some(f) = &self.file {
+            if let Ok(mut f) = f.lock() {
+                let _ = f.write_all(line.as_bytes());
+            }
+        }
+    }
+}
+
+impl Observer for Log {
+    fn interests(&self) -> Interests {
+        Interests {
+            plugins: true,
+            approvals: true,
+            calls: true,
+            progress: false,
+        }
+    }
+    fn plugin_loaded(&self, plugin: &str, version: &str) -> ObserverResult {
+        self.line(&format!("loaded {plugin} {version}"));
+        Ok(())
+    }
+    fn plugin_rejected(&self, folder: &str, errors: &[String]) -> ObserverResult {
+        self.line(&format!("rejected {folder}: {}", errors.join("; ")));
+        Ok(())
+    }
+    fn plugin_removed(&self, plugin: &str) -> ObserverResult {
+        self.line(&format!("removed {plugin}"));
+        Ok(())
+    }
+    fn approval_granted(&self, plugin: &str) -> ObserverResult {
+        self.line(&format!("approved {plugin}"));
+        Ok(())
+    }
+    fn call_finished(
+        &self,
+        call: &CallInfo,
+        outcome: &ToolOutcome,
+        s: &CallSummary,
+    ) -> ObserverResult {
+        let kind = if outcome.is_error { "tool error" } else { "ok" };
+        self.line(&format!(
+            "call {} ({}): {kind} in {:.1} ms",
+            call.tool,
+            call.plugin,
+            s.duration.as_secs_f64() * 1e3
+        ));
+        Ok(())
+    }
+    fn call_failed(&self, call: &CallInfo, e: &CallError, s: &CallSummary) -> ObserverResult {
+        self.line(&format!(
+            "call {}: {} in {:.1} ms: {e}",
+            call.tool,
+            e.kind(),
+            s.duration.as_secs_f64() * 1e3
+        ));
+        Ok(())
+    }
+}

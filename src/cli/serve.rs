@@ -1,0 +1,54 @@
+//! `plughost serve`: the MCP server, on stdio or (with `--http ADDR`) over
+//! streamable HTTP. Only protocol messages go to stdout; logs go to stderr and,
+//! with `--log-file`, to a file.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use plughost::mcp::{self, McpServer};
+
+use super::Cli;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Serve MCP over streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// The bearer token file for --http (default: generated into the state folder).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// Allow --http on an address other than loopback.
+    #[arg(long, requires = "http")]
+    allow_remote: bool,
+    /// Also append log lines to this file.
+    #[arg(long, value_name = "FILE")]
+    log_file: Option<PathBuf>,
+}
+
+pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
+    let log = Arc::new(super::log::Log::open(args.log_file.as_deref())?);
+    let host = Arc::new(cli.host_with(|b| b.observer(log.clone()))?);
+    super::runtime().block_on(async {
+        let _watch = host
+            .watch()
+            .map_err(|e| format!("cannot watch {}: {e}", host.plugins_dir().display()))?;
+        let server = McpServer::new(host.clone());
+        match args.http {
+            None => {
+                log.line(&format!(
+                    "serving MCP on stdio; plugins from {}",
+                    host.plugins_dir().display()
+                ));
+                mcp::serve_stdio(server).await.map_err(|e| e.to_string())?;
+            }
+            Some(addr) => {
+                let token =
+                    mcp::http::load_or_create_token(args.token_file.as_deref(), host.state_dir())?;
+                mcp::http::serve(server, addr, token, args.allow_remote, |m| log.line(m)).await?;
+            }
+        }
+        log.line("server stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}

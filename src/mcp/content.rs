@@ -1,0 +1,84 @@
+//! Turning call results into MCP tool results.
+//!
+//! A plugin's `is_error: true` and every host error become a tool result with
+//! `isError: true` (host errors name their kind first, so a model can recover);
+//! attachments become image, audio or resource-link content; `structured`
+//! becomes `structuredContent`.
+
+use base64::Engine;
+use rmcp::model::{CallToolResult, ContentBlock, Resource};
+
+use crate::error::CallError;
+use crate::outcome::ToolOutcome;
+use crate::protocol::{Attachment, MediaType};
+
+/// Largest image or audio file inlined into a result; bigger ones are linked.
+const MAX_INLINE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The MCP result of a call that reached its plugin.
+pub fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
+    let mut content = vec![ContentBlock::text(outcome.result.clone())];
+    content.extend(outcome.attachments.iter().map(attachment_content));
+    let mut result = if outcome.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.structured_content = outcome.structured.clone();
+    result
+}
+
+/// The MCP result of a host error: `isError: true` with the kind and the reason.
+pub fn error_result(error: &CallError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "error {}: {error}",
+        error.kind()
+    ))])
+}
+
+fn attachment_content(a: &Attachment) -> ContentBlock {
+    let mime = a
+        .mime_type
+        .clone()
+        .unwrap_or_else(|| default_mime(a.media_type).to_owned());
+    if let (Some(path), MediaType::Image | MediaType::Audio) = (&a.path, a.media_type) {
+        let small =
+            std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= MAX_INLINE_BYTES);
+        if let Some(bytes) = small.then(|| std::fs::read(path).ok()).flatten() {
+            let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+            return match a.media_type {
+                MediaType::Image => ContentBlock::image(data, mime),
+                _ => ContentBlock::audio(data, mime),
+            };
+        }
+    }
+    let uri = match (&a.url, &a.path) {
+        (Some(url), _) => url.clone(),
+        (None, Some(path)) => format!("file://{}", path.display()),
+        (None, None) => String::new(),
+    };
+    let name = a
+        .path
+        .as_ref()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .or_else(|| a.caption.clone())
+        .unwrap_or_else(|| "attachment".to_owned());
+    let mut resource = Resource::new(uri, name).with_mime_type(mime);
+    if let Some(caption) = &a.caption {
+        resource = resource.with_description(caption.clone());
+    }
+    if let Some(size) = a.size {
+        resource = resource.with_size(size);
+    }
+    ContentBlock::resource_link(resource)
+}
+
+fn default_mime(kind: MediaType) -> &'static str {
+    match kind {
+        MediaType::Image => "image/png",
+        MediaType::Audio => "audio/wav",
+        MediaType::Video => "video/mp4",
+        MediaType::File => "application/octet-stream",
+    }
+}

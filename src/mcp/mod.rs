@@ -1,0 +1,209 @@
+//! The MCP server: every plugin tool as an MCP tool, over stdio (and
+//! streamable HTTP, see [`http`]), through the same call path as the CLI.
+//!
+//! - `tools/list` comes from the current catalog snapshot, with annotations
+//!   derived from each plugin's permissions; tools of plugins that still need
+//!   approval say so in their description.
+//! - `tools/call` runs [`PluginHost::call_with`] with the request's
+//!   cancellation token (so `notifications/cancelled` kills the process tree),
+//!   its progress token (plugin progress becomes `notifications/progress`) and,
+//!   when the client supports elicitation, an approver that asks the user.
+//! - A catalog change sends `notifications/tools/list_changed` to every client.
+
+mod content;
+mod elicit;
+pub mod http;
+mod stdio;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::approval::{ApprovalState, Approver};
+use crate::catalog::{Plugin, ToolRef};
+use crate::host::{CallOptions, PluginHost};
+use crate::manifest::Permission;
+use crate::protocol::{Invocation, Scope, Source};
+
+pub use content::{error_result, outcome_result};
+pub use stdio::{forward_catalog_changes, serve_stdio};
+
+/// Serves one [`PluginHost`] to any number of MCP sessions.
+#[derive(Clone)]
+pub struct McpServer {
+    host: Arc<PluginHost>,
+    /// Peers of the sessions that finished initializing, for list_changed.
+    peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    next_session: Arc<AtomicU64>,
+    session_id: Option<String>,
+}
+
+impl McpServer {
+    pub fn new(host: Arc<PluginHost>) -> McpServer {
+        McpServer {
+            host,
+            peers: Arc::default(),
+            next_session: Arc::new(AtomicU64::new(1)),
+            session_id: None,
+        }
+    }
+
+    /// A handler for a new session: same host and peers, its own session id
+    /// (what `--session-budget` counts and the request's `context` carries).
+    pub fn session(&self) -> McpServer {
+        let n = self.next_session.fetch_add(1, Ordering::Relaxed);
+        McpServer {
+            session_id: Some(format!("mcp-{}-{n}", std::process::id())),
+            ..self.clone()
+        }
+    }
+
+    pub fn host(&self) -> &Arc<PluginHost> {
+        &self.host
+    }
+
+    /// Tells every connected client that the tool list changed. Peers whose
+    /// connection is gone are dropped.
+    pub async fn notify_tools_changed(&self) {
+        let peers: Vec<Peer<RoleServer>> = self.peers.lock().expect("peers lock").clone();
+        let mut alive = Vec::new();
+        for peer in peers {
+            if peer.notify_tool_list_changed().await.is_ok() {
+                alive.push(peer);
+            }
+        }
+        *self.peers.lock().expect("peers lock") = alive;
+    }
+
+    fn tool(&self, t: &ToolRef) -> Tool {
+        let spec = &t.tool().spec;
+        let mut description = spec.description.clone();
+        if let Some(note) = self.approval_note(&t.plugin) {
+            description.push_str(&format!(" ({note})"));
+        }
+        let mut tool = Tool::new(
+            spec.name.clone(),
+            description,
+            Arc::new(spec.input_schema.clone()),
+        )
+        .with_annotations(annotations(&t.plugin));
+        if let Some(out) = &spec.output_schema {
+            tool = tool.with_raw_output_schema(Arc::new(out.clone()));
+        }
+        tool
+    }
+
+    fn approval_note(&self, plugin: &Plugin) -> Option<String> {
+        match self.host.approvals().state(&plugin.manifest) {
+            Ok(ApprovalState::Automatic | ApprovalState::Approved) => None,
+            Ok(state) => Some(format!(
+                "{}: run plughost approve {}",
+                state.label(),
+                plugin.name()
+            )),
+            Err(e) => Some(format!("approval unknown: {e}")),
+        }
+    }
+}
+
+/// Hints for clients, from the plugin's permissions: read-only when it asks for
+/// nothing beyond reading files, destructive when it may write files or run
+/// programs, open-world when it may use the network.
+fn annotations(plugin: &Plugin) -> ToolAnnotations {
+    let perms = &plugin.manifest.permissions;
+    let has = |p: Permission| perms.contains(&p);
+    ToolAnnotations::new()
+        .read_only(perms.iter().all(|p| *p == Permission::FilesystemRead))
+        .destructive(has(Permission::FilesystemWrite) || has(Permission::ShellExec))
+        .open_world(has(Permission::Network))
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("plughost", env!("CARGO_PKG_VERSION")))
+        .with_instructions("Tools provided by the plugins in the plughost plugins folder.")
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let catalog = self.host.catalog();
+        Ok(ListToolsResult::with_all_items(
+            catalog.tools().map(|(_, t)| self.tool(t)).collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.host.catalog().tool(name).map(|t| self.tool(t))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.peers.lock().expect("peers lock").push(context.peer);
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let peer = context.peer.clone();
+        let progress = context.meta.get_progress_token().map(|token| {
+            // One forwarding task per call keeps the notifications in order.
+            let (tx, mut rx) = mpsc::unbounded_channel::<crate::Progress>();
+            let peer = peer.clone();
+            tokio::spawn(async move {
+                while let Some(p) = rx.recv().await {
+                    let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+                    if let Some(total) = p.total {
+                        param = param.with_total(total);
+                    }
+                    if let Some(message) = p.message {
+                        param = param.with_message(message);
+                    }
+                    let _ = peer.notify_progress(param).await;
+                }
+            });
+            tx
+        });
+        let approver = elicit::supported(&peer)
+            .then(|| Arc::new(elicit::ElicitApprover::new(peer)) as Arc<dyn Approver>);
+        let options = CallOptions {
+            invocation: Invocation {
+                request_id: Some(format!("{}", context.id)),
+                session_id: self.session_id.clone(),
+                source: Some(Source::Mcp),
+                scope: Some(Scope::Foreground),
+                ..Invocation::default()
+            },
+            cancel: Some(context.ct.clone()),
+            on_progress: progress.map(|tx| {
+                Arc::new(move |p| drop(tx.send(p))) as Arc<dyn Fn(crate::Progress) + Send + Sync>
+            }),
+            approver,
+        };
+        let result = self.host.call_with(&request.name, input, options).await;
+        Ok(match result {
+            Ok(outcome) => outcome_result(&outcome),
+            Err(e) => error_result(&e),
+        }
+        .into())
+    }
+}
