@@ -1,0 +1,448 @@
+//! `plughost serve` driven by a real MCP client (rmcp's), over stdio.
+
+mod util;
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+    ProgressNotificationParam, ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use util::Sandbox;
+
+/// A client that records progress and list_changed, and answers elicitations.
+#[derive(Clone)]
+struct TestClient {
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+    list_changed: mpsc::UnboundedSender<()>,
+    approve: Arc<Mutex<Option<bool>>>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let caps = if self.approve.lock().unwrap().is_some() {
+            ClientCapabilities::builder().enable_elicitation().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(caps, Implementation::new("plughost-tests", "0.0.0"))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.send(params);
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        self.asked.lock().unwrap().push(message);
+        let yes = self.approve.lock().unwrap().unwrap_or(false);
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({ "approve": yes })))
+    }
+}
+
+struct Session {
+    client: RunningService<RoleClient, TestClient>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    list_changed: mpsc::UnboundedReceiver<()>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+/// Starts `plughost serve` on the sandbox and connects a client. `approve`:
+/// `None` for a client without elicitation, `Some(answer)` with it.
+async fn connect(sandbox: &Sandbox, approve: Option<bool>) -> Session {
+    let (ptx, progress) = mpsc::unbounded_channel();
+    let (ltx, list_changed) = mpsc::unbounded_channel();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let handler = TestClient {
+        progress: ptx,
+        list_changed: ltx,
+        approve: Arc::new(Mutex::new(approve)),
+        asked: asked.clone(),
+    };
+    let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plughost")).configure(|c| {
+        c.arg("--plugins-dir")
+            .arg(sandbox.plugins())
+            .arg("--state-dir")
+            .arg(sandbox.state())
+            .arg("serve");
+    });
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = handler
+        .serve(transport)
+        .await
+        .expect("the MCP session starts");
+    Session {
+        client,
+        progress,
+        list_changed,
+        asked,
+    }
+}
+
+fn call(name: &str, args: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().unwrap().clone())
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_list_and_call_every_example() {
+    let sandbox = Sandbox::new().with_examples();
+    let s = connect(&sandbox, None).await;
+    let info = s.client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "plughost");
+    assert_eq!(
+        info.capabilities.tools.as_ref().unwrap().list_changed,
+        Some(true)
+    );
+
+    let tools = s.client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for expected in [
+        "hello_greet",
+        "system_uptime",
+        "password_generate",
+        "kv_set",
+        "kv_get",
+        "note_create",
+        "note_search",
+    ] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+    let hello = tools.iter().find(|t| t.name == "hello_greet").unwrap();
+    assert_eq!(hello.input_schema.get("required"), Some(&json!(["name"])));
+    let hints = hello.annotations.as_ref().unwrap();
+    assert_eq!(
+        (hints.read_only_hint, hints.open_world_hint),
+        (Some(true), Some(false))
+    );
+
+    let r = s
+        .client
+        .call_tool(call("hello_greet", json!({"name": "Ada"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        (text(&r).as_str(), r.is_error),
+        ("Hello, Ada!", Some(false))
+    );
+    let r = s
+        .client
+        .call_tool(call("system_uptime", json!({})))
+        .await
+        .unwrap();
+    assert!(
+        text(&r).contains("up") && r.structured_content.is_some(),
+        "{r:?}"
+    );
+    let r = s
+        .client
+        .call_tool(call("password_generate", json!({"length": 12})))
+        .await
+        .unwrap();
+    assert_eq!(text(&r).trim().chars().count(), 12);
+    s.client
+        .call_tool(call("kv_set", json!({"key": "k", "value": "v"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(
+            &s.client
+                .call_tool(call("kv_get", json!({"key": "k"})))
+                .await
+                .unwrap()
+        ),
+        "v"
+    );
+    s.client
+        .call_tool(call(
+            "note_create",
+            json!({"title": "T", "body": "find me"}),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        text(
+            &s.client
+                .call_tool(call("note_search", json!({"query": "find"})))
+                .await
+                .unwrap()
+        )
+        .contains("find me")
+    );
+
+    // The plugin's own error and a host error are both isError results.
+    let r = s
+        .client
+        .call_tool(call("kv_get", json!({"key": "missing"})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let r = s
+        .client
+        .call_tool(call("hello_greet", json!({"name": 7})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).starts_with("error invalid_args:"), "{}", text(&r));
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_content_attachments_and_host_errors() {
+    let sandbox = Sandbox::new().with_fixtures(&["odd-results", "exit-no-body", "slow-sleeper"]);
+    let s = connect(&sandbox, None).await;
+    let r = s
+        .client
+        .call_tool(call("structured_attachments", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content, Some(json!({"n": 1})));
+    let image = r
+        .content
+        .iter()
+        .find_map(|c| c.as_image())
+        .expect("the attachment is image content");
+    assert_eq!(image.mime_type, "image/png");
+    let r = s
+        .client
+        .call_tool(call("exit_no_body", json!({})))
+        .await
+        .unwrap();
+    assert!(
+        r.is_error == Some(true) && text(&r).starts_with("error failed:"),
+        "{}",
+        text(&r)
+    );
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adding_a_plugin_folder_sends_list_changed() {
+    let sandbox = Sandbox::new().with_fixtures(&["slow-ok"]);
+    let mut s = connect(&sandbox, None).await;
+    assert_eq!(s.client.list_all_tools().await.unwrap().len(), 1);
+    util::copy_dir(
+        &util::fixtures().join("early-exit"),
+        &sandbox.plugins().join("early-exit"),
+    );
+    tokio::time::timeout(Duration::from_secs(5), s.list_changed.recv())
+        .await
+        .expect("list_changed arrives")
+        .unwrap();
+    let tools = s.client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "early_exit"), "{tools:?}");
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_progress_becomes_progress_notifications() {
+    let sandbox = Sandbox::new().with_fixtures(&["progress-reporter"]);
+    let mut s = connect(&sandbox, None).await;
+    let handle = s
+        .client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(call(
+                "report_progress",
+                json!({}),
+            ))),
+            PeerRequestOptions::with_timeout(Duration::from_secs(20)),
+        )
+        .await
+        .unwrap();
+    let token = handle.progress_token.clone();
+    let ServerResult::CallToolResult(done) = handle.await_response().await.unwrap() else {
+        panic!("not a tool result")
+    };
+    assert_eq!(text(&done), "progress done");
+    // Notifications may trail the response by a moment.
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let p = tokio::time::timeout(Duration::from_secs(5), s.progress.recv())
+            .await
+            .expect("progress arrives")
+            .unwrap();
+        assert_eq!(p.progress_token, token);
+        seen.push((p.progress, p.total, p.message));
+    }
+    assert_eq!(seen[0], (1.0, Some(3.0), Some("step one".to_owned())));
+    assert_eq!(seen[2].0, 3.0);
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_call_kills_its_process_tree() {
+    let sandbox = Sandbox::new().with_fixtures(&["many-children"]);
+    let dir = sandbox.plugins().join("many-children");
+    let s = connect(&sandbox, None).await;
+    let handle = s
+        .client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(call("many_children", json!({})))),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while util::processes_in(&dir).len() < 50 {
+        assert!(Instant::now() < deadline, "the plugin never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    handle.cancel(Some("user abort".into())).await.unwrap();
+    util::assert_no_processes_in(&dir);
+    // The server goes on serving.
+    assert!(s.client.list_all_tools().await.is_ok());
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_stdin_stops_the_server_and_kills_calls_in_flight() {
+    let sandbox = Sandbox::new().with_fixtures(&["slow-sleeper"]);
+    let dir = sandbox.plugins().join("slow-sleeper");
+    let s = connect(&sandbox, None).await;
+    let _pending = s
+        .client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(call("slow_sleep", json!({})))),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while util::processes_in(&dir).is_empty() {
+        assert!(Instant::now() < deadline, "the plugin never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    s.client.cancel().await.unwrap();
+    util::assert_no_processes_in(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_two_concurrent_calls() {
+    let sandbox = Sandbox::new().with_fixtures(&["slow-ok"]);
+    let s = connect(&sandbox, None).await;
+    let peer = s.client.peer().clone();
+    let start = Instant::now();
+    let calls: Vec<_> = (0..32)
+        .map(|_| {
+            let peer = peer.clone();
+            tokio::spawn(async move { peer.call_tool(call("slow_ok", json!({}))).await })
+        })
+        .collect();
+    for c in calls {
+        let r = c.await.unwrap().unwrap();
+        assert_eq!(text(&r), "slow ok");
+    }
+    // 32 calls of 0.3 s at 16 at a time: two rounds, not thirty-two.
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    s.client.cancel().await.unwrap();
+}
+
+fn network_plugin(sandbox: &Sandbox) {
+    let mut m = util::manifest("net-tool", "net_fetch");
+    m["permissions"] = json!(["network"]);
+    sandbox.write_plugin("net-tool", &m, &util::answer_script("fetched"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unapproved_tools_say_so_and_elicitation_approves() {
+    let sandbox = Sandbox::new();
+    network_plugin(&sandbox);
+
+    // A client without elicitation: the tool says it needs approval, the call says how.
+    let s = connect(&sandbox, None).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let description = tools[0]
+        .description
+        .as_deref()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        description.contains("needs approval") && description.contains("plughost approve net-tool"),
+        "{description}"
+    );
+    assert_eq!(
+        tools[0].annotations.as_ref().unwrap().open_world_hint,
+        Some(true)
+    );
+    let r = s
+        .client
+        .call_tool(call("net_fetch", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    assert!(
+        text(&r).contains("error not_allowed") && text(&r).contains("approve net-tool"),
+        "{}",
+        text(&r)
+    );
+    s.client.cancel().await.unwrap();
+
+    // A client that declines: still refused, nothing persisted.
+    let s = connect(&sandbox, Some(false)).await;
+    let r = s
+        .client
+        .call_tool(call("net_fetch", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    assert!(
+        s.asked.lock().unwrap()[0].contains("network"),
+        "the question names the permission"
+    );
+    assert!(!sandbox.state().join("approvals.json").exists());
+    s.client.cancel().await.unwrap();
+
+    // A client that accepts: the call runs and the approval is persisted.
+    let s = connect(&sandbox, Some(true)).await;
+    let r = s
+        .client
+        .call_tool(call("net_fetch", json!({})))
+        .await
+        .unwrap();
+    assert_eq!((text(&r).as_str(), r.is_error), ("fetched", Some(false)));
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(sandbox.state().join("approvals.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        saved["plugins"]["net-tool"]["permissions"],
+        json!(["network"])
+    );
+    s.client.cancel().await.unwrap();
+}
