@@ -446,3 +446,133 @@ async fn unapproved_tools_say_so_and_elicitation_approves() {
     );
     s.client.cancel().await.unwrap();
 }
+
+/// The official Python MCP SDK, installed by `.ci/run` into `target/pydeps`.
+/// Without it the HTTP test is skipped with a message, except under CI, where
+/// it must run.
+fn python_mcp_sdk() -> Option<std::path::PathBuf> {
+    let deps = std::env::var_os("PLUGHOST_PYDEPS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| util::repo().join("target/pydeps"));
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import mcp.client.streamable_http"])
+        .env("PYTHONPATH", &deps)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install the Python MCP SDK (see .ci/run)"
+        );
+        eprintln!(
+            "SKIPPED: the Python MCP SDK is not in {}; run: pip install --target target/pydeps 'mcp==2.3.0'",
+            deps.display()
+        );
+        return None;
+    }
+    Some(deps)
+}
+
+#[test]
+fn http_requires_the_token_and_serves_a_real_client() {
+    let Some(pydeps) = python_mcp_sdk() else {
+        return;
+    };
+    let sandbox = Sandbox::new().with_examples();
+    let token_file = sandbox.root.path().join("token");
+    std::fs::write(&token_file, "0123456789abcdef0123456789abcdef").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = sandbox
+        .cmd()
+        .args([
+            "serve",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--token-file",
+        ])
+        .arg(&token_file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the HTTP server never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = std::process::Command::new("python3")
+        .arg(util::repo().join("tests/mcp_http_client.py"))
+        .arg(format!("http://127.0.0.1:{port}/mcp"))
+        .arg("0123456789abcdef0123456789abcdef")
+        .env("PYTHONPATH", &pydeps)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["no_token_status"], 401);
+    assert_eq!(report["wrong_token_status"], 401);
+    assert_eq!(report["server"], "plughost");
+    assert!(
+        report["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("hello_greet"))
+    );
+    assert_eq!(
+        report["call"],
+        json!({"text": "Hello, HTTP!", "is_error": false})
+    );
+    assert_eq!(report["host_error"]["is_error"], true);
+    assert!(
+        report["host_error"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("error invalid_args")
+    );
+}
+
+#[test]
+fn http_refuses_a_non_loopback_address_unless_told() {
+    let sandbox = Sandbox::new();
+    let out = util::run({
+        let mut c = sandbox.cmd();
+        c.args(["serve", "--http", "0.0.0.0:0"])
+            .stdin(Stdio::null());
+        c
+    });
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out).contains("--allow-remote"),
+        "{}",
+        util::stderr(&out)
+    );
+}
+
+#[test]
+fn http_generates_a_private_token_on_first_use() {
+    let sandbox = Sandbox::new();
+    let token = plughost::mcp::http::load_or_create_token(None, &sandbox.state()).unwrap();
+    assert_eq!(token.len(), 64);
+    let path = sandbox.state().join("http-token");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        plughost::mcp::http::load_or_create_token(None, &sandbox.state()).unwrap(),
+        token,
+        "reused"
+    );
+}

@@ -1,7 +1,21 @@
 //! MCP over streamable HTTP, behind a bearer token.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode, header};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
 
@@ -58,18 +72,106 @@ pub fn load_or_create_token(file: Option<&Path>, state_dir: &Path) -> Result<Str
     Ok(token)
 }
 
-/// Serves `server` over streamable HTTP on `addr`, requiring `token`.
+/// Serves `server` over MCP streamable HTTP at `http://ADDR/mcp` until
+/// interrupted. Every request must carry `Authorization: Bearer TOKEN` (else
+/// 401); other paths are 404. Binds only to loopback unless `allow_remote`.
 pub async fn serve(
-    _server: McpServer,
+    server: McpServer,
     addr: SocketAddr,
-    _token: String,
+    token: String,
     allow_remote: bool,
-    _log: impl Fn(&str),
+    log: impl Fn(&str),
 ) -> Result<(), String> {
     if !addr.ip().is_loopback() && !allow_remote {
         return Err(format!(
             "{addr} is not a loopback address; pass --allow-remote to serve other machines"
         ));
     }
-    Err("MCP over HTTP is not available in this build yet; use stdio (plughost serve)".into())
+    super::forward_catalog_changes(&server);
+    let shutdown = CancellationToken::new();
+    let mut config =
+        StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
+    if allow_remote {
+        // The bearer token is the gate; the Host check would refuse every remote name.
+        config.allowed_hosts.clear();
+    }
+    let sessions = server.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(sessions.session()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    log(&format!(
+        "serving MCP at http://{bound}/mcp (bearer token required)"
+    ));
+    let token: Arc<str> = token.into();
+    loop {
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    log(&format!("accept failed: {e}"));
+                    continue;
+                }
+            },
+            _ = tokio::signal::ctrl_c() => break,
+        };
+        let (mcp, token) = (mcp.clone(), token.clone());
+        tokio::spawn(async move {
+            let svc = service_fn(move |req: Request<Incoming>| {
+                let (mcp, token) = (mcp.clone(), token.clone());
+                async move {
+                    if req.uri().path() != "/mcp" {
+                        return Ok::<_, Infallible>(plain(
+                            StatusCode::NOT_FOUND,
+                            "not found: the MCP endpoint is /mcp",
+                        ));
+                    }
+                    if !authorized(&req, &token) {
+                        let mut r = plain(
+                            StatusCode::UNAUTHORIZED,
+                            "unauthorized: send Authorization: Bearer TOKEN",
+                        );
+                        r.headers_mut().insert(
+                            header::WWW_AUTHENTICATE,
+                            header::HeaderValue::from_static("Bearer"),
+                        );
+                        return Ok(r);
+                    }
+                    Ok(mcp.handle(req).await)
+                }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+    shutdown.cancel();
+    server.host().shutdown();
+    Ok(())
+}
+
+fn plain(status: StatusCode, message: &'static str) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(message.as_bytes())).boxed());
+    *r.status_mut() = status;
+    r
+}
+
+/// Compares the bearer token in constant time, so its bytes cannot be guessed
+/// one by one from response times.
+fn authorized<B>(req: &Request<B>, token: &str) -> bool {
+    let Some(given) = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let (a, b) = (given.as_bytes(), token.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
