@@ -53,10 +53,10 @@ pub fn interpret(
     let parsed = parse_response(&finished.stdout);
     if !finished.status.success() {
         let mut reason = describe_status(finished.status, &tool_ref.plugin);
-        if let Ok(r) = &parsed {
-            if r.is_error {
-                reason = format!("{reason}: {}", r.result_text());
-            }
+        if let Ok(r) = &parsed
+            && r.is_error
+        {
+            reason = format!("{reason}: {}", r.result_text());
         }
         return Err(CallError::Failed {
             tool: name,
@@ -98,10 +98,10 @@ pub fn interpret(
         .iter()
         .cloned()
         .map(|mut a| {
-            if let Some(p) = &a.path {
-                if p.is_relative() {
-                    a.path = Some(data_dir.join(p));
-                }
+            if let Some(p) = &a.path
+                && p.is_relative()
+            {
+                a.path = Some(data_dir.join(p));
             }
             a
         })

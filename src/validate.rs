@@ -74,12 +74,11 @@ pub fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
     let mut errors = schema_errors(&raw);
     if !errors.is_empty() {
         // Still report the file-system problems, so one round of fixes is enough.
-        if let Some(Value::String(ep)) = raw.get("entrypoint").filter(|ep| ep != &"") {
-            if let Ok(d) = dir.canonicalize() {
-                if let Err(m) = check_entrypoint(&d, ep) {
-                    errors.push(ManifestError::new("/entrypoint", m));
-                }
-            }
+        if let Some(Value::String(ep)) = raw.get("entrypoint").filter(|ep| ep != &"")
+            && let Ok(d) = dir.canonicalize()
+            && let Err(m) = check_entrypoint(&d, ep)
+        {
+            errors.push(ManifestError::new("/entrypoint", m));
         }
         return Err(errors);
     }

@@ -75,10 +75,10 @@ impl StderrCollector {
                 }
             }
             if complete {
-                if !self.line_too_long {
-                    if let Some(p) = self.parse_progress() {
-                        on_progress(p);
-                    }
+                if !self.line_too_long
+                    && let Some(p) = self.parse_progress()
+                {
+                    on_progress(p);
                 }
                 self.line.clear();
                 self.line_too_long = false;
