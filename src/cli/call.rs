@@ -84,19 +84,14 @@ fn report_error(cli: &Cli, err: &CallError) {
         }}));
     }
     eprintln!("error: {}: {err}", err.kind());
-    if let Some(tail) = err.stderr_tail().map(str::trim).filter(|t| !t.is_empty()) {
-        if !matches!(err, CallError::InvalidOutput { .. }) {
-            eprintln!("plugin stderr (tail):");
-            for line in tail
-                .lines()
-                .rev()
-                .take(20)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-            {
-                eprintln!("  {line}");
-            }
+    // invalid_output already shows the stderr tail in its message.
+    if let Some(tail) = err.stderr_tail().map(str::trim).filter(|t| !t.is_empty())
+        && !matches!(err, CallError::InvalidOutput { .. })
+    {
+        eprintln!("plugin stderr (tail):");
+        let lines: Vec<&str> = tail.lines().collect();
+        for line in &lines[lines.len().saturating_sub(20)..] {
+            eprintln!("  {line}");
         }
     }
 }

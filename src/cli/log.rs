@@ -35,10 +35,10 @@ impl Log {
             plughost::audit::rfc3339(std::time::SystemTime::now())
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
-        if let Some(f) = &self.file {
-            if let Ok(mut f) = f.lock() {
-                let _ = f.write_all(line.as_bytes());
-            }
+        if let Some(f) = &self.file
+            && let Ok(mut f) = f.lock()
+        {
+            let _ = f.write_all(line.as_bytes());
         }
     }
 }
