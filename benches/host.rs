@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plughost::{Invocation, PluginHost};
+use plughost::{Invocation, PluginHost, SandboxMode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -94,16 +94,22 @@ impl Bench {
     }
 
     fn host(&self) -> PluginHost {
+        self.host_with(SandboxMode::Off)
+    }
+
+    fn host_with(&self, sandbox: SandboxMode) -> PluginHost {
         PluginHost::builder()
             .plugins_dir(&self.plugins)
             .state_dir(&self.state)
             .concurrency(64)
+            .sandbox(sandbox)
             .build()
             .unwrap()
     }
 
     async fn run(&self) -> Value {
         let host = Arc::new(self.host());
+        let sandboxed = self.host_with(SandboxMode::On);
         let n = if self.quick { 100 } else { 1000 };
         let mut latency = Vec::new();
         for (plugin, tool, entry, input, calls) in [
@@ -123,10 +129,10 @@ impl Bench {
                 n / 20,
             ),
         ] {
-            latency.push(
-                self.latency(&host, plugin, tool, entry, &input, calls)
-                    .await,
-            );
+            for (h, sandbox) in [(&*host, false), (&sandboxed, true)] {
+                let row = self.latency(h, plugin, tool, entry, &input, calls).await;
+                latency.push(with_sandbox(row, sandbox));
+            }
         }
         let mut throughput = Vec::new();
         for concurrency in [1, 2, 8, 32] {
@@ -143,7 +149,7 @@ impl Bench {
             "inflight_peak_rss_mb": self.peak_rss("inflight", &["200"]),
             "load_1000_ms": self.load_1000(),
             "reload_latency_ms": self.reload_latency().await,
-            "mcp_roundtrip_us": Value::Null,
+            "mcp_roundtrip_us": self.mcp_roundtrip(n).await,
             "library_call_us": library_call_us,
         })
     }
@@ -199,6 +205,39 @@ impl Bench {
         .await;
         json!({"plugin": "tiny", "concurrency": concurrency, "host_calls_per_s": host_rate.round(),
                "raw_calls_per_s": raw_rate.round(), "ratio": ratio(host_rate, raw_rate)})
+    }
+
+    /// p50 of a `tools/call` of the tiny plugin through `plughost serve` on stdio,
+    /// from a real MCP client.
+    async fn mcp_roundtrip(&self, calls: usize) -> f64 {
+        use rmcp::ServiceExt;
+        use rmcp::model::CallToolRequestParams;
+        use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+        let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plughost")).configure(|c| {
+            c.arg("--plugins-dir")
+                .arg(&self.plugins)
+                .arg("--state-dir")
+                .arg(&self.state)
+                .arg("--no-sandbox")
+                .arg("serve");
+        });
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let client = ().serve(transport).await.unwrap();
+        let mut samples = Vec::new();
+        for _ in 0..calls.max(10) {
+            let t = Instant::now();
+            let r = client
+                .call_tool(CallToolRequestParams::new("tiny_echo"))
+                .await
+                .unwrap();
+            assert_eq!(r.is_error, Some(false));
+            samples.push(t.elapsed());
+        }
+        let _ = client.cancel().await;
+        pct(&mut samples, 50)
     }
 
     /// Peak RSS (MB) of a fresh process running one scenario (`--child MODE`).
@@ -365,6 +404,11 @@ fn raw_request(tool: &str, input: &Value, plugin_dir: &Path, state: &Path) -> Ve
     std::fs::create_dir_all(&data).unwrap();
     serde_json::to_vec(&json!({"tool": tool, "input": input, "context": {"plugin_dir": plugin_dir, "data_dir": data}}))
         .unwrap()
+}
+
+fn with_sandbox(mut row: Value, sandbox: bool) -> Value {
+    row["sandbox"] = json!(sandbox);
+    row
 }
 
 fn pct(samples: &mut [Duration], p: usize) -> f64 {
