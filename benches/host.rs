@@ -240,26 +240,25 @@ impl Bench {
         pct(&mut samples, 50)
     }
 
-    /// Peak RSS (MB) of a fresh process running one scenario (`--child MODE`).
+    /// Peak RSS (MB) of the host in a fresh process running one scenario
+    /// (`--child MODE`): its own `VmHWM`, so plugin processes do not count.
     fn peak_rss(&self, mode: &str, extra: &[&str]) -> f64 {
         let exe = std::env::current_exe().unwrap();
-        let mut child = std::process::Command::new(exe)
+        let out = std::process::Command::new(exe)
             .arg("--child")
             .arg(mode)
             .arg(&self.plugins)
             .arg(&self.state)
             .args(extra)
-            .stdout(Stdio::null())
-            .spawn()
+            .stderr(Stdio::inherit())
+            .output()
             .unwrap();
-        let pid = child.id() as i32;
-        let mut status = 0;
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: wait4 writes into `status` and `usage`, both valid locals.
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        assert_eq!(rc, pid, "wait4");
-        let _ = child.try_wait();
-        (usage.ru_maxrss as f64 / 1024.0 * 10.0).round() / 10.0
+        assert!(out.status.success(), "child {mode} failed");
+        let kb: f64 = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("the child prints VmHWM");
+        (kb / 1024.0 * 10.0).round() / 10.0
     }
 
     fn load_1000(&self) -> f64 {
@@ -322,6 +321,11 @@ fn child_mode(mode: &str, args: &[String]) {
                 .plugins_dir(&args[0])
                 .state_dir(&args[1])
                 .concurrency(256)
+                .sandbox(if std::env::var_os("BENCH_NO_SANDBOX").is_some() {
+                    SandboxMode::Off
+                } else {
+                    SandboxMode::On
+                })
                 .build()
                 .unwrap(),
         );
@@ -348,9 +352,24 @@ fn child_mode(mode: &str, args: &[String]) {
                     c.await.unwrap().unwrap();
                 }
             }
+            "profile" => {
+                // For profilers: N tiny calls back to back.
+                let n: usize = args[2].parse().unwrap();
+                for _ in 0..n {
+                    host.call("tiny_echo", json!({}), Invocation::default())
+                        .await
+                        .unwrap();
+                }
+            }
             other => panic!("unknown child mode {other}"),
         }
     });
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let hwm = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .unwrap();
+    println!("{}", hwm.trim().trim_end_matches("kB").trim());
 }
 
 async fn rate<F, Fut>(concurrency: usize, calls: usize, make: F) -> f64

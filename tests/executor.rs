@@ -394,8 +394,8 @@ async fn the_request_carries_the_context_and_the_environment_is_filtered() {
     assert!(env.get("PATH").is_some());
     let tmp = env["TMPDIR"].as_str().unwrap();
     assert!(
-        !std::path::Path::new(tmp).exists(),
-        "the private temp folder is removed after the call"
+        std::fs::read_dir(tmp).map_or(true, |mut d| d.next().is_none()),
+        "the private temp folder is emptied after the call"
     );
 }
 
@@ -588,4 +588,34 @@ async fn wait_for_processes(dir: &std::path::Path, at_least: usize) {
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_call_gets_a_private_temp_folder_emptied_afterwards() {
+    let sandbox = Sandbox::new();
+    // Lists TMPDIR (must be empty), leaves a file in it, and reports where it was.
+    sandbox.write_plugin(
+        "tmp-user",
+        &util::manifest("tmp-user", "tmp_use"),
+        "#!/bin/sh\ncat >/dev/null\nn=$(ls -A \"$TMPDIR\" | wc -l)\necho leftover > \"$TMPDIR/f\"\nsleep 0.2\necho \"{\\\"result\\\":\\\"$n $TMPDIR\\\"}\"\n",
+    );
+    let host = Arc::new(host(&sandbox));
+    let calls: Vec<_> = (0..4)
+        .map(|_| tokio::spawn(host.call("tmp_use", json!({}), Invocation::default())))
+        .collect();
+    let mut dirs = Vec::new();
+    for c in calls {
+        let result = c.await.unwrap().unwrap().result;
+        let (seen, dir) = result.split_once(' ').unwrap();
+        assert_eq!(seen, "0", "a call never sees another call's files");
+        dirs.push(dir.to_owned());
+    }
+    dirs.sort();
+    dirs.dedup();
+    assert_eq!(dirs.len(), 4, "concurrent calls never share a temp folder");
+    let again = host
+        .call("tmp_use", json!({}), Invocation::default())
+        .await
+        .unwrap();
+    assert!(again.result.starts_with("0 "), "{}", again.result);
 }

@@ -2,12 +2,13 @@
 //! for a slot, prepare the folders and the request, run the plugin, interpret
 //! its answer, and tell the observers.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
+use super::dirs::CallDirs;
 use super::{CallOptions, Inner};
 use crate::approval::{ApprovalState, Approver};
 use crate::catalog::{Catalog, Plugin, ToolRef};
@@ -88,13 +89,14 @@ impl Inner {
             _ = self.shutdown.cancelled() => return Err(cancelled()),
         };
 
-        let dirs = CallDirs::create(&self.config.state_dir, plugin, info.call_id).map_err(|e| {
-            CallError::Failed {
-                tool: tool.to_owned(),
-                reason: format!("cannot prepare the plugin's data folder: {e}"),
-                stderr_tail: String::new(),
-            }
-        })?;
+        let dirs =
+            CallDirs::acquire(&self.config.state_dir, plugin, &self.temp_pool).map_err(|e| {
+                CallError::Failed {
+                    tool: tool.to_owned(),
+                    reason: format!("cannot prepare the plugin's data folder: {e}"),
+                    stderr_tail: String::new(),
+                }
+            })?;
         let env = plugin_env(plugin, &dirs.data, &dirs.tmp, self.config.inherit_env);
         let request = serde_json::to_vec(&Request {
             tool,
@@ -116,7 +118,7 @@ impl Inner {
         let sandbox = match self.sandbox_for(plugin, &dirs, &env) {
             Ok(s) => s,
             Err(e) => {
-                dirs.remove();
+                dirs.release(&self.temp_pool);
                 return Err(e);
             }
         };
@@ -145,8 +147,9 @@ impl Inner {
             }
         };
         let result = executor::run(job, stop, &on_progress).await;
-        dirs.remove();
-        finish(tool_ref, result, limits, &dirs.data)
+        let outcome = finish(tool_ref, result, limits, &dirs.data);
+        dirs.release(&self.temp_pool);
+        outcome
     }
 }
 
@@ -253,45 +256,6 @@ impl Inner {
             (self.config.state_dir != defaults.1).then_some(self.config.state_dir.as_path());
         let command = crate::approval::approve_command_in(&manifest.name, plugins, state_dir);
         crate::approval::not_allowed_message_with(manifest, state, &command).unwrap_or_default()
-    }
-}
-
-/// The per-call folders: the plugin's persistent data folder and a private
-/// temp folder. On the hot path this is one `mkdir` for each (the parents are
-/// made once) and one `rmdir` afterwards.
-struct CallDirs {
-    data: PathBuf,
-    tmp: PathBuf,
-}
-
-impl CallDirs {
-    fn create(state_dir: &Path, plugin: &Plugin, call_id: u64) -> std::io::Result<CallDirs> {
-        let data = state_dir.join("data").join(plugin.name());
-        ensure_dir(&data)?;
-        let tmp = state_dir.join("tmp").join(format!(
-            "{}-{}-{call_id}",
-            plugin.name(),
-            std::process::id()
-        ));
-        ensure_dir(&tmp)?;
-        Ok(CallDirs { data, tmp })
-    }
-
-    fn remove(&self) {
-        // Most plugins leave their temp folder empty: try the single syscall first.
-        if std::fs::remove_dir(&self.tmp).is_err() {
-            let _ = std::fs::remove_dir_all(&self.tmp);
-        }
-    }
-}
-
-/// `mkdir`, making the parents only when they are missing.
-fn ensure_dir(dir: &Path) -> std::io::Result<()> {
-    match std::fs::create_dir(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir),
-        Err(e) => Err(e),
     }
 }
 

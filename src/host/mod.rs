@@ -7,6 +7,7 @@
 
 mod builder;
 mod call;
+mod dirs;
 mod reload;
 
 use std::collections::BTreeMap;
@@ -84,6 +85,7 @@ struct Inner {
     asking: tokio::sync::Mutex<()>,
     /// The "cannot enforce" warning is printed once per host.
     sandbox_warned: std::sync::atomic::AtomicBool,
+    temp_pool: dirs::TempPool,
 }
 
 impl Drop for PluginHost {
