@@ -55,7 +55,7 @@ impl AuditLog {
         })
     }
 
-    fn record(&self, call: &CallInfo, summary: &CallSummary, outcome: &str) -> ObserverResult {
+    fn record(&self, call: &CallInfo, summary: &CallSummary) -> ObserverResult {
         let record = AuditRecord {
             time: rfc3339(call.started_at),
             tool: call.tool.clone(),
@@ -66,7 +66,7 @@ impl AuditLog {
                 .map(|s| format!("{s:?}").to_lowercase()),
             session_id: call.invocation.session_id.clone(),
             request_id: call.invocation.request_id.clone(),
-            outcome: outcome.to_owned(),
+            outcome: summary.outcome().to_owned(),
             duration_ms: (summary.duration.as_secs_f64() * 1e6).round() / 1e3,
             input: self.log_inputs.then(|| call.input.clone()),
         };
@@ -89,23 +89,14 @@ impl Observer for AuditLog {
     fn call_finished(
         &self,
         call: &CallInfo,
-        outcome: &ToolOutcome,
+        _: &ToolOutcome,
         summary: &CallSummary,
     ) -> ObserverResult {
-        self.record(
-            call,
-            summary,
-            if outcome.is_error { "tool_error" } else { "ok" },
-        )
+        self.record(call, summary)
     }
 
-    fn call_failed(
-        &self,
-        call: &CallInfo,
-        error: &CallError,
-        summary: &CallSummary,
-    ) -> ObserverResult {
-        self.record(call, summary, error.kind().as_str())
+    fn call_failed(&self, call: &CallInfo, _: &CallError, summary: &CallSummary) -> ObserverResult {
+        self.record(call, summary)
     }
 }
 

@@ -69,14 +69,15 @@ pub enum CallError {
         stderr_tail: String,
     },
 
-    #[error("the call to \"{tool}\" was cancelled; its process tree was killed")]
+    #[error("the call to \"{tool}\" was cancelled; nothing of it is left running")]
     Cancelled { tool: String },
 
     #[error("\"{tool}\" wrote more than {limit} bytes to stdout; its process tree was killed")]
     OutputTooLarge { tool: String, limit: usize },
 
     #[error(
-        "\"{tool}\" did not print one JSON response object: {reason}; stdout began with {stdout_head:?}{}",
+        "\"{tool}\" gave an invalid response: {reason}{}{}",
+        head_suffix(stdout_head),
         tail_suffix(stderr_tail)
     )]
     InvalidOutput {
@@ -86,12 +87,22 @@ pub enum CallError {
         stderr_tail: String,
     },
 
-    #[error("\"{tool}\" failed: {reason}")]
+    #[error("\"{tool}\": {reason}")]
     Failed {
         tool: String,
         reason: String,
+        /// The plugin's exit code, when it exited with one.
+        exit_code: Option<i32>,
         stderr_tail: String,
     },
+}
+
+fn head_suffix(head: &str) -> String {
+    if head.is_empty() {
+        String::new()
+    } else {
+        format!("; stdout began with {head:?}")
+    }
 }
 
 fn tail_suffix(tail: &str) -> String {
@@ -122,6 +133,14 @@ impl CallError {
             CallError::OutputTooLarge { .. } => ErrorKind::OutputTooLarge,
             CallError::InvalidOutput { .. } => ErrorKind::InvalidOutput,
             CallError::Failed { .. } => ErrorKind::Failed,
+        }
+    }
+
+    /// The plugin's exit code, when it exited with a non-zero one.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self {
+            CallError::Failed { exit_code, .. } => *exit_code,
+            _ => None,
         }
     }
 

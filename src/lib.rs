@@ -49,6 +49,7 @@ pub mod protocol;
 pub mod sandbox;
 pub mod scaffold;
 pub mod schemas;
+pub mod shebang;
 pub mod validate;
 pub mod watcher;
 

@@ -49,7 +49,7 @@ impl Metrics {
         self.tools.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
-    fn add(&self, tool: &str, outcome: &str, summary: &CallSummary) -> ObserverResult {
+    fn add(&self, tool: &str, summary: &CallSummary) -> ObserverResult {
         let mut tools = self
             .tools
             .lock()
@@ -57,7 +57,7 @@ impl Metrics {
         tools
             .entry(tool.to_owned())
             .or_default()
-            .add(outcome, summary.duration);
+            .add(summary.outcome(), summary.duration);
         Ok(())
     }
 }
@@ -70,22 +70,13 @@ impl Observer for Metrics {
     fn call_finished(
         &self,
         call: &CallInfo,
-        outcome: &ToolOutcome,
+        _: &ToolOutcome,
         summary: &CallSummary,
     ) -> ObserverResult {
-        self.add(
-            &call.tool,
-            if outcome.is_error { "tool_error" } else { "ok" },
-            summary,
-        )
+        self.add(&call.tool, summary)
     }
 
-    fn call_failed(
-        &self,
-        call: &CallInfo,
-        error: &CallError,
-        summary: &CallSummary,
-    ) -> ObserverResult {
-        self.add(&call.tool, error.kind().as_str(), summary)
+    fn call_failed(&self, call: &CallInfo, _: &CallError, summary: &CallSummary) -> ObserverResult {
+        self.add(&call.tool, summary)
     }
 }

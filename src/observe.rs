@@ -67,6 +67,17 @@ pub struct CallSummary {
     pub is_error: bool,
 }
 
+impl CallSummary {
+    /// `ok`, `tool_error` (the plugin's own `is_error`), or the host error's kind.
+    pub fn outcome(&self) -> &'static str {
+        match (self.error_kind, self.is_error) {
+            (Some(kind), _) => kind.as_str(),
+            (None, true) => "tool_error",
+            (None, false) => "ok",
+        }
+    }
+}
+
 /// Hooks into the host's life. Every method has a default that does nothing.
 #[allow(unused_variables)]
 pub trait Observer: Send + Sync {
@@ -116,7 +127,7 @@ pub trait Observer: Send + Sync {
 /// The host's observers, grouped by interest so an event costs nothing for
 /// observers that do not want it.
 #[derive(Clone, Default)]
-pub struct Observers {
+pub(crate) struct Observers {
     plugins: Vec<Arc<dyn Observer>>,
     approvals: Vec<Arc<dyn Observer>>,
     calls: Vec<Arc<dyn Observer>>,
@@ -136,10 +147,6 @@ impl Observers {
                 list.push(o.clone());
             }
         }
-    }
-
-    pub fn wants_calls(&self) -> bool {
-        !self.calls.is_empty()
     }
 
     pub fn wants_progress(&self) -> bool {
@@ -197,7 +204,10 @@ impl Observers {
         let summary = CallSummary {
             duration,
             bytes_out: result.as_ref().map_or(0, |o| o.result.len()),
-            exit_code: result.as_ref().ok().map(|o| o.exit_code),
+            exit_code: match result {
+                Ok(o) => Some(o.exit_code),
+                Err(e) => e.exit_code(),
+            },
             error_kind: result.as_ref().err().map(CallError::kind),
             is_error: result.as_ref().is_ok_and(|o| o.is_error),
         };

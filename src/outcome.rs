@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::catalog::{Plugin, ToolRef};
 use crate::error::CallError;
 use crate::executor::Finished;
+use crate::manifest::Permission;
 use crate::protocol::{Attachment, parse_response};
 
 /// A call that reached its plugin and got a response back. `is_error` is the
@@ -61,6 +62,7 @@ pub fn interpret(
         return Err(CallError::Failed {
             tool: name,
             reason,
+            exit_code: finished.status.code(),
             stderr_tail: finished.stderr,
         });
     }
@@ -96,16 +98,14 @@ pub fn interpret(
     let attachments = response
         .attachments
         .iter()
-        .cloned()
-        .map(|mut a| {
-            if let Some(p) = &a.path
-                && p.is_relative()
-            {
-                a.path = Some(data_dir.join(p));
-            }
-            a
-        })
-        .collect();
+        .map(|a| check_attachment(a, &tool_ref.plugin, data_dir))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|reason| CallError::InvalidOutput {
+            tool: name.clone(),
+            reason,
+            stdout_head: String::new(),
+            stderr_tail: String::new(),
+        })?;
     Ok(ToolOutcome {
         tool: name,
         plugin: tool_ref.plugin.name().to_owned(),
@@ -117,6 +117,48 @@ pub fn interpret(
         duration: finished.duration,
         stderr_tail: finished.stderr,
     })
+}
+
+/// Resolves an attachment's path (relative paths are in the data folder) and
+/// keeps plugins to their own files: without `filesystem:read`, an attachment
+/// must be in the plugin's data or plugin folder, after following symlinks.
+/// Otherwise a plugin the sandbox keeps from reading a file could have the
+/// host read it on its behalf.
+fn check_attachment(
+    a: &Attachment,
+    plugin: &Plugin,
+    data_dir: &Path,
+) -> Result<Attachment, String> {
+    let mut a = a.clone();
+    let Some(path) = &a.path else {
+        return Ok(a);
+    };
+    let joined = if path.is_relative() {
+        data_dir.join(path)
+    } else {
+        path.clone()
+    };
+    let real = joined
+        .canonicalize()
+        .map_err(|e| format!("attachment {} cannot be opened: {e}", path.display()))?;
+    let own = |dir: &Path| dir.canonicalize().is_ok_and(|d| real.starts_with(d));
+    if !plugin
+        .manifest
+        .permissions
+        .contains(&Permission::FilesystemRead)
+        && !own(data_dir)
+        && !own(&plugin.dir)
+    {
+        return Err(format!(
+            "attachment {} is outside the plugin's data folder; without filesystem:read a plugin attaches only its own files",
+            path.display()
+        ));
+    }
+    if a.size.is_none() {
+        a.size = std::fs::metadata(&real).ok().map(|m| m.len());
+    }
+    a.path = Some(real);
+    Ok(a)
 }
 
 /// "exited with code 3", "was killed by signal 11 (SIGSEGV)", with a hint for
@@ -166,15 +208,9 @@ fn signal_name(sig: i32) -> Option<&'static str> {
     })
 }
 
-/// The entrypoint's `#!` line, if it has one.
+/// The entrypoint's `#!` line as written (`#!/usr/bin/env python3`), for messages.
 fn shebang(entrypoint: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut head = [0u8; 256];
-    let n = std::fs::File::open(entrypoint).ok()?.read(&mut head).ok()?;
-    let first = head[..n].split(|b| *b == b'\n').next()?;
-    first
-        .starts_with(b"#!")
-        .then(|| String::from_utf8_lossy(first).trim().to_owned())
+    crate::shebang::read_line(entrypoint).map(|line| format!("#!{line}"))
 }
 
 /// A spawn failure in words: missing entrypoint, missing interpreter, not executable.

@@ -27,12 +27,6 @@ pub struct PolicyState {
 }
 
 impl Policy {
-    pub fn is_empty(&self) -> bool {
-        self.rate_per_minute.is_none()
-            && self.plugin_rates.is_empty()
-            && self.session_budget.is_none()
-    }
-
     /// Counts a call of `plugin` in `session`, or says why it is refused.
     /// A refused call is not counted.
     pub fn admit(

@@ -65,6 +65,16 @@ impl Watcher {
     /// A missing `root` is created first, and that is reported.
     pub fn start(
         root: &Path,
+        apply: impl FnMut(Reload) -> bool + Send + 'static,
+    ) -> std::io::Result<Watcher> {
+        Self::start_with(root, false, apply)
+    }
+
+    /// [`Self::start`], polling from the start when `polling` is set (for file
+    /// systems without change notification, such as some network mounts).
+    pub fn start_with(
+        root: &Path,
+        polling: bool,
         mut apply: impl FnMut(Reload) -> bool + Send + 'static,
     ) -> std::io::Result<Watcher> {
         let root = std::path::absolute(root)?;
@@ -78,7 +88,12 @@ impl Watcher {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = channel::<DebounceEventResult>();
-        let backend = match Backend::native(tx.clone(), &root) {
+        let native = if polling {
+            Err("polling was asked for".to_owned())
+        } else {
+            Backend::native(tx.clone(), &root)
+        };
+        let backend = match native {
             Ok(b) => b,
             Err(reason) => {
                 apply(Reload::Notice(format!(

@@ -250,3 +250,34 @@ fn scaffolded_plugins_validate_run_by_hand_and_answer() {
     cmd.args(["new", "Bad_Name"]);
     assert_eq!(run(cmd).status.code(), Some(2));
 }
+
+/// SIGINT, SIGTERM or SIGHUP to `plughost call` kill the plugin's process tree
+/// (it runs in its own process group, so the signal alone never reaches it).
+#[test]
+fn a_signal_to_plughost_kills_the_plugin_too() {
+    for (signal, code) in [
+        (libc::SIGTERM, 143),
+        (libc::SIGINT, 130),
+        (libc::SIGHUP, 129),
+    ] {
+        let sandbox = Sandbox::new().with_fixtures(&["many-children"]);
+        let dir = sandbox.plugins().join("many-children");
+        let mut cmd = sandbox.cmd();
+        cmd.args(["call", "many_children"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while util::processes_in(&dir).len() < 50 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the plugin never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // SAFETY: kill takes plain integers; the pid is our own child's.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        assert_eq!(child.wait().unwrap().code(), Some(code));
+        util::assert_no_processes_in(&dir);
+    }
+}

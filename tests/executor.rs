@@ -21,6 +21,7 @@ fn host(sandbox: &Sandbox) -> PluginHost {
     PluginHost::builder()
         .plugins_dir(sandbox.plugins())
         .state_dir(sandbox.state())
+        .reap_orphans(true)
         .limits(Limits {
             timeout: TIMEOUT,
             kill_grace: GRACE,
@@ -618,4 +619,47 @@ async fn each_call_gets_a_private_temp_folder_emptied_afterwards() {
         .await
         .unwrap();
     assert!(again.result.starts_with("0 "), "{}", again.result);
+}
+
+/// A plugin cannot have the host read, on its behalf, a file it may not read
+/// itself: without filesystem:read, attachments must be its own files.
+#[tokio::test]
+async fn attachments_outside_the_plugins_own_folders_are_refused() {
+    let sandbox = Sandbox::new();
+    let secret = sandbox.root.path().join("secret.txt");
+    std::fs::write(&secret, "TOP SECRET").unwrap();
+    let attach = |path: &str| {
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nln -sf '{}' \"$PLUGHOST_DATA_DIR/link\" 2>/dev/null\necho own > \"$PLUGHOST_DATA_DIR/own.txt\"\necho '{{\"result\":\"see file\",\"attachments\":[{{\"media_type\":\"file\",\"path\":\"{path}\"}}]}}'\n",
+            secret.display()
+        )
+    };
+    for (path, allowed) in [
+        (secret.display().to_string(), false),
+        ("../../../secret.txt".to_owned(), false),
+        ("link".to_owned(), false),
+        ("own.txt".to_owned(), true),
+    ] {
+        let name = "attacher";
+        sandbox.write_plugin(name, &util::manifest(name, "attach_file"), &attach(&path));
+        let host = host(&sandbox);
+        let r = host
+            .call("attach_file", json!({}), Invocation::default())
+            .await;
+        if allowed {
+            let outcome = r.unwrap();
+            assert_eq!(
+                outcome.attachments[0].size,
+                Some(4),
+                "the size is filled in"
+            );
+        } else {
+            let e = r.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidOutput, "{path}: {e}");
+            assert!(
+                e.to_string().contains("outside the plugin's data folder"),
+                "{e}"
+            );
+        }
+    }
 }

@@ -250,3 +250,31 @@ async fn a_collision_appearing_is_reported_once() {
         "shared_tool v1.0.0"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_polling_fallback_sees_changes_and_says_so_once() {
+    let sandbox = Sandbox::new();
+    let host = host(&sandbox);
+    let mut rx = host.events();
+    let _watch = host.watch_with(true).unwrap();
+    match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+        Ok(Ok(HostEvent::Notice { message })) => assert!(message.contains("polling"), "{message}"),
+        other => panic!("expected the polling notice, got {other:?}"),
+    }
+    write_like_cp(
+        &sandbox.plugins().join("polled"),
+        "polled",
+        "polled_tool",
+        "1.0.0",
+    );
+    assert!(
+        matches!(next_event(&mut rx).await, HostEvent::PluginAdded { plugin, .. } if plugin == "polled")
+    );
+    std::fs::remove_dir_all(sandbox.plugins().join("polled")).unwrap();
+    assert!(
+        matches!(next_event(&mut rx).await, HostEvent::PluginRemoved { plugin } if plugin == "polled")
+    );
+    if let Ok(Ok(e)) = tokio::time::timeout(Duration::from_millis(1200), rx.recv()).await {
+        panic!("unexpected extra event (a second polling notice?): {e:?}");
+    }
+}

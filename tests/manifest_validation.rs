@@ -1276,9 +1276,10 @@ fn cli_list_shows_the_examples_and_their_tools() {
         util::stderr(&o)
     );
     let manifests = example_manifests();
+    let header = out.lines().next().unwrap_or_default();
     assert!(
-        out.starts_with(&format!(
-            "plugins-examples: {} plugins, 0 rejected",
+        header.ends_with(&format!(
+            "/plugins-examples: {} plugins, 0 rejected",
             manifests.len()
         )),
         "{out}"

@@ -394,7 +394,7 @@ async fn unapproved_tools_say_so_and_elicitation_approves() {
         .unwrap_or_default()
         .to_owned();
     assert!(
-        description.contains("needs approval") && description.contains("plughost approve net-tool"),
+        description.contains("needs approval") && description.contains("approve net-tool"),
         "{description}"
     );
     assert_eq!(
@@ -575,4 +575,39 @@ fn http_generates_a_private_token_on_first_use() {
         token,
         "reused"
     );
+}
+
+/// SIGTERM to `plughost serve` stops it and kills the calls in flight.
+#[test]
+fn sigterm_stops_the_server_and_kills_calls_in_flight() {
+    use std::io::Write;
+    let sandbox = Sandbox::new().with_fixtures(&["slow-sleeper"]);
+    let dir = sandbox.plugins().join("slow-sleeper");
+    let mut server = sandbox
+        .cmd()
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow_sleep", "arguments": {}}}),
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while util::processes_in(&dir).is_empty() {
+        assert!(Instant::now() < deadline, "the plugin never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill takes plain integers; the pid is our own child's.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let status = server.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    util::assert_no_processes_in(&dir);
+    drop(stdin);
 }

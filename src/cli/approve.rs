@@ -55,8 +55,8 @@ pub fn approve(cli: &Cli, args: &ApproveArgs) -> Result<ExitCode, String> {
     if !args.yes {
         if !prompt::is_interactive() {
             return Err(format!(
-                "no terminal to ask on; to approve without asking run: plughost approve {} --yes",
-                args.name
+                "no terminal to ask on; to approve without asking run: {} --yes",
+                host.approve_command(&args.name)
             ));
         }
         if !prompt::ask(&plugin.manifest, &state)

@@ -21,7 +21,17 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
-    let input = read_input(args.input.as_deref())?;
+    let input = match read_input(args.input.as_deref()) {
+        Ok(input) => input,
+        Err(message) => {
+            // Same shape as a host error: nothing was spawned.
+            if cli.json {
+                super::print_json(&json!({"error": {"kind": "invalid_args", "message": message}}));
+            }
+            eprintln!("error: invalid_args: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let host = cli.host()?;
     let progress_on_terminal = std::io::stderr().is_terminal();
     let options = CallOptions {
@@ -36,7 +46,24 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         approver: prompt::is_interactive().then(|| Arc::new(TerminalApprover) as Arc<dyn Approver>),
         ..CallOptions::default()
     };
-    let result = super::runtime().block_on(host.call_with(&args.tool, input, options));
+    let call = host.call_with(&args.tool, input, options);
+    let (result, signal) = super::runtime().block_on(async {
+        tokio::pin!(call);
+        tokio::select! {
+            r = &mut call => (r, None),
+            n = super::termination_signal() => {
+                // Kill the plugin's process tree, then report how the call ended.
+                host.shutdown();
+                (call.await, Some(n))
+            }
+        }
+    });
+    if let Some(n) = signal {
+        if let Err(e) = &result {
+            eprintln!("error: {}: {e}", e.kind());
+        }
+        return Ok(ExitCode::from(128 + n as u8));
+    }
     if progress_on_terminal {
         eprint!("\r\x1b[K");
     }

@@ -2,7 +2,7 @@
 //! plugin with a problem (rejected, colliding, awaiting approval, or started
 //! through a slow interpreter shim).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use plughost::approval::ApprovalState;
@@ -105,7 +105,6 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
         "  signals to processes outside the sandbox           {}",
         yes_no(support.scopes)
     );
-    println!("  advisory only: {}", advisory.join(", "));
     for note in &support.notes {
         println!("  note: {note}");
     }
@@ -120,35 +119,23 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A note when the entrypoint's `#!/usr/bin/env X` resolves to an interpreter
-/// shim (pyenv, asdf, …): a shell script that costs tens of milliseconds per call.
+/// A note when the entrypoint's `#!` line resolves, through `PATH`, to an
+/// interpreter shim (pyenv, asdf, rbenv…): a script in a `shims` folder that
+/// costs tens of milliseconds per call before the real interpreter starts.
 fn shim_note(entrypoint: &Path) -> Option<String> {
-    let head = std::fs::read(entrypoint).ok()?;
-    let first = head.split(|b| *b == b'\n').next()?;
-    let line = std::str::from_utf8(first).ok()?.strip_prefix("#!")?.trim();
-    let mut words = line.split_whitespace();
-    let program = match words.next()? {
-        env if env.ends_with("/env") => words.find(|w| !w.starts_with('-'))?,
-        _ => return None,
-    };
-    let resolved = which(program)?;
-    let text = std::fs::read(&resolved).ok()?;
-    let is_script = text.starts_with(b"#!");
-    let looks_like_shim = resolved.components().any(|c| c.as_os_str() == "shims")
-        || String::from_utf8_lossy(&text[..text.len().min(2048)]).contains("exec");
-    (is_script && looks_like_shim).then(|| {
+    let line = plughost::shebang::read_line(entrypoint)?;
+    let program = plughost::shebang::interpreter(&line)?;
+    let dir = entrypoint.parent()?;
+    let resolved = plughost::shebang::resolve(&program, std::env::var_os("PATH").as_ref(), dir)?;
+    let in_shims = resolved
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "shims");
+    let is_script = std::fs::read(&resolved).is_ok_and(|text| text.starts_with(b"#!"));
+    (in_shims && is_script).then(|| {
         format!(
-            "\"#!/usr/bin/env {program}\" resolves to the shim {}, a script that adds tens of milliseconds to every call; point the #! line at the interpreter itself",
+            "\"#!{line}\" resolves to the shim {}, a script that adds tens of milliseconds to every call; for speed, point the #! line at the interpreter itself (at the cost of portability)",
             resolved.display()
         )
     })
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
 }

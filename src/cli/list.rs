@@ -92,7 +92,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
     let catalog = host.catalog();
     let listing = Listing::new(
         &catalog,
-        cli.plugins_dir().display().to_string(),
+        host.plugins_dir().display().to_string(),
         host.approvals(),
     );
     if cli.json {

@@ -160,6 +160,7 @@ impl Cli {
             .plugins_dir(self.plugins_dir())
             .state_dir(self.state_dir())
             .inherit_env(self.inherit_env)
+            .reap_orphans(true)
             .sandbox(if self.no_sandbox {
                 SandboxMode::Off
             } else if self.require_sandbox {
@@ -189,6 +190,26 @@ impl Cli {
                 self.plugins_dir().display()
             )
         })
+    }
+}
+
+/// Resolves with the signal number when plughost is asked to stop (SIGINT,
+/// SIGTERM, SIGHUP). Plugins run in their own process groups, so a signal to
+/// plughost never reaches them: whoever awaits this must shut the host down,
+/// which kills their process trees.
+async fn termination_signal() -> i32 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => libc::SIGINT,
+        _ = term.recv() => libc::SIGTERM,
+        _ = hup.recv() => libc::SIGHUP,
     }
 }
 

@@ -29,26 +29,55 @@ pub struct Args {
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let log = Arc::new(super::log::Log::open(args.log_file.as_deref())?);
     let host = Arc::new(cli.host_with(|b| b.observer(log.clone()))?);
-    super::runtime().block_on(async {
+    let catalog = host.catalog();
+    log.line(&format!(
+        "plugins from {}: {} loaded, {} rejected",
+        host.plugins_dir().display(),
+        catalog.plugins().count(),
+        catalog.rejected().count()
+    ));
+    for r in catalog.rejected() {
+        log.line(&format!("rejected: {}", r.to_string().replace('\n', "; ")));
+    }
+    let runtime = super::runtime();
+    let result = runtime.block_on(async {
         let _watch = host
             .watch()
             .map_err(|e| format!("cannot watch {}: {e}", host.plugins_dir().display()))?;
         let server = McpServer::new(host.clone());
+        // A signal stops the server; the host's shutdown below kills calls in flight.
+        let stop = async {
+            let n = super::termination_signal().await;
+            log.line(&format!("stopping on signal {n}"));
+        };
         match args.http {
             None => {
-                log.line(&format!(
-                    "serving MCP on stdio; plugins from {}",
-                    host.plugins_dir().display()
-                ));
-                mcp::serve_stdio(server).await.map_err(|e| e.to_string())?;
+                log.line("serving MCP on stdio");
+                tokio::select! {
+                    r = mcp::serve_stdio(server) => r.map_err(|e| e.to_string())?,
+                    _ = stop => {}
+                }
             }
             Some(addr) => {
                 let token =
                     mcp::http::load_or_create_token(args.token_file.as_deref(), host.state_dir())?;
-                mcp::http::serve(server, addr, token, args.allow_remote, |m| log.line(m)).await?;
+                let token_source = match &args.token_file {
+                    Some(f) => f.display().to_string(),
+                    None => host.state_dir().join("http-token").display().to_string(),
+                };
+                log.line(&format!("bearer token in {token_source}"));
+                mcp::http::serve(server, addr, token, args.allow_remote, stop, |m| {
+                    log.line(m)
+                })
+                .await?;
             }
         }
+        host.shutdown();
         log.line("server stopped");
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    // The stdio transport reads stdin on a blocking thread that only returns when
+    // stdin closes; do not wait for it after a signal.
+    runtime.shutdown_background();
+    result
 }

@@ -35,7 +35,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
                     Err(RecvError::Lagged(n)) => emit(cli.json, &HostEvent::Notice { message: format!("{n} events were dropped; run plughost list for the current state") }),
                     Err(RecvError::Closed) => break,
                 },
-                _ = tokio::signal::ctrl_c() => break,
+                _ = super::termination_signal() => break,
             }
         }
     });

@@ -48,7 +48,7 @@ impl Default for PluginHostBuilder {
             timeout_override: None,
             concurrency: DEFAULT_CONCURRENCY,
             inherit_env: false,
-            reap_orphans: true,
+            reap_orphans: false,
             observers: Vec::new(),
             audit_log: None,
             record_inputs: false,
@@ -96,8 +96,10 @@ impl PluginHostBuilder {
         self
     }
 
-    /// Make this process the reaper of orphaned plugin grandchildren (process-wide;
-    /// see [`executor::become_subreaper`]). On by default.
+    /// Make this process the reaper of orphaned plugin grandchildren, so that
+    /// killed grandchildren do not stay zombies under an init that does not reap
+    /// (as in many containers). Process-wide (see [`executor::become_subreaper`]),
+    /// so off by default in the library; the `plughost` command turns it on.
     pub fn reap_orphans(mut self, yes: bool) -> Self {
         self.reap_orphans = yes;
         self

@@ -94,6 +94,7 @@ impl Inner {
                 CallError::Failed {
                     tool: tool.to_owned(),
                     reason: format!("cannot prepare the plugin's data folder: {e}"),
+                    exit_code: None,
                     stderr_tail: String::new(),
                 }
             })?;
@@ -246,16 +247,21 @@ impl Inner {
         manifest: &crate::manifest::Manifest,
         state: &ApprovalState,
     ) -> String {
-        let defaults = (
+        let command = self.approve_command(&manifest.name);
+        crate::approval::not_allowed_message_with(manifest, state, &command).unwrap_or_default()
+    }
+
+    /// `plughost approve NAME`, naming this host's folders when they are not the
+    /// defaults, so the command copied from a message approves the right plugin.
+    pub(super) fn approve_command(&self, plugin: &str) -> String {
+        let (plugins, state) = (
             crate::paths::default_plugins_dir(),
             crate::paths::default_state_dir(),
         );
         let plugins =
-            (self.config.plugins_dir != defaults.0).then_some(self.config.plugins_dir.as_path());
-        let state_dir =
-            (self.config.state_dir != defaults.1).then_some(self.config.state_dir.as_path());
-        let command = crate::approval::approve_command_in(&manifest.name, plugins, state_dir);
-        crate::approval::not_allowed_message_with(manifest, state, &command).unwrap_or_default()
+            (self.config.plugins_dir != plugins).then_some(self.config.plugins_dir.as_path());
+        let state = (self.config.state_dir != state).then_some(self.config.state_dir.as_path());
+        crate::approval::approve_command_in(plugin, plugins, state)
     }
 }
 
@@ -301,6 +307,7 @@ fn finish(
         Err(RunError::Spawn(e)) => Err(CallError::Failed {
             tool,
             reason: explain_spawn_error(&tool_ref.plugin, &e),
+            exit_code: None,
             stderr_tail: String::new(),
         }),
     }

@@ -139,16 +139,24 @@ impl PluginHost {
     /// Watches the plugins folder and applies changes as they happen, until the
     /// returned [`Watcher`] or the host is dropped. Creates a missing plugins folder.
     pub fn watch(&self) -> std::io::Result<Watcher> {
+        self.watch_with(false)
+    }
+
+    /// [`Self::watch`], polling the folder instead of using the platform's
+    /// change notification when `polling` is set (network file systems).
+    pub fn watch_with(&self, polling: bool) -> std::io::Result<Watcher> {
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
-        Watcher::start(&self.inner.config.plugins_dir, move |reload| {
-            match weak.upgrade() {
+        Watcher::start_with(
+            &self.inner.config.plugins_dir,
+            polling,
+            move |reload| match weak.upgrade() {
                 Some(inner) => {
                     inner.apply(reload);
                     true
                 }
                 None => false,
-            }
-        })
+            },
+        )
     }
 
     /// Every callable tool, sorted by name.
@@ -187,6 +195,11 @@ impl PluginHost {
                 .grant(&p.manifest)
                 .map(|_| self.inner.observers.approval(plugin, true)),
         )
+    }
+
+    /// The command that approves `plugin` for this host's folders.
+    pub fn approve_command(&self, plugin: &str) -> String {
+        self.inner.approve_command(plugin)
     }
 
     /// Withdraws a plugin's approval; `Ok(false)` when it had none.

@@ -73,13 +73,14 @@ pub fn load_or_create_token(file: Option<&Path>, state_dir: &Path) -> Result<Str
 }
 
 /// Serves `server` over MCP streamable HTTP at `http://ADDR/mcp` until
-/// interrupted. Every request must carry `Authorization: Bearer TOKEN` (else
+/// `stop` resolves. Every request must carry `Authorization: Bearer TOKEN` (else
 /// 401); other paths are 404. Binds only to loopback unless `allow_remote`.
 pub async fn serve(
     server: McpServer,
     addr: SocketAddr,
     token: String,
     allow_remote: bool,
+    stop: impl std::future::Future<Output = ()>,
     log: impl Fn(&str),
 ) -> Result<(), String> {
     if !addr.ip().is_loopback() && !allow_remote {
@@ -109,6 +110,7 @@ pub async fn serve(
         "serving MCP at http://{bound}/mcp (bearer token required)"
     ));
     let token: Arc<str> = token.into();
+    tokio::pin!(stop);
     loop {
         let stream = tokio::select! {
             r = listener.accept() => match r {
@@ -118,7 +120,7 @@ pub async fn serve(
                     continue;
                 }
             },
-            _ = tokio::signal::ctrl_c() => break,
+            _ = &mut stop => break,
         };
         let (mcp, token) = (mcp.clone(), token.clone());
         tokio::spawn(async move {

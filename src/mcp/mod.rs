@@ -106,9 +106,9 @@ impl McpServer {
         match self.host.approvals().state(&plugin.manifest) {
             Ok(ApprovalState::Automatic | ApprovalState::Approved) => None,
             Ok(state) => Some(format!(
-                "{}: run plughost approve {}",
+                "{}: run {}",
                 state.label(),
-                plugin.name()
+                self.host.approve_command(plugin.name())
             )),
             Err(e) => Some(format!("approval unknown: {e}")),
         }
