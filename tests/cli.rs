@@ -242,6 +242,12 @@ fn scaffolded_plugins_validate_run_by_hand_and_answer() {
             "{lang}: an empty text is the tool's own error"
         );
 
+        let blank = call(&sandbox, &[&tool, r#"{"text":"   "}"#]);
+        assert_eq!(
+            blank.status.code(),
+            Some(1),
+            "{lang}: blank text is the tool's own error"
+        );
         let out = call(&sandbox, &[&tool, r#"{"text":"hi \"you\"","shout":true}"#]);
         assert_eq!(out.status.code(), Some(0), "{lang}: {}", stderr(&out));
         assert_eq!(stdout(&out), "HI \"YOU\"\n");
@@ -249,6 +255,17 @@ fn scaffolded_plugins_validate_run_by_hand_and_answer() {
     let mut cmd = sandbox.cmd();
     cmd.args(["new", "Bad_Name"]);
     assert_eq!(run(cmd).status.code(), Some(2));
+    let long = "a".repeat(64);
+    let mut cmd = sandbox.cmd();
+    cmd.args(["new", &long]);
+    assert_eq!(run(cmd).status.code(), Some(0));
+    let mut cmd = sandbox.cmd();
+    cmd.arg("validate").arg(sandbox.plugins().join(&long));
+    assert_eq!(
+        run(cmd).status.code(),
+        Some(0),
+        "a 64-character name still gives a valid tool name"
+    );
 }
 
 /// SIGINT, SIGTERM or SIGHUP to `plughost call` kill the plugin's process tree
@@ -280,4 +297,17 @@ fn a_signal_to_plughost_kills_the_plugin_too() {
         assert_eq!(child.wait().unwrap().code(), Some(code));
         util::assert_no_processes_in(&dir);
     }
+}
+
+/// The bash JSON helpers exist three times (two examples and the scaffold,
+/// since each plugin folder must stand alone): they must stay identical.
+#[test]
+fn the_bash_json_helpers_stay_identical() {
+    let read = |p: &str| std::fs::read_to_string(util::repo().join(p)).unwrap();
+    let original = read("plugins-examples/hello-world/json.sh");
+    assert_eq!(
+        read("plugins-examples/system-uptime/json.sh"),
+        original,
+        "copy it from hello-world/json.sh"
+    );
 }

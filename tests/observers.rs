@@ -142,6 +142,9 @@ async fn observers_see_calls_progress_and_reloads_and_broken_ones_do_not_matter(
     assert_eq!(
         seen,
         vec![
+            // The plugins found at start are reported like later ones.
+            "loaded exit-no-body 1.0.0",
+            "loaded progress-reporter 1.0.0",
             "started report_progress progress-reporter",
             "progress report_progress 1",
             "progress report_progress 2",

@@ -61,6 +61,10 @@ pub struct Cli {
     #[arg(long, global = true)]
     require_sandbox: bool,
 
+    /// How many plugin processes run at once (further calls wait).
+    #[arg(long, global = true, value_name = "N", default_value_t = plughost::host::DEFAULT_CONCURRENCY)]
+    concurrency: usize,
+
     /// Allow each plugin at most N calls per minute.
     #[arg(long, global = true, value_name = "N")]
     rate_limit: Option<u32>,
@@ -161,6 +165,7 @@ impl Cli {
             .state_dir(self.state_dir())
             .inherit_env(self.inherit_env)
             .reap_orphans(true)
+            .concurrency(self.concurrency)
             .sandbox(if self.no_sandbox {
                 SandboxMode::Off
             } else if self.require_sandbox {

@@ -6,7 +6,9 @@
 //! Signalling the group after reaping could then hit a stranger. So the executor
 //! watches the leader's exit through a pidfd *without reaping it*; while the
 //! leader is a zombie the group id stays reserved, and the group is killed
-//! before the leader is reaped.
+//! before the leader is reaped. The sweep that follows the reaping
+//! ([`kill_group_to_the_end`]) only catches members forked during that kill;
+//! once the group is empty, `killpg` fails with ESRCH and it stops.
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};

@@ -164,6 +164,14 @@ impl PluginHostBuilder {
         for o in &self.observers {
             observers.add(o.clone());
         }
+        // Observers hear of the plugins found at start like of later ones.
+        for event in crate::events::diff(
+            &Catalog::default(),
+            &catalog,
+            &catalog.folders().map(str::to_owned).collect::<Vec<_>>(),
+        ) {
+            observers.host_event(&event);
+        }
         Ok(PluginHost {
             inner: Arc::new(Inner {
                 catalog: RwLock::new(Arc::new(catalog)),

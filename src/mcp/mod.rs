@@ -117,7 +117,9 @@ impl McpServer {
 
 /// Hints for clients, from the plugin's permissions: read-only when it asks for
 /// nothing beyond reading files, destructive when it may write files or run
-/// programs, open-world when it may use the network.
+/// programs, open-world when it may use the network. "Read-only" is about the
+/// user's files: every plugin may still change its own data folder (a key-value
+/// store's `set` is "read-only" in this sense).
 fn annotations(plugin: &Plugin) -> ToolAnnotations {
     let perms = &plugin.manifest.permissions;
     let has = |p: Permission| perms.contains(&p);

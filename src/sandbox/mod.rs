@@ -51,43 +51,12 @@
 //! - If a step fails in the child, the spawn fails with that step's `errno`
 //!   (`io::Error` from `spawn`); the plugin never runs half-confined.
 //!
-//! # Integration
+//! # Use
 //!
-//! In `executor::Job`, carry the prepared sandbox and apply it before spawning:
-//!
-//! ```ignore
-//! pub struct Job<'a> {
-//!     // ...
-//!     /// The call's sandbox, applied in the child; `None` runs unconfined.
-//!     pub sandbox: Option<crate::sandbox::Prepared>,
-//! }
-//! // in executor::run, right after `unix::configure(&mut cmd);`
-//! if let Some(sandbox) = job.sandbox {
-//!     sandbox.apply_to(&mut cmd);
-//! }
-//! ```
-//!
-//! In the host's call path, once the approval check has passed (so everything the
-//! manifest asks for is granted) and after `plugin_env`:
-//!
-//! ```ignore
-//! let sandbox = crate::sandbox::prepare(&crate::sandbox::Policy {
-//!     plugin_dir: &plugin.dir,
-//!     data_dir: &dirs.data,
-//!     tmp_dir: &dirs.tmp,
-//!     entrypoint: &plugin.entrypoint,
-//!     permissions: &plugin.manifest.permissions,
-//!     env: &env,
-//! })
-//! .map_err(|e| {
-//!     dirs.remove();
-//!     CallError::NotAllowed { message: format!("\"{tool}\": {e}") }
-//! })?;
-//! let job = Job { /* ... */ sandbox: Some(sandbox) };
-//! ```
-//!
-//! `plughost doctor` prints [`support`]; warn once per process when
-//! `sandbox.enforcement().not_enforced` is not empty.
+//! The host prepares one sandbox per call (`host/call.rs`, `sandbox_for`), once
+//! the approval check has passed, and the executor applies it to the command
+//! before spawning (`executor::Job::sandbox`). `plughost doctor` prints
+//! [`support`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -14,9 +14,9 @@ function progress(done, total, message = '') {
 
 function {{tool}}(input) {
   let text = input.text;
-  if (typeof text !== 'string' || text === '') {
+  if (typeof text !== 'string' || text.trim() === '') {
     // A tool-level error: the agent sees the message and can try again.
-    return reply('Pass a non-empty "text".', true);
+    return reply('Pass some text that is not only spaces.', true);
   }
   progress(1, 2, 'reading input');
   if (input.shout === true) text = text.toUpperCase();

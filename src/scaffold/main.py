@@ -18,9 +18,9 @@ def progress(done, total, message=""):
 
 def {{tool}}(inp):
     text = inp.get("text", "")
-    if not isinstance(text, str) or not text:
+    if not isinstance(text, str) or not text.strip():
         # A tool-level error: the agent sees the message and can try again.
-        return reply('Pass a non-empty "text".', is_error=True)
+        return reply("Pass some text that is not only spaces.", is_error=True)
     progress(1, 2, "reading input")
     if inp.get("shout") is True:
         text = text.upper()

@@ -14,9 +14,9 @@ case $TOOL in
   {{tool}})
     json_str input text
     text=$REPLY
-    if [[ -z $text ]]; then
+    if [[ -z ${text//[[:space:]]/} ]]; then
       # A tool-level error: the agent sees the message and can try again.
-      reply_error 'Pass a non-empty "text".'
+      reply_error 'Pass some text that is not only spaces.'
       exit 0
     fi
     # Progress: one line on stderr. Harmless when run by hand.

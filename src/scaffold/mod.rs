@@ -32,11 +32,13 @@ const JSON_SH: &str = include_str!("../../plugins-examples/hello-world/json.sh")
 /// The tool name a new plugin starts with: `my-plugin` offers `my_plugin_echo`.
 pub fn tool_name(plugin: &str) -> String {
     let snake = plugin.replace('-', "_");
-    let snake = if snake.starts_with(|c: char| c.is_ascii_alphabetic()) {
+    let mut snake = if snake.starts_with(|c: char| c.is_ascii_alphabetic()) {
         snake
     } else {
         format!("t_{snake}")
     };
+    // Tool names are at most 64 characters; "_echo" takes five.
+    snake.truncate(59);
     format!("{snake}_echo")
 }
 
