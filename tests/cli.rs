@@ -188,6 +188,24 @@ fn every_example_answers_through_plughost_call() {
         list.contains("Work") && list.contains("../../etc/passwd"),
         "{list}"
     );
+    let mut cmd = sandbox.cmd();
+    cmd.args([
+        "--json",
+        "call",
+        "swatch_make",
+        r##"{"color":"#3366CC","size":8}"##,
+    ]);
+    let swatch: Value = serde_json::from_slice(&run(cmd).stdout).unwrap();
+    assert_eq!(
+        swatch["structured"],
+        json!({"rgb": [51, 102, 204], "size": 8})
+    );
+    let png = std::fs::read(swatch["attachments"][0]["path"].as_str().unwrap()).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG"),
+        "the attachment is the PNG the plugin wrote"
+    );
+
     let notes = sandbox.state().join("data/note-manager/notes");
     assert!(notes.is_dir(), "notes live in the plugin's data folder");
     assert!(!sandbox.root.path().join("etc").exists());

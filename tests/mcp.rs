@@ -186,6 +186,17 @@ async fn initialize_list_and_call_every_example() {
         ),
         "v"
     );
+    let r = s
+        .client
+        .call_tool(call("swatch_make", json!({"color": "#00ff00", "size": 2})))
+        .await
+        .unwrap();
+    let image = r
+        .content
+        .iter()
+        .find_map(|c| c.as_image())
+        .expect("the swatch arrives as image content");
+    assert_eq!(image.mime_type, "image/png");
     s.client
         .call_tool(call(
             "note_create",

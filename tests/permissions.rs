@@ -198,6 +198,34 @@ fn a_corrupt_approvals_file_approves_nothing_and_is_left_alone() {
     assert_eq!(run(cmd).status.code(), Some(0));
 }
 
+/// 20 `plughost approve` processes at once, each for another plugin, leave a
+/// valid approvals file holding all 20.
+#[test]
+fn twenty_concurrent_approve_processes_keep_every_approval() {
+    let sandbox = Sandbox::new();
+    for i in 0..20 {
+        let name = format!("net-{i}");
+        let mut m = util::manifest(&name, &format!("net_tool_{i}"));
+        m["permissions"] = json!(["network"]);
+        sandbox.write_plugin(&name, &m, &util::answer_script("ok"));
+    }
+    let children: Vec<_> = (0..20)
+        .map(|i| {
+            let mut cmd = sandbox.cmd();
+            cmd.args(["approve", &format!("net-{i}"), "--yes"])
+                .stdout(Stdio::null());
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(approvals_file(&sandbox)).unwrap()).unwrap();
+    let approved = saved["plugins"].as_object().unwrap();
+    assert_eq!(approved.len(), 20, "{saved}");
+}
+
 mod sandboxed {
     //! The sandbox through the host: real plugins, real files, a real listener.
 
