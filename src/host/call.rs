@@ -164,10 +164,12 @@ impl Inner {
     ) -> Result<(), CallError> {
         let manifest = &plugin.manifest;
         let refuse = |message: String| CallError::NotAllowed { message };
-        let state = self
-            .approvals
-            .state(manifest)
-            .map_err(|e| refuse(e.to_string()))?;
+        let current = || {
+            self.approvals
+                .state(manifest)
+                .map_err(|e| refuse(e.to_string()))
+        };
+        let state = current()?;
         if state.allows_call() {
             return Ok(());
         }
@@ -176,10 +178,7 @@ impl Inner {
         };
         let _one_question = self.asking.lock().await;
         // Another call may have been approved while this one waited.
-        let state = self
-            .approvals
-            .state(manifest)
-            .map_err(|e| refuse(e.to_string()))?;
+        let state = current()?;
         if state.allows_call() {
             return Ok(());
         }
