@@ -25,7 +25,7 @@ use plughost::{PluginHost, PluginHostBuilder, SandboxMode};
 #[derive(Debug, Parser)]
 #[command(name = "plughost", version, about, max_term_width = 100)]
 pub struct Cli {
-    /// Folder holding one folder per plugin.
+    /// Folder holding one folder per plugin (default: ~/.plugins).
     #[arg(long, global = true, env = "PLUGHOST_PLUGINS_DIR", value_name = "DIR")]
     plugins_dir: Option<PathBuf>,
 

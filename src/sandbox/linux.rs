@@ -202,8 +202,9 @@ fn allow_own_proc(ruleset: &OwnedFd, access: u64) -> io::Result<()> {
 }
 
 pub fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
-    let abi = landlock_abi();
-    let seccomp_ok = seccomp_available();
+    // What the kernel supports does not change while the host runs: probe once.
+    static PROBES: std::sync::OnceLock<(Option<i32>, bool)> = std::sync::OnceLock::new();
+    let &(abi, seccomp_ok) = PROBES.get_or_init(|| (landlock_abi(), seccomp_available()));
     let confine_reads = !policy.grants(Permission::FilesystemRead);
     let confine_writes = !policy.grants(Permission::FilesystemWrite);
     let deny_network = !policy.grants(Permission::Network);
