@@ -302,14 +302,7 @@ fn a_signal_to_plughost_kills_the_plugin_too() {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let mut child = cmd.spawn().unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while util::processes_in(&dir).len() < 50 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the plugin never started"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        util::block_until_processes(&dir, 50);
         // SAFETY: kill takes plain integers; the pid is our own child's.
         unsafe { libc::kill(child.id() as i32, signal) };
         assert_eq!(child.wait().unwrap().code(), Some(code));

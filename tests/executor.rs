@@ -467,7 +467,7 @@ async fn cancelling_a_call_kills_its_tree() {
             ..CallOptions::default()
         },
     ));
-    wait_for_processes(&sandbox.plugins().join("many-children"), 50).await;
+    util::wait_for_processes(&sandbox.plugins().join("many-children"), 50).await;
     let start = Instant::now();
     cancel.cancel();
     let r = call.await.unwrap();
@@ -482,7 +482,7 @@ async fn dropping_the_host_kills_calls_in_flight() {
     let host = host(&sandbox);
     let a = tokio::spawn(host.call("many_children", json!({}), Invocation::default()));
     let b = tokio::spawn(host.call("slow_sleep", json!({}), Invocation::default()));
-    wait_for_processes(&sandbox.plugins().join("many-children"), 50).await;
+    util::wait_for_processes(&sandbox.plugins().join("many-children"), 50).await;
     drop(host);
     assert_eq!(kind(&a.await.unwrap()), Some(ErrorKind::Cancelled));
     assert_eq!(kind(&b.await.unwrap()), Some(ErrorKind::Cancelled));
@@ -497,7 +497,7 @@ fn dropping_the_runtime_mid_call_kills_the_tree() {
     let host = rt.block_on(async { host(&sandbox) });
     let dir = sandbox.plugins().join("many-children");
     rt.spawn(host.call("many_children", json!({}), Invocation::default()));
-    rt.block_on(wait_for_processes(&dir, 50));
+    rt.block_on(util::wait_for_processes(&dir, 50));
     drop(rt);
     assert_no_processes_in(&dir);
 }
@@ -574,17 +574,6 @@ async fn concurrency_is_capped_and_waiters_run_in_order() {
         "{:?}",
         start.elapsed()
     );
-}
-
-async fn wait_for_processes(dir: &std::path::Path, at_least: usize) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while util::processes_in(dir).len() < at_least {
-        assert!(
-            Instant::now() < deadline,
-            "the plugin never started its processes"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 fn open_fds() -> usize {

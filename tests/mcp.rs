@@ -326,11 +326,7 @@ async fn cancelling_a_call_kills_its_process_tree() {
         )
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while util::processes_in(&dir).len() < 50 {
-        assert!(Instant::now() < deadline, "the plugin never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    util::wait_for_processes(&dir, 50).await;
     handle.cancel(Some("user abort".into())).await.unwrap();
     util::assert_no_processes_in(&dir);
     // The server goes on serving.
@@ -351,11 +347,7 @@ async fn closing_stdin_stops_the_server_and_kills_calls_in_flight() {
         )
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while util::processes_in(&dir).is_empty() {
-        assert!(Instant::now() < deadline, "the plugin never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    util::wait_for_processes(&dir, 1).await;
     s.client.cancel().await.unwrap();
     util::assert_no_processes_in(&dir);
 }
@@ -610,11 +602,7 @@ fn sigterm_stops_the_server_and_kills_calls_in_flight() {
     ] {
         writeln!(stdin, "{line}").unwrap();
     }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while util::processes_in(&dir).is_empty() {
-        assert!(Instant::now() < deadline, "the plugin never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    util::block_until_processes(&dir, 1);
     // SAFETY: kill takes plain integers; the pid is our own child's.
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
     let status = server.wait().unwrap();

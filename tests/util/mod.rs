@@ -177,6 +177,31 @@ pub fn processes_in(dir: &Path) -> Vec<(u32, String, String)> {
     found
 }
 
+/// Waits until at least `at_least` processes live in `dir` (a plugin has
+/// started its tree), or panics after a deadline.
+pub async fn wait_for_processes(dir: &Path, at_least: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while processes_in(dir).len() < at_least {
+        assert!(
+            Instant::now() < deadline,
+            "the plugin never started its processes"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// [`wait_for_processes`] for tests without a runtime.
+pub fn block_until_processes(dir: &Path, at_least: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while processes_in(dir).len() < at_least {
+        assert!(
+            Instant::now() < deadline,
+            "the plugin never started its processes"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits until no process lives in `dir`, or panics listing the survivors.
 /// Killed processes take a moment to be reaped, hence the short deadline.
 pub fn assert_no_processes_in(dir: &Path) {
