@@ -322,3 +322,63 @@ fn the_bash_json_helpers_stay_identical() {
         "copy it from hello-world/json.sh"
     );
 }
+
+/// On a terminal, `plughost call` shows the plugin's progress on stderr.
+#[test]
+fn progress_shows_on_a_terminal() {
+    let sandbox = Sandbox::new().with_fixtures(&["progress-reporter"]);
+    let line = format!(
+        "{} --plugins-dir '{}' --state-dir '{}' call report_progress",
+        env!("CARGO_BIN_EXE_plughost"),
+        sandbox.plugins().display(),
+        sandbox.state().display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("script (util-linux) runs");
+    let screen = stdout(&out);
+    assert!(
+        screen.contains("[33%] step one") && screen.contains("[100%] done"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("progress done"));
+
+    // Not on a terminal: no progress noise on stderr.
+    let plain = call(&sandbox, &["report_progress"]);
+    assert!(!stderr(&plain).contains("[33%]"), "{}", stderr(&plain));
+}
+
+/// `plughost watch --json` prints one JSON object a line as changes happen.
+#[test]
+fn watch_prints_events_as_json_lines() {
+    use std::io::BufRead;
+    let sandbox = Sandbox::new();
+    let mut cmd = sandbox.cmd();
+    cmd.args(["--json", "watch"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["event"], "notice");
+    util::copy_dir(
+        &util::fixtures().join("slow-ok"),
+        &sandbox.plugins().join("slow-ok"),
+    );
+    let added: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(
+        added,
+        json!({"event": "plugin_added", "plugin": "slow-ok", "version": "1.0.0", "tools": ["slow_ok"]})
+    );
+    std::fs::remove_dir_all(sandbox.plugins().join("slow-ok")).unwrap();
+    let removed: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(
+        removed,
+        json!({"event": "plugin_removed", "plugin": "slow-ok"})
+    );
+    // SAFETY: kill takes plain integers; the pid is our own child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+}

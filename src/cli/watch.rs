@@ -28,6 +28,10 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
         },
     );
     super::runtime().block_on(async {
+        // Registered once: a signal between two events must not be missed (once
+        // tokio handles a signal, the default action no longer ends the process).
+        let stop = super::termination_signal();
+        tokio::pin!(stop);
         loop {
             tokio::select! {
                 e = events.recv() => match e {
@@ -35,7 +39,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
                     Err(RecvError::Lagged(n)) => emit(cli.json, &HostEvent::Notice { message: format!("{n} events were dropped; run plughost list for the current state") }),
                     Err(RecvError::Closed) => break,
                 },
-                _ = super::termination_signal() => break,
+                _ = &mut stop => break,
             }
         }
     });
