@@ -11,7 +11,9 @@ use rmcp::model::{
     ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
     ProgressNotificationParam, ServerResult,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestContext, RequestHandle, RunningService,
+};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -107,6 +109,22 @@ async fn connect(sandbox: &Sandbox, approve: Option<bool>) -> Session {
 
 fn call(name: &str, args: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().unwrap().clone())
+}
+
+/// Sends a `tools/call` (no arguments) and returns its handle: for progress
+/// tokens and cancellation, which `call_tool` does not expose.
+async fn start_call(
+    s: &Session,
+    tool: &str,
+    options: PeerRequestOptions,
+) -> RequestHandle<RoleClient> {
+    s.client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(call(tool, json!({})))),
+            options,
+        )
+        .await
+        .unwrap()
 }
 
 fn text(r: &CallToolResult) -> String {
@@ -282,17 +300,12 @@ async fn adding_a_plugin_folder_sends_list_changed() {
 async fn plugin_progress_becomes_progress_notifications() {
     let sandbox = Sandbox::new().with_fixtures(&["progress-reporter"]);
     let mut s = connect(&sandbox, None).await;
-    let handle = s
-        .client
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(call(
-                "report_progress",
-                json!({}),
-            ))),
-            PeerRequestOptions::with_timeout(Duration::from_secs(20)),
-        )
-        .await
-        .unwrap();
+    let handle = start_call(
+        &s,
+        "report_progress",
+        PeerRequestOptions::with_timeout(Duration::from_secs(20)),
+    )
+    .await;
     let token = handle.progress_token.clone();
     let ServerResult::CallToolResult(done) = handle.await_response().await.unwrap() else {
         panic!("not a tool result")
@@ -318,14 +331,7 @@ async fn cancelling_a_call_kills_its_process_tree() {
     let sandbox = Sandbox::new().with_fixtures(&["many-children"]);
     let dir = sandbox.plugins().join("many-children");
     let s = connect(&sandbox, None).await;
-    let handle = s
-        .client
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(call("many_children", json!({})))),
-            PeerRequestOptions::no_options(),
-        )
-        .await
-        .unwrap();
+    let handle = start_call(&s, "many_children", PeerRequestOptions::no_options()).await;
     util::wait_for_processes(&dir, 50).await;
     handle.cancel(Some("user abort".into())).await.unwrap();
     util::assert_no_processes_in(&dir);
@@ -339,14 +345,7 @@ async fn closing_stdin_stops_the_server_and_kills_calls_in_flight() {
     let sandbox = Sandbox::new().with_fixtures(&["slow-sleeper"]);
     let dir = sandbox.plugins().join("slow-sleeper");
     let s = connect(&sandbox, None).await;
-    let _pending = s
-        .client
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(call("slow_sleep", json!({})))),
-            PeerRequestOptions::no_options(),
-        )
-        .await
-        .unwrap();
+    let _pending = start_call(&s, "slow_sleep", PeerRequestOptions::no_options()).await;
     util::wait_for_processes(&dir, 1).await;
     s.client.cancel().await.unwrap();
     util::assert_no_processes_in(&dir);
