@@ -273,7 +273,7 @@ impl Bench {
         let mut best = f64::MAX;
         for _ in 0..3 {
             let t = Instant::now();
-            let catalog = plughost::loader::scan(&root).unwrap();
+            let catalog = plughost::plugins::loader::scan(&root).unwrap();
             assert_eq!(catalog.plugins().count(), 1000);
             best = best.min(t.elapsed().as_secs_f64() * 1e3);
         }

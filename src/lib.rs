@@ -29,35 +29,22 @@
 //! ```
 
 pub mod approval;
-pub mod audit;
-pub mod catalog;
-pub mod env;
 pub mod error;
-pub mod events;
-pub mod executor;
 pub mod export;
 pub mod host;
-pub mod loader;
-pub mod manifest;
 pub mod mcp;
-pub mod metrics;
 pub mod observe;
-pub mod outcome;
 pub mod paths;
-pub mod policy;
+pub mod plugins;
 pub mod protocol;
-pub mod sandbox;
-pub mod scaffold;
+pub mod run;
 pub mod schemas;
-pub mod shebang;
-pub mod validate;
-pub mod watcher;
 
 pub use error::{CallError, ErrorKind};
-pub use events::HostEvent;
-pub use executor::{Limits, Progress};
 pub use host::{CallOptions, PluginHost, PluginHostBuilder, SandboxMode, ToolInfo};
+pub use observe::policy::Policy;
 pub use observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
-pub use outcome::ToolOutcome;
-pub use policy::Policy;
+pub use plugins::events::HostEvent;
 pub use protocol::{Invocation, Scope, Source};
+pub use run::executor::{Limits, Progress};
+pub use run::outcome::ToolOutcome;

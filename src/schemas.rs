@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::manifest::Manifest;
+use crate::plugins::manifest::Manifest;
 use crate::protocol::{Request, Response};
 
 /// The schemas by name, as `plughost schema NAME` knows them.

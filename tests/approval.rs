@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use plughost::approval::{
     self, APPROVALS_FILE, ApprovalError, ApprovalState, ApprovalStore, Tier, prompt,
 };
-use plughost::manifest::{EnvVarName, Manifest, Permission};
+use plughost::plugins::manifest::{EnvVarName, Manifest, Permission};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------- helpers

@@ -11,11 +11,11 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use plughost::catalog::Catalog;
-use plughost::loader;
-use plughost::manifest::MANIFEST_FILE;
+use plughost::plugins::catalog::Catalog;
+use plughost::plugins::loader;
+use plughost::plugins::manifest::MANIFEST_FILE;
+use plughost::plugins::validate::{MAX_MANIFEST_BYTES, ManifestError, check_plugin};
 use plughost::schemas::SchemaName;
-use plughost::validate::{MAX_MANIFEST_BYTES, ManifestError, check_plugin};
 use serde_json::{Value, json};
 use util::{Sandbox, manifest, write_executable};
 

@@ -238,7 +238,7 @@ mod sandboxed {
     use super::util::{self, Sandbox};
 
     fn landlock() -> bool {
-        let s = plughost::sandbox::support();
+        let s = plughost::run::sandbox::support();
         if !s.filesystem || !s.network_tcp {
             eprintln!(
                 "SKIPPED: this kernel cannot enforce the sandbox ({:?})",

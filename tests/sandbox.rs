@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use plughost::manifest::Permission;
-use plughost::sandbox::{self, Policy, SandboxError};
+use plughost::plugins::manifest::Permission;
+use plughost::run::sandbox::{self, Policy, SandboxError};
 use tokio::process::Command;
 
 /// A plugin folder, its data and temp folders, and a folder outside all three.
@@ -61,7 +61,7 @@ impl Fixture {
         let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
             .filter(|(k, _)| {
                 k.to_str()
-                    .is_some_and(|k| plughost::env::ALLOWLIST.contains(&k))
+                    .is_some_and(|k| plughost::run::env::ALLOWLIST.contains(&k))
             })
             .collect();
         env.push(("TMPDIR".into(), self.tmp.clone().into()));

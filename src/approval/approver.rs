@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::ApprovalState;
-use crate::manifest::Manifest;
+use crate::plugins::manifest::Manifest;
 
 /// A boxed future, so approvers can be trait objects.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -13,7 +13,7 @@
 //! The call path, for a front end:
 //!
 //! ```no_run
-//! # fn demo(manifest: &plughost::manifest::Manifest) -> Result<(), String> {
+//! # fn demo(manifest: &plughost::plugins::manifest::Manifest) -> Result<(), String> {
 //! use plughost::approval::{self, ApprovalStore, prompt};
 //!
 //! let store = ApprovalStore::new("/home/me/.local/state/plughost");
@@ -38,7 +38,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::manifest::{EnvVarName, Manifest, Permission};
+use crate::plugins::manifest::{EnvVarName, Manifest, Permission};
 
 pub use approver::{Approver, BoxFuture, TerminalApprover};
 pub use store::{APPROVALS_FILE, ApprovalError, ApprovalStore, LOCK_FILE};

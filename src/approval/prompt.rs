@@ -14,7 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 
 use super::{ApprovalState, SHELL_NETWORK_WARNING, shell_and_network};
-use crate::manifest::{EnvVarName, Manifest, Permission};
+use crate::plugins::manifest::{EnvVarName, Manifest, Permission};
 
 /// The controlling terminal.
 pub const TTY: &str = "/dev/tty";

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{ApprovalState, Approvals, Grant, Tier};
-use crate::manifest::Manifest;
+use crate::plugins::manifest::Manifest;
 
 /// Name of the approvals file inside the state folder.
 pub const APPROVALS_FILE: &str = "approvals.json";

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use plughost::approval::ApprovalState;
-use plughost::manifest::Permission;
-use plughost::sandbox;
+use plughost::plugins::manifest::Permission;
+use plughost::run::sandbox;
 use serde_json::json;
 
 use super::Cli;
@@ -123,10 +123,11 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
 /// interpreter shim (pyenv, asdf, rbenv…): a script in a `shims` folder that
 /// costs tens of milliseconds per call before the real interpreter starts.
 fn shim_note(entrypoint: &Path) -> Option<String> {
-    let line = plughost::shebang::read_line(entrypoint)?;
-    let program = plughost::shebang::interpreter(&line)?;
+    let line = plughost::plugins::shebang::read_line(entrypoint)?;
+    let program = plughost::plugins::shebang::interpreter(&line)?;
     let dir = entrypoint.parent()?;
-    let resolved = plughost::shebang::resolve(&program, std::env::var_os("PATH").as_ref(), dir)?;
+    let resolved =
+        plughost::plugins::shebang::resolve(&program, std::env::var_os("PATH").as_ref(), dir)?;
     let in_shims = resolved
         .parent()
         .and_then(|p| p.file_name())

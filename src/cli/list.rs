@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use plughost::approval::ApprovalStore;
-use plughost::catalog::{Catalog, Collision, Plugin, Rejected};
+use plughost::plugins::catalog::{Catalog, Collision, Plugin, Rejected};
 use serde::Serialize;
 
 use super::Cli;

@@ -32,7 +32,7 @@ impl Log {
     pub fn line(&self, message: &str) {
         let line = format!(
             "{} plughost: {message}\n",
-            plughost::audit::rfc3339(std::time::SystemTime::now())
+            plughost::observe::audit::rfc3339(std::time::SystemTime::now())
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
         if let Some(f) = &self.file

@@ -8,6 +8,7 @@ mod export;
 mod list;
 mod log;
 mod new;
+mod scaffold;
 mod schema;
 mod serve;
 mod stats;

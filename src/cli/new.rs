@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use plughost::scaffold::{self, Lang};
+use super::scaffold::{self, Lang};
 
 use super::Cli;
 

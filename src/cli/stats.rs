@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use plughost::audit::AuditRecord;
-use plughost::metrics::ToolStats;
+use plughost::observe::audit::AuditRecord;
+use plughost::observe::metrics::ToolStats;
 
 use super::Cli;
 

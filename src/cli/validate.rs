@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use plughost::approval::ApprovalStore;
-use plughost::catalog::{Catalog, Rejected};
-use plughost::loader;
-use plughost::manifest::MANIFEST_FILE;
+use plughost::plugins::catalog::{Catalog, Rejected};
+use plughost::plugins::loader;
+use plughost::plugins::manifest::MANIFEST_FILE;
 
 use super::Cli;
 use super::list::Listing;

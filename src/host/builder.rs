@@ -10,12 +10,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Inner, PluginHost, SandboxMode};
 use crate::approval::{ApprovalStore, Approver};
-use crate::audit::AuditLog;
-use crate::catalog::Catalog;
-use crate::executor::{self, Limits};
-use crate::metrics::Metrics;
+use crate::observe::audit::AuditLog;
+use crate::observe::metrics::Metrics;
+use crate::observe::policy::{Policy, PolicyState};
 use crate::observe::{Observer, Observers};
-use crate::policy::{Policy, PolicyState};
+use crate::plugins::catalog::Catalog;
+use crate::run::executor::{self, Limits};
 
 /// Default number of calls that run at once.
 pub const DEFAULT_CONCURRENCY: usize = 16;
@@ -165,7 +165,7 @@ impl PluginHostBuilder {
             observers.add(o.clone());
         }
         // Observers hear of the plugins found at start like of later ones.
-        for event in crate::events::diff(
+        for event in crate::plugins::events::diff(
             &Catalog::default(),
             &catalog,
             &catalog.folders().map(str::to_owned).collect::<Vec<_>>(),
@@ -194,7 +194,7 @@ impl PluginHostBuilder {
 }
 
 pub(super) fn load_catalog(dir: &Path) -> std::io::Result<Catalog> {
-    match crate::loader::scan(dir) {
+    match crate::plugins::loader::scan(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Catalog::default()),
         other => other,
     }

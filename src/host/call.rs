@@ -11,15 +11,15 @@ use serde_json::Value;
 use super::dirs::CallDirs;
 use super::{CallOptions, Inner};
 use crate::approval::{ApprovalState, Approver};
-use crate::catalog::{Catalog, Plugin, ToolRef};
-use crate::env::plugin_env;
 use crate::error::CallError;
-use crate::executor::{self, Finished, Job, Limits, Progress, RunError};
 use crate::host::SandboxMode;
 use crate::observe::CallInfo;
-use crate::outcome::{ToolOutcome, explain_spawn_error, interpret};
+use crate::plugins::catalog::{Catalog, Plugin, ToolRef};
 use crate::protocol::{Context, Request};
-use crate::sandbox;
+use crate::run::env::plugin_env;
+use crate::run::executor::{self, Finished, Job, Limits, Progress, RunError};
+use crate::run::outcome::{ToolOutcome, explain_spawn_error, interpret};
+use crate::run::sandbox;
 
 impl Inner {
     pub(super) async fn call(
@@ -243,7 +243,7 @@ impl Inner {
 
     fn not_approved_message(
         &self,
-        manifest: &crate::manifest::Manifest,
+        manifest: &crate::plugins::manifest::Manifest,
         state: &ApprovalState,
     ) -> String {
         let command = self.approve_command(&manifest.name);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::catalog::Plugin;
+use crate::plugins::catalog::Plugin;
 
 /// Empty temp folders ready for the next call.
 #[derive(Debug, Default)]

@@ -24,16 +24,16 @@ use tokio_util::sync::CancellationToken;
 pub use builder::{DEFAULT_CONCURRENCY, PluginHostBuilder};
 
 use crate::approval::{ApprovalError, ApprovalState, ApprovalStore, Approver};
-use crate::catalog::{Catalog, ToolRef};
 use crate::error::CallError;
-use crate::events::HostEvent;
-use crate::executor::Progress;
-use crate::metrics::{Metrics, ToolStats};
 use crate::observe::Observers;
-use crate::outcome::ToolOutcome;
-use crate::policy::PolicyState;
+use crate::observe::metrics::{Metrics, ToolStats};
+use crate::observe::policy::PolicyState;
+use crate::plugins::catalog::{Catalog, ToolRef};
+use crate::plugins::events::HostEvent;
+use crate::plugins::watcher::{Reload, Watcher};
 use crate::protocol::Invocation;
-use crate::watcher::{Reload, Watcher};
+use crate::run::executor::Progress;
+use crate::run::outcome::ToolOutcome;
 
 /// How much of the Linux sandbox a host applies to plugin processes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use super::Inner;
-use crate::catalog::Catalog;
-use crate::events::{HostEvent, diff};
-use crate::loader::{is_plugin_folder, load_folder, plugin_folders};
-use crate::watcher::Reload;
+use crate::plugins::catalog::Catalog;
+use crate::plugins::events::{HostEvent, diff};
+use crate::plugins::loader::{is_plugin_folder, load_folder, plugin_folders};
+use crate::plugins::watcher::Reload;
 
 impl Inner {
     pub(super) fn set_catalog(&self, catalog: Catalog) -> Arc<Catalog> {

@@ -9,8 +9,8 @@ use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 
 use crate::error::CallError;
-use crate::outcome::ToolOutcome;
 use crate::protocol::{Attachment, MediaType};
+use crate::run::outcome::ToolOutcome;
 
 /// Largest image or audio file inlined into a result; bigger ones are linked.
 const MAX_INLINE_BYTES: u64 = 8 * 1024 * 1024;

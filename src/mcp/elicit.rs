@@ -8,7 +8,7 @@ use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::Peer;
 
 use crate::approval::{ApprovalState, Approver, BoxFuture, prompt};
-use crate::manifest::Manifest;
+use crate::plugins::manifest::Manifest;
 
 /// How long the user has to answer before the answer counts as no.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);

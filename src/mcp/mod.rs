@@ -29,9 +29,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::approval::{ApprovalState, Approver};
-use crate::catalog::{Plugin, ToolRef};
 use crate::host::{CallOptions, PluginHost};
-use crate::manifest::Permission;
+use crate::plugins::catalog::{Plugin, ToolRef};
+use crate::plugins::manifest::Permission;
 use crate::protocol::{Invocation, Scope, Source};
 
 pub use content::{error_result, outcome_result};

@@ -9,7 +9,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
-use crate::events::HostEvent;
+use crate::plugins::events::HostEvent;
 
 /// Stdin that reports its end the moment a read returns nothing (rmcp itself
 /// would first wait for in-flight responses).

@@ -3,6 +3,10 @@
 //! event. An observer that returns an error or panics is reported on stderr and
 //! never breaks a call or a reload.
 
+pub mod audit;
+pub mod metrics;
+pub mod policy;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -10,10 +14,10 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use crate::error::{CallError, ErrorKind};
-use crate::events::HostEvent;
-use crate::executor::Progress;
-use crate::outcome::ToolOutcome;
+use crate::plugins::events::HostEvent;
 use crate::protocol::Invocation;
+use crate::run::executor::Progress;
+use crate::run::outcome::ToolOutcome;
 
 /// What an observer method returns; an `Err` is logged and otherwise ignored.
 pub type ObserverResult = Result<(), String>;

@@ -9,8 +9,8 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::catalog::{Catalog, FolderResult, Plugin, Rejected};
-use crate::validate::{ManifestError, check_plugin};
+use crate::plugins::catalog::{Catalog, FolderResult, Plugin, Rejected};
+use crate::plugins::validate::{ManifestError, check_plugin};
 
 /// Loads one plugin folder.
 pub fn load_folder(dir: &Path) -> FolderResult {

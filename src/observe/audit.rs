@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::error::CallError;
 use crate::observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
-use crate::outcome::ToolOutcome;
+use crate::run::outcome::ToolOutcome;
 
 /// One line of the audit log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

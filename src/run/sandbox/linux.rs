@@ -27,7 +27,7 @@ use landlock::{
 
 use super::paths::{self, Allow};
 use super::{Enforcement, Policy, SandboxError, Support, seccomp};
-use crate::manifest::Permission;
+use crate::plugins::manifest::Permission;
 
 /// The Landlock ABIs whose rights this sandbox asks for, tested on a kernel that
 /// has them. Newer kernels add rights (ABI 9: connecting to pathname unix

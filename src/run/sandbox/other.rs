@@ -2,7 +2,7 @@
 //! [`Enforcement`] and [`support`] say so, so the caller can warn.
 
 use super::{Enforcement, Policy, SandboxError, Support};
-use crate::manifest::Permission;
+use crate::plugins::manifest::Permission;
 
 /// A sandbox that enforces nothing on this platform.
 #[derive(Debug)]

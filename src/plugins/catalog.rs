@@ -18,8 +18,8 @@ use std::sync::Arc;
 use jsonschema::Validator;
 use serde::Serialize;
 
-use crate::manifest::{MANIFEST_FILE, Manifest, ToolSpec};
-use crate::validate::{CheckedPlugin, ManifestError};
+use crate::plugins::manifest::{MANIFEST_FILE, Manifest, ToolSpec};
+use crate::plugins::validate::{CheckedPlugin, ManifestError};
 
 /// A plugin that passed validation.
 #[derive(Debug)]
@@ -272,6 +272,6 @@ impl Catalog {
 
     /// The callable tool name closest to `name`, for "did you mean" hints.
     pub fn nearest_tool(&self, name: &str) -> Option<&str> {
-        crate::validate::nearest(name, self.tools.keys().map(String::as_str))
+        crate::plugins::validate::nearest(name, self.tools.keys().map(String::as_str))
     }
 }

@@ -61,7 +61,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::manifest::Permission;
+use crate::plugins::manifest::Permission;
 
 #[cfg(target_os = "linux")]
 #[path = "linux.rs"]

@@ -4,7 +4,7 @@
 //! schemars turns them into `schemas/plugin.schema.json`, and the validator checks
 //! a manifest against that generated schema before anything else. Rules a JSON
 //! Schema cannot express (folder name, entrypoint on disk, schemas that compile)
-//! live in [`crate::validate`].
+//! live in [`crate::plugins::validate`].
 
 use std::fmt;
 

@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::catalog::Catalog;
+use crate::plugins::catalog::Catalog;
 
 /// Something that changed in the plugins folder, or something the watcher
 /// wants people to know. `plughost watch --json` prints one per line.
@@ -138,6 +138,6 @@ pub fn diff(old: &Catalog, new: &Catalog, changed: &[String]) -> Vec<HostEvent> 
     events
 }
 
-fn tool_names(p: &crate::catalog::Plugin) -> Vec<String> {
+fn tool_names(p: &crate::plugins::catalog::Plugin) -> Vec<String> {
     p.tools.iter().map(|t| t.spec.name.clone()).collect()
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::manifest::MANIFEST_FILE;
+use plughost::plugins::manifest::MANIFEST_FILE;
 
 /// The languages a new plugin can be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -27,7 +27,7 @@ impl Lang {
 }
 
 /// The bash JSON helpers, shared with the hello-world example.
-const JSON_SH: &str = include_str!("../../plugins-examples/hello-world/json.sh");
+const JSON_SH: &str = include_str!("../../../plugins-examples/hello-world/json.sh");
 
 /// The tool name a new plugin starts with: `my-plugin` offers `my_plugin_echo`.
 pub fn tool_name(plugin: &str) -> String {

@@ -74,7 +74,7 @@ pub struct Job<'a> {
     pub limits: Limits,
     /// Confinement applied in the child before exec (a `pre_exec` hook; none
     /// when there is nothing to enforce, which keeps `posix_spawn`).
-    pub sandbox: Option<crate::sandbox::Prepared>,
+    pub sandbox: Option<crate::run::sandbox::Prepared>,
 }
 
 /// A process that ran to its own end.

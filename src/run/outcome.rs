@@ -10,11 +10,11 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::catalog::{Plugin, ToolRef};
 use crate::error::CallError;
-use crate::executor::Finished;
-use crate::manifest::Permission;
+use crate::plugins::catalog::{Plugin, ToolRef};
+use crate::plugins::manifest::Permission;
 use crate::protocol::{Attachment, parse_response};
+use crate::run::executor::Finished;
 
 /// A call that reached its plugin and got a response back. `is_error` is the
 /// plugin's own verdict, not a host failure.
@@ -210,7 +210,7 @@ fn signal_name(sig: i32) -> Option<&'static str> {
 
 /// The entrypoint's `#!` line as written (`#!/usr/bin/env python3`), for messages.
 fn shebang(entrypoint: &Path) -> Option<String> {
-    crate::shebang::read_line(entrypoint).map(|line| format!("#!{line}"))
+    crate::plugins::shebang::read_line(entrypoint).map(|line| format!("#!{line}"))
 }
 
 /// A spawn failure in words: missing entrypoint, missing interpreter, not executable.

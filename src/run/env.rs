@@ -8,7 +8,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use crate::catalog::Plugin;
+use crate::plugins::catalog::Plugin;
 
 /// Variables every plugin gets from the host's environment, when set. `LC_*` is
 /// matched as a prefix. The interpreter-manager variables keep pyenv and nvm

@@ -1,7 +1,7 @@
 //! Manifest validation in two layers.
 //!
 //! 1. The raw JSON is checked against the schema generated from
-//!    [`crate::manifest::Manifest`], so every structural error (missing field,
+//!    [`crate::plugins::manifest::Manifest`], so every structural error (missing field,
 //!    wrong type, bad name, unknown field) is reported at once with its pointer.
 //! 2. Semantic checks a schema cannot express: the folder name, the entrypoint on
 //!    disk (exists, executable, does not escape the folder by `..` or a symlink),
@@ -22,7 +22,7 @@ use jsonschema::Validator;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 
-use crate::manifest::{MANIFEST_FILE, Manifest};
+use crate::plugins::manifest::{MANIFEST_FILE, Manifest};
 use crate::schemas;
 
 /// Largest `plugin.json` the loader reads.
@@ -390,7 +390,7 @@ fn explain(e: &jsonschema::ValidationError<'_>) -> Vec<ManifestError> {
         ValidationErrorKind::Enum { .. } | ValidationErrorKind::OneOfNotValid { .. }
             if at.starts_with("/permissions/") =>
         {
-            let all = crate::manifest::Permission::ALL.map(|p| p.as_str());
+            let all = crate::plugins::manifest::Permission::ALL.map(|p| p.as_str());
             let Some(found) = e.instance().as_str() else {
                 return one(format!(
                     "must be a string, one of: {} (found {})",

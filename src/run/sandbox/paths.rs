@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use super::Policy;
-use crate::manifest::Permission;
+use crate::plugins::manifest::Permission;
 
 /// One folder (with everything beneath it) or one file, and what the plugin may
 /// do there. The OS layer turns it into a rule, keeping only the rights it
@@ -192,13 +192,14 @@ fn interpreter_dirs(policy: &Policy<'_>, home: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     let mut script = policy.entrypoint.to_path_buf();
     for _ in 0..3 {
-        let Some(line) = crate::shebang::read_line(&script) else {
+        let Some(line) = crate::plugins::shebang::read_line(&script) else {
             break;
         };
-        let Some(program) = crate::shebang::interpreter(&line) else {
+        let Some(program) = crate::plugins::shebang::interpreter(&line) else {
             break;
         };
-        let Some(found) = crate::shebang::resolve(&program, path_var.as_ref(), policy.plugin_dir)
+        let Some(found) =
+            crate::plugins::shebang::resolve(&program, path_var.as_ref(), policy.plugin_dir)
         else {
             break;
         };

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::CallError;
 use crate::observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
-use crate::outcome::ToolOutcome;
+use crate::run::outcome::ToolOutcome;
 
 /// Counters of one tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -1,0 +1,15 @@
+//! The load side: from a plugins folder to an immutable catalog snapshot.
+//!
+//! [`manifest`] holds the types of `plugin.json`; [`validate`] checks one
+//! plugin folder against the generated schema and the rules a schema cannot
+//! express; [`loader`] scans the plugins folder; [`catalog`] is the snapshot
+//! with its tool index; [`watcher`] turns file-system changes into reloads and
+//! [`events`] says what changed between two snapshots.
+
+pub mod catalog;
+pub mod events;
+pub mod loader;
+pub mod manifest;
+pub mod shebang;
+pub mod validate;
+pub mod watcher;

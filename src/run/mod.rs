@@ -1,0 +1,11 @@
+//! The call side: running one plugin process and turning what it did into an
+//! outcome.
+//!
+//! [`env`] builds the environment a plugin sees, [`sandbox`] prepares its
+//! confinement, [`executor`] spawns it and enforces the limits, and
+//! [`outcome`] interprets its answer.
+
+pub mod env;
+pub mod executor;
+pub mod outcome;
+pub mod sandbox;
