@@ -17,7 +17,7 @@ use crate::observe::CallInfo;
 use crate::plugins::catalog::{Catalog, Plugin, ToolRef};
 use crate::protocol::{Context, Request};
 use crate::run::env::plugin_env;
-use crate::run::executor::{self, Finished, Job, Limits, Progress, RunError};
+use crate::run::executor::{self, Finished, Limits, Progress, RunError, Spawn};
 use crate::run::outcome::{ToolOutcome, explain_spawn_error, interpret};
 use crate::run::sandbox;
 
@@ -123,12 +123,11 @@ impl Inner {
                 return Err(e);
             }
         };
-        let job = Job {
+        let spawn = Spawn {
             program: &plugin.entrypoint,
+            args: &[],
             cwd: &plugin.dir,
             env: &env,
-            stdin: &request,
-            limits,
             sandbox,
         };
         let user_progress = options.on_progress.clone();
@@ -147,7 +146,7 @@ impl Inner {
                 _ = self.shutdown.cancelled() => {}
             }
         };
-        let result = executor::run(job, stop, &on_progress).await;
+        let result = executor::run_once(spawn, &request, &limits, stop, &on_progress).await;
         let outcome = finish(tool_ref, result, limits, &dirs.data);
         dirs.release(&self.temp_pool);
         outcome

@@ -38,7 +38,7 @@ pub struct Progress {
 
 /// Collects stderr: the first and last `limit / 2` bytes, and progress lines.
 #[derive(Debug)]
-pub struct StderrCollector {
+pub(crate) struct StderrCollector {
     half: usize,
     head: Vec<u8>,
     tail: VecDeque<u8>,

@@ -1,21 +1,26 @@
-//! The Unix seam of the executor: process groups, signals, exit watching and
-//! reaping. Every `unsafe` call of the executor lives here.
+//! The Unix seam of the executor: process groups, signals and reaping, the
+//! same on every Unix. Exit watching differs by platform and lives in
+//! `linux.rs` (pidfd) and `other_unix.rs` (a waiting thread); both build on
+//! [`WaitThread`] here. Every `unsafe` call of the executor lives in these files.
 //!
-//! The race this file closes: a process group id is the leader's pid, and once
+//! The race these files close: a process group id is the leader's pid, and once
 //! the leader is reaped that number can be handed to a new, unrelated process.
 //! Signalling the group after reaping could then hit a stranger. So the executor
-//! watches the leader's exit through a pidfd *without reaping it*; while the
-//! leader is a zombie the group id stays reserved, and the group is killed
-//! before the leader is reaped. The sweep that follows the reaping
-//! ([`kill_group_to_the_end`]) only catches members forked during that kill;
-//! once the group is empty, `killpg` fails with ESRCH and it stops.
+//! watches the leader's exit *without reaping it*; while the leader is a zombie
+//! the group id stays reserved, and the group is killed before the leader is
+//! reaped. The sweep that follows the reaping ([`kill_group_to_the_end`]) only
+//! catches members forked during that kill; once the group is empty, `killpg`
+//! fails with ESRCH and it stops.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::RawFd;
 use std::time::Duration;
 
-use tokio::io::unix::AsyncFd;
 use tokio::process::Command;
+use tokio::sync::watch;
+
+pub const SIGTERM: i32 = libc::SIGTERM;
+pub const SIGKILL: i32 = libc::SIGKILL;
 
 /// Puts the child in a process group of its own. `process_group` keeps the
 /// standard library on `posix_spawn` (no fork of the host).
@@ -31,12 +36,9 @@ pub fn signal_group(pgid: u32, signal: i32) -> bool {
     rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-pub const SIGTERM: i32 = libc::SIGTERM;
-pub const SIGKILL: i32 = libc::SIGKILL;
-
 /// Reaps, without blocking, every exited member of group `pgid` that is our
 /// child. Members become our children when their parent dies and this process
-/// is a child subreaper (see [`become_subreaper`]); otherwise this finds nothing.
+/// is a child subreaper (see `become_subreaper`); otherwise this finds nothing.
 pub fn reap_group(pgid: u32) {
     loop {
         let mut status = 0;
@@ -50,7 +52,8 @@ pub fn reap_group(pgid: u32) {
 
 /// Kills group `pgid` with SIGKILL and reaps what it can, repeating briefly so a
 /// process forked during the first signal is caught by the next. Bounded: gives
-/// up after a few milliseconds when only zombies we cannot reap are left.
+/// up after a few milliseconds when only zombies we cannot reap are left. An
+/// empty group costs one `killpg`.
 pub async fn kill_group_to_the_end(pgid: u32) {
     for round in 0..6u64 {
         if !signal_group(pgid, SIGKILL) {
@@ -62,71 +65,25 @@ pub async fn kill_group_to_the_end(pgid: u32) {
     }
 }
 
-/// Makes this process the reaper of its orphaned descendants, so that a plugin's
-/// grandchildren, once killed, are reaped by the host instead of lingering as
-/// zombies under an init that does not reap (as in many containers).
-///
-/// Process-wide: the CLI turns it on; a library embedder chooses with
-/// `PluginHostBuilder::reap_orphans`.
-pub fn become_subreaper() -> io::Result<()> {
-    // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag; no memory is passed.
-    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    if rc == 0 {
-        Ok(())
-    } else {
+/// Reads what `fd` holds right now, without waiting: `Ok(0)` at end of file,
+/// `WouldBlock` when nothing is there. Used after a persistent worker's
+/// answer, to take the progress lines it wrote to stderr before answering even
+/// when the runtime has not yet noticed them.
+pub fn read_now(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole call,
+    // and `fd` is a pipe this process owns (non-blocking, as tokio sets it).
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
         Err(io::Error::last_os_error())
-    }
-}
-
-/// Becomes ready when a process exits, without reaping it.
-pub struct ExitWatch {
-    fd: Option<AsyncFd<OwnedFd>>,
-}
-
-impl ExitWatch {
-    /// Watches `pid`. On kernels without pidfd (before 5.3) the watch never fires
-    /// and the caller relies on `Child::wait` alone.
-    pub fn new(pid: u32) -> ExitWatch {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-        let fd = (raw >= 0).then(|| {
-            // SAFETY: `raw` is a descriptor we own, just returned by the kernel.
-            unsafe { OwnedFd::from_raw_fd(raw as i32) }
-        });
-        ExitWatch {
-            fd: fd.and_then(|fd| {
-                // SAFETY: `fd` is an OwnedFd moved into the AsyncFd, so it stays open and
-                // refers to the same pidfd for the AsyncFd's whole lifetime.
-                unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
-            }),
-        }
-    }
-
-    /// Whether this watch can see exits (pidfd available).
-    pub fn is_active(&self) -> bool {
-        self.fd.is_some()
-    }
-
-    /// Resolves once the process has exited (it stays unreaped).
-    pub async fn exited(&self) {
-        match &self.fd {
-            Some(fd) => {
-                let _ = fd.readable().await;
-            }
-            None => std::future::pending().await,
-        }
-    }
-
-    #[cfg(test)]
-    fn raw(&self) -> Option<i32> {
-        use std::os::fd::AsRawFd;
-        self.fd.as_ref().map(|f| f.get_ref().as_raw_fd())
+    } else {
+        Ok(n as usize)
     }
 }
 
 /// Kills a process group when dropped, unless disarmed. This is what makes
-/// dropping a call future (or the runtime) kill the plugin's whole tree; tokio's
-/// `kill_on_drop` would kill the direct child only.
+/// dropping a call future, a worker or the runtime kill the plugin's whole
+/// tree; tokio's `kill_on_drop` would kill the direct child only.
+#[derive(Debug)]
 pub struct GroupGuard {
     pgid: Option<u32>,
 }
@@ -136,7 +93,7 @@ impl GroupGuard {
         GroupGuard { pgid: Some(pgid) }
     }
 
-    /// The call finished its own clean-up; nothing to do on drop.
+    /// The owner finished its own clean-up; nothing to do on drop.
     pub fn disarm(&mut self) {
         self.pgid = None;
     }
@@ -159,27 +116,59 @@ impl Drop for GroupGuard {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Watches a process's exit from a thread blocked in
+/// `waitid(P_PID, pid, WEXITED | WNOWAIT)`: portable to every Unix, and like a
+/// pidfd it leaves the process unreaped. Costs a thread per watched process,
+/// so Linux uses it only where pidfds are missing (kernels before 5.3).
+#[derive(Debug)]
+pub struct WaitThread {
+    exited: watch::Receiver<bool>,
+}
 
-    #[tokio::test]
-    async fn exit_watch_fires_without_reaping() {
-        let mut cmd = Command::new("true");
-        configure(&mut cmd);
-        let mut child = cmd.spawn().unwrap();
-        let pid = child.id().unwrap();
-        let watch = ExitWatch::new(pid);
-        assert!(
-            watch.raw().is_some(),
-            "pidfd_open is available on supported kernels"
-        );
-        tokio::time::timeout(Duration::from_secs(5), watch.exited())
-            .await
-            .unwrap();
-        // Not reaped yet: the zombie still holds its group id.
-        assert!(signal_group(pid, 0));
-        assert!(child.wait().await.unwrap().success());
-        assert!(!signal_group(pid, 0));
+impl WaitThread {
+    pub fn new(pid: u32) -> WaitThread {
+        let (tx, rx) = watch::channel(false);
+        let spawned = std::thread::Builder::new()
+            .name("plughost-exit-watch".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                loop {
+                    // SAFETY: a zeroed siginfo_t is a valid value; waitid writes
+                    // only into it.
+                    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                    // SAFETY: `info` is a valid, writable siginfo_t for the call.
+                    let rc = unsafe {
+                        libc::waitid(
+                            libc::P_PID,
+                            pid as libc::id_t,
+                            &mut info,
+                            libc::WEXITED | libc::WNOWAIT,
+                        )
+                    };
+                    if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                        break;
+                    }
+                }
+                let _ = tx.send(true);
+            });
+        if spawned.is_err() {
+            // No thread, no watch: report the exit at once so callers fall back
+            // to reaping instead of waiting forever.
+            let (tx, rx) = watch::channel(true);
+            drop(tx);
+            return WaitThread { exited: rx };
+        }
+        WaitThread { exited: rx }
+    }
+
+    /// Resolves once the process has exited (it stays unreaped).
+    pub async fn exited(&self) {
+        let mut rx = self.exited.clone();
+        let _ = rx.wait_for(|done| *done).await;
+    }
+
+    /// Whether the process has exited already.
+    pub fn has_exited(&self) -> bool {
+        *self.exited.borrow()
     }
 }

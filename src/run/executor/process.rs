@@ -1,0 +1,173 @@
+//! A plugin process: spawned in a process group of its own, with its three
+//! pipes, a watch on its exit and a guard that kills the group when dropped.
+//!
+//! The state machine that talks to it ([`super::exchange`]) and the one that
+//! ends it ([`end`]) are generic over [`Leader`], so their logic is tested
+//! against a fake child as well as real processes.
+
+use std::ffi::OsString;
+use std::future::Future;
+use std::io;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+
+use super::os::ExitWatch;
+use super::unix::{self, GroupGuard, SIGKILL, SIGTERM};
+use crate::run::sandbox::Prepared;
+
+/// What to start.
+pub(crate) struct Spawn<'a> {
+    pub program: &'a Path,
+    pub args: &'a [String],
+    pub cwd: &'a Path,
+    pub env: &'a [(OsString, OsString)],
+    /// Confinement applied in the child before exec (a `pre_exec` hook; none
+    /// when there is nothing to enforce, which keeps `posix_spawn`).
+    pub sandbox: Option<Prepared>,
+}
+
+/// The three pipes of a process; `None` once closed.
+pub(crate) struct Pipes<W, R, E> {
+    pub stdin: Option<W>,
+    pub stdout: Option<R>,
+    pub stderr: Option<E>,
+}
+
+/// The leader of a process group, as the state machines see it.
+pub(crate) trait Leader {
+    /// Resolves once the leader has exited. It stays unreaped, so its pid (the
+    /// group id) cannot be handed to another process before [`Leader::reap`].
+    fn exited(&self) -> impl Future<Output = ()> + Send;
+    /// Whether the leader has exited already.
+    fn has_exited(&self) -> bool;
+    /// Sends `signal` to the whole group; false once the group is gone.
+    fn signal_group(&self, signal: i32) -> bool;
+    /// Reaps the leader (after it exited or was killed).
+    fn reap(&mut self) -> impl Future<Output = io::Result<ExitStatus>> + Send;
+    /// Kills whatever is left of the group, to the end, and stops guarding it.
+    fn sweep(&mut self) -> impl Future<Output = ()> + Send;
+}
+
+/// A running plugin process.
+pub(crate) struct Process {
+    pub pipes: Pipes<ChildStdin, ChildStdout, ChildStderr>,
+    pub group: Group,
+}
+
+/// The real leader: a tokio child in its own process group.
+pub(crate) struct Group {
+    child: tokio::process::Child,
+    pgid: u32,
+    watch: ExitWatch,
+    guard: GroupGuard,
+}
+
+impl Process {
+    /// Starts `spawn` in a process group of its own, with piped stdio.
+    ///
+    /// Retries briefly on ETXTBSY: an entrypoint that was just written (a build,
+    /// a copy) may still be open for writing in another process.
+    pub async fn spawn(spawn: Spawn<'_>) -> io::Result<Process> {
+        let mut cmd = Command::new(spawn.program);
+        cmd.args(spawn.args)
+            .current_dir(spawn.cwd)
+            .env_clear()
+            .envs(spawn.env.iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        unix::configure(&mut cmd);
+        if let Some(sandbox) = spawn.sandbox {
+            sandbox.apply_to(&mut cmd);
+        }
+        let mut tries = 0;
+        let mut child = loop {
+            match cmd.spawn() {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 20 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                other => break other?,
+            }
+        };
+        let pgid = child.id().expect("a just-spawned child has a pid");
+        let guard = GroupGuard::new(pgid);
+        Ok(Process {
+            pipes: Pipes {
+                stdin: child.stdin.take(),
+                stdout: child.stdout.take(),
+                stderr: child.stderr.take(),
+            },
+            group: Group {
+                child,
+                pgid,
+                watch: ExitWatch::new(pgid),
+                guard,
+            },
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.group.pgid
+    }
+}
+
+impl Leader for Group {
+    fn exited(&self) -> impl Future<Output = ()> + Send {
+        self.watch.exited()
+    }
+
+    fn has_exited(&self) -> bool {
+        self.watch.has_exited()
+    }
+
+    fn signal_group(&self, signal: i32) -> bool {
+        unix::signal_group(self.pgid, signal)
+    }
+
+    fn reap(&mut self) -> impl Future<Output = io::Result<ExitStatus>> + Send {
+        self.child.wait()
+    }
+
+    async fn sweep(&mut self) {
+        unix::kill_group_to_the_end(self.pgid).await;
+        self.guard.disarm();
+    }
+}
+
+/// How a process is brought to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// It answered and exited (or is exiting): kill what is left at once.
+    Now,
+    /// A limit stopped it: SIGTERM to the group, the grace, then SIGKILL.
+    Terminate,
+    /// Its stdin was closed (a worker told to finish): the grace to exit on
+    /// its own, then SIGKILL.
+    Finish,
+}
+
+/// Ends `leader`'s group the way `how` says and reaps the leader.
+///
+/// The group is killed while the leader is still unreaped (a zombie keeps
+/// the group id reserved), then the leader is reaped, then stragglers forked
+/// during the kill are swept. Whatever happens, nothing of the group is left.
+pub(crate) async fn end(
+    leader: &mut impl Leader,
+    how: End,
+    grace: Duration,
+) -> io::Result<ExitStatus> {
+    if how != End::Now && !leader.has_exited() {
+        if how == End::Terminate {
+            leader.signal_group(SIGTERM);
+        }
+        let _ = tokio::time::timeout(grace, leader.exited()).await;
+    }
+    leader.signal_group(SIGKILL);
+    let status = leader.reap().await;
+    leader.sweep().await;
+    status
+}
