@@ -19,11 +19,21 @@ struct Recorder {
 }
 
 impl Observer for Recorder {
-    fn plugin_loaded(&self, plugin: &str, version: &str) -> ObserverResult {
-        self.seen
-            .lock()
-            .unwrap()
-            .push(format!("loaded {plugin} {version}"));
+    fn event(&self, event: &HostEvent) -> ObserverResult {
+        if let HostEvent::PluginAdded {
+            plugin, version, ..
+        }
+        | HostEvent::PluginUpdated {
+            plugin,
+            new_version: version,
+            ..
+        } = event
+        {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(format!("loaded {plugin} {version}"));
+        }
         Ok(())
     }
     fn call_started(&self, call: &CallInfo) -> ObserverResult {
@@ -94,7 +104,7 @@ impl Observer for CallsOnly {
     fn interests(&self) -> Interests {
         Interests::CALLS
     }
-    fn plugin_loaded(&self, _: &str, _: &str) -> ObserverResult {
+    fn event(&self, _: &HostEvent) -> ObserverResult {
         self.plugin_events.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

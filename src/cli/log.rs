@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use plughost::observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
-use plughost::{CallError, ToolOutcome};
+use plughost::{CallError, HostEvent, ToolOutcome};
 
 pub struct Log {
     file: Option<Mutex<File>>,
@@ -46,28 +46,19 @@ impl Log {
 impl Observer for Log {
     fn interests(&self) -> Interests {
         Interests {
-            plugins: true,
-            approvals: true,
+            events: true,
             calls: true,
             progress: false,
         }
     }
-    fn plugin_loaded(&self, plugin: &str, version: &str) -> ObserverResult {
-        self.line(&format!("loaded {plugin} {version}"));
+
+    fn event(&self, event: &HostEvent) -> ObserverResult {
+        let text = event.to_string();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        self.line(&lines.join("; "));
         Ok(())
     }
-    fn plugin_rejected(&self, folder: &str, errors: &[String]) -> ObserverResult {
-        self.line(&format!("rejected {folder}: {}", errors.join("; ")));
-        Ok(())
-    }
-    fn plugin_removed(&self, plugin: &str) -> ObserverResult {
-        self.line(&format!("removed {plugin}"));
-        Ok(())
-    }
-    fn approval_granted(&self, plugin: &str) -> ObserverResult {
-        self.line(&format!("approved {plugin}"));
-        Ok(())
-    }
+
     fn call_finished(
         &self,
         call: &CallInfo,

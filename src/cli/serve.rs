@@ -36,9 +36,6 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         catalog.plugins().count(),
         catalog.rejected().count()
     ));
-    for r in catalog.rejected() {
-        log.line(&format!("rejected: {}", r.to_string().replace('\n', "; ")));
-    }
     let runtime = super::runtime();
     let result = runtime.block_on(async {
         let _watch = host

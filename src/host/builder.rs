@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, broadcast};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::{Inner, PluginHost, SandboxMode};
@@ -13,9 +13,10 @@ use crate::approval::{ApprovalStore, Approver};
 use crate::observe::audit::AuditLog;
 use crate::observe::metrics::Metrics;
 use crate::observe::policy::{Policy, PolicyState};
-use crate::observe::{Observer, Observers};
+use crate::observe::{Bus, Observer};
 use crate::plugins::catalog::Catalog;
 use crate::run::executor::{self, Limits};
+use crate::run::worker::Workers;
 
 /// Default number of calls that run at once.
 pub const DEFAULT_CONCURRENCY: usize = 16;
@@ -150,8 +151,7 @@ impl PluginHostBuilder {
         }
         let catalog = load_catalog(&self.plugins_dir)?;
         let metrics = Arc::new(Metrics::default());
-        let mut observers = Observers::default();
-        observers.add(metrics.clone());
+        let mut observers: Vec<Arc<dyn Observer>> = vec![metrics.clone()];
         if let Some((path, with_inputs)) = &self.audit_log {
             let log = AuditLog::open(path, *with_inputs).map_err(|e| {
                 std::io::Error::new(
@@ -159,28 +159,27 @@ impl PluginHostBuilder {
                     format!("cannot open the audit log {}: {e}", path.display()),
                 )
             })?;
-            observers.add(Arc::new(log));
+            observers.push(Arc::new(log));
         }
-        for o in &self.observers {
-            observers.add(o.clone());
-        }
+        observers.extend(self.observers.iter().cloned());
+        let bus = Arc::new(Bus::new(&observers));
         // Observers hear of the plugins found at start like of later ones.
         for event in crate::plugins::events::diff(
             &Catalog::default(),
             &catalog,
             &catalog.folders().map(str::to_owned).collect::<Vec<_>>(),
         ) {
-            observers.host_event(&event);
+            bus.publish(event);
         }
         Ok(PluginHost {
             inner: Arc::new(Inner {
                 catalog: RwLock::new(Arc::new(catalog)),
                 permits: Semaphore::new(self.concurrency),
-                events: broadcast::channel(1024).0,
+                workers: Workers::new(bus.clone()),
+                bus,
                 update: Mutex::new(()),
                 shutdown: CancellationToken::new(),
                 next_call: AtomicU64::new(0),
-                observers,
                 metrics,
                 policy_state: PolicyState::default(),
                 approvals: ApprovalStore::new(&self.state_dir),

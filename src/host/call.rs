@@ -1,6 +1,7 @@
-//! The call pipeline: find the tool, check the input, apply the policy, wait
-//! for a slot, prepare the folders and the request, run the plugin, interpret
-//! its answer, and tell the observers.
+//! The call pipeline, in order: find the tool, check the input, apply the
+//! policy, check the approval, prepare the folders and the request, run the
+//! plugin (a process per call, or a persistent worker), interpret its answer,
+//! and tell the observers.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -8,18 +9,24 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
-use super::dirs::CallDirs;
+use super::dirs::data_dir;
 use super::{CallOptions, Inner};
-use crate::approval::{ApprovalState, Approver};
 use crate::error::CallError;
-use crate::host::SandboxMode;
-use crate::observe::CallInfo;
+use crate::observe::{CallInfo, CallSummary};
 use crate::plugins::catalog::{Catalog, Plugin, ToolRef};
 use crate::protocol::{Context, Request};
 use crate::run::env::plugin_env;
 use crate::run::executor::{self, Finished, Limits, Progress, RunError, Spawn};
 use crate::run::outcome::{ToolOutcome, explain_spawn_error, interpret};
-use crate::run::sandbox;
+use crate::run::worker::{TmpFolder, WorkerSpec};
+
+/// What one call needs once the checks have passed.
+struct Prepared<'a> {
+    plugin: &'a std::sync::Arc<Plugin>,
+    data: std::path::PathBuf,
+    request: Vec<u8>,
+    limits: Limits,
+}
 
 impl Inner {
     pub(super) async fn call(
@@ -45,9 +52,16 @@ impl Inner {
                 Value::Null
             },
         };
-        self.observers.call_started(&info);
-        let result = self.run_call(catalog, tool, &input, options, &info).await;
-        self.observers.call_ended(&info, &result, start.elapsed());
+        self.bus.call_started(&info);
+        let mut worker = None;
+        let result = self
+            .run_call(catalog, tool, &input, options, &info, &mut worker)
+            .await;
+        self.bus.call_ended(
+            &info,
+            &result,
+            &CallSummary::of(&result, start.elapsed(), worker),
+        );
         result
     }
 
@@ -58,6 +72,7 @@ impl Inner {
         input: &Value,
         options: CallOptions,
         info: &CallInfo,
+        worker: &mut Option<u32>,
     ) -> Result<ToolOutcome, CallError> {
         let Some(tool_ref) = catalog.tool(tool) else {
             return Err(CallError::NotFound {
@@ -75,192 +90,168 @@ impl Inner {
                 options.invocation.session_id.as_deref(),
             )
             .map_err(|message| CallError::NotAllowed { message })?;
-
         self.ensure_approved(plugin, options.approver.as_deref())
             .await?;
 
-        let user_cancel = options.cancel.unwrap_or_default();
-        let cancelled = || CallError::Cancelled {
+        let data = data_dir(&self.config.state_dir, plugin).map_err(|e| CallError::Failed {
             tool: tool.to_owned(),
-        };
-        let _permit = tokio::select! {
-            p = self.permits.acquire() => p.expect("the semaphore is never closed"),
-            _ = user_cancel.cancelled() => return Err(cancelled()),
-            _ = self.shutdown.cancelled() => return Err(cancelled()),
-        };
-
-        let dirs =
-            CallDirs::acquire(&self.config.state_dir, plugin, &self.temp_pool).map_err(|e| {
-                CallError::Failed {
-                    tool: tool.to_owned(),
-                    reason: format!("cannot prepare the plugin's data folder: {e}"),
-                    exit_code: None,
-                    stderr_tail: String::new(),
-                }
-            })?;
-        let env = plugin_env(plugin, &dirs.data, &dirs.tmp, self.config.inherit_env);
+            reason: format!("cannot prepare the plugin's data folder: {e}"),
+            exit_code: None,
+            stderr_tail: String::new(),
+        })?;
         let request = serde_json::to_vec(&Request {
             tool,
             input,
             context: Context {
                 plugin_dir: &plugin.dir,
-                data_dir: &dirs.data,
+                data_dir: &data,
                 invocation: &options.invocation,
             },
         })
         .expect("a request serializes");
-
         let mut limits = self.config.limits;
         limits.timeout = self
             .config
             .timeout_override
             .or(tool_ref.tool().spec.timeout_secs.map(Duration::from_secs))
             .unwrap_or(limits.timeout);
-        let sandbox = match self.sandbox_for(plugin, &dirs, &env) {
-            Ok(s) => s,
-            Err(e) => {
-                dirs.release(&self.temp_pool);
-                return Err(e);
-            }
+        let call = Prepared {
+            plugin,
+            data,
+            request,
+            limits,
         };
-        let spawn = Spawn {
-            program: &plugin.entrypoint,
-            args: &[],
-            cwd: &plugin.dir,
-            env: &env,
-            sandbox,
-        };
-        let user_progress = options.on_progress.clone();
-        let observe_progress = self.observers.wants_progress();
-        let on_progress = |p: Progress| {
-            if observe_progress {
-                self.observers.call_progress(info, &p);
-            }
-            if let Some(f) = &user_progress {
-                f(p);
-            }
-        };
+
+        let user_cancel = options.cancel.unwrap_or_default();
         let stop = async {
             tokio::select! {
                 _ = user_cancel.cancelled() => {}
                 _ = self.shutdown.cancelled() => {}
             }
         };
-        let result = executor::run_once(spawn, &request, &limits, stop, &on_progress).await;
-        let outcome = finish(tool_ref, result, limits, &dirs.data);
-        dirs.release(&self.temp_pool);
-        outcome
+        let user_progress = options.on_progress.clone();
+        let observe_progress = self.bus.wants_progress();
+        let on_progress = |p: Progress| {
+            if observe_progress {
+                self.bus.call_progress(info, &p);
+            }
+            if let Some(f) = &user_progress {
+                f(p);
+            }
+        };
+        let reply = match plugin.manifest.worker_settings() {
+            None => self.run_per_call(&call, stop, &on_progress).await,
+            Some(_) => self.run_on_worker(&call, stop, &on_progress, worker).await,
+        };
+        finish(tool_ref, reply, &call.limits, &call.data)
+    }
+
+    /// The per-call protocol: a process for this call alone.
+    async fn run_per_call(
+        &self,
+        call: &Prepared<'_>,
+        stop: impl std::future::Future<Output = ()>,
+        on_progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<Finished, Failure> {
+        tokio::pin!(stop);
+        let _permit = tokio::select! {
+            p = self.permits.acquire() => p.expect("the semaphore is never closed"),
+            _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
+        };
+        let tmp = self.temp_pool.take(&self.config.state_dir).map_err(|e| {
+            Failure::Run(RunError::Spawn(std::io::Error::new(
+                e.kind(),
+                format!("cannot prepare the call's temp folder: {e}"),
+            )))
+        })?;
+        let env = plugin_env(call.plugin, &call.data, tmp.path(), self.config.inherit_env);
+        let sandbox = self
+            .sandbox_for(call.plugin, &call.data, tmp.path(), &env)
+            .map_err(Failure::Refused)?;
+        let spawn = Spawn {
+            program: &call.plugin.entrypoint,
+            args: &call.plugin.manifest.args,
+            cwd: &call.plugin.dir,
+            env: &env,
+            sandbox,
+        };
+        executor::run_once(spawn, &call.request, &call.limits, stop, on_progress)
+            .await
+            .map_err(Failure::Run)
+    }
+
+    /// A persistent plugin: the request goes to one of its workers, started
+    /// (and confined) when none is idle.
+    async fn run_on_worker(
+        &self,
+        call: &Prepared<'_>,
+        stop: impl std::future::Future<Output = ()>,
+        on_progress: &(dyn Fn(Progress) + Send + Sync),
+        worker: &mut Option<u32>,
+    ) -> Result<Finished, Failure> {
+        tokio::pin!(stop);
+        let pool = self
+            .workers
+            .pool(call.plugin, "", self.config.limits.kill_grace);
+        // A turn on a worker first, then a slot: calls queued behind a busy
+        // worker do not hold slots that other plugins could use.
+        let mut lease = tokio::select! {
+            lease = pool.lease() => lease,
+            _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
+        };
+        let _permit = tokio::select! {
+            p = self.permits.acquire() => p.expect("the semaphore is never closed"),
+            _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
+        };
+        if !lease.has_worker() {
+            let spec = self.worker_spec(call).map_err(|e| match e {
+                Ok(io) => Failure::Run(RunError::Spawn(io)),
+                Err(refused) => Failure::Refused(refused),
+            })?;
+            lease.start(spec).await.map_err(Failure::Run)?;
+        }
+        *worker = lease.pid();
+        let mut line = Vec::with_capacity(call.request.len() + 1);
+        line.extend_from_slice(&call.request);
+        line.push(b'\n');
+        lease
+            .call(&line, &call.limits, stop, on_progress)
+            .await
+            .map_err(Failure::Run)
+    }
+
+    /// The environment, sandbox and temp folder of a new worker.
+    fn worker_spec(
+        &self,
+        call: &Prepared<'_>,
+    ) -> Result<WorkerSpec, Result<std::io::Error, CallError>> {
+        let tmp = self.temp_pool.fresh(&self.config.state_dir).map_err(|e| {
+            Ok(std::io::Error::new(
+                e.kind(),
+                format!("cannot prepare the worker's temp folder: {e}"),
+            ))
+        })?;
+        let tmp = TmpFolder::new(tmp);
+        let mut env = plugin_env(call.plugin, &call.data, tmp.path(), self.config.inherit_env);
+        env.push(("PLUGHOST_PERSISTENT".into(), "1".into()));
+        let sandbox = self
+            .sandbox_for(call.plugin, &call.data, tmp.path(), &env)
+            .map_err(Err)?;
+        Ok(WorkerSpec {
+            program: call.plugin.entrypoint.clone(),
+            args: call.plugin.manifest.args.clone(),
+            cwd: call.plugin.dir.clone(),
+            env,
+            sandbox,
+            tmp,
+        })
     }
 }
 
-impl Inner {
-    /// Lets the call through when the plugin is approved (or needs no approval);
-    /// otherwise asks the approver, one question at a time, and persists a yes.
-    async fn ensure_approved(
-        &self,
-        plugin: &Plugin,
-        approver: Option<&dyn Approver>,
-    ) -> Result<(), CallError> {
-        let manifest = &plugin.manifest;
-        let refuse = |message: String| CallError::NotAllowed { message };
-        let current = || {
-            self.approvals
-                .state(manifest)
-                .map_err(|e| refuse(e.to_string()))
-        };
-        let state = current()?;
-        if state.allows_call() {
-            return Ok(());
-        }
-        let Some(approver) = approver.or(self.config.approver.as_deref()) else {
-            return Err(refuse(self.not_approved_message(manifest, &state)));
-        };
-        let _one_question = self.asking.lock().await;
-        // Another call may have been approved while this one waited.
-        let state = current()?;
-        if state.allows_call() {
-            return Ok(());
-        }
-        if !approver.approve(manifest, &state).await {
-            return Err(refuse(format!(
-                "the user declined; {}",
-                self.not_approved_message(manifest, &state)
-            )));
-        }
-        self.approvals
-            .grant(manifest)
-            .map_err(|e| refuse(e.to_string()))?;
-        self.observers.approval(plugin.name(), true);
-        Ok(())
-    }
-
-    /// Prepares the child's confinement for this call according to the host's
-    /// sandbox mode. The plugin is approved at this point, so what its manifest
-    /// asks for is what was granted.
-    fn sandbox_for(
-        &self,
-        plugin: &Plugin,
-        dirs: &CallDirs,
-        env: &[(std::ffi::OsString, std::ffi::OsString)],
-    ) -> Result<Option<sandbox::Prepared>, CallError> {
-        if self.config.sandbox == SandboxMode::Off {
-            return Ok(None);
-        }
-        let refuse = |message: String| CallError::NotAllowed { message };
-        let prepared = sandbox::prepare(&sandbox::Policy {
-            plugin_dir: &plugin.dir,
-            data_dir: &dirs.data,
-            tmp_dir: &dirs.tmp,
-            entrypoint: &plugin.entrypoint,
-            permissions: &plugin.manifest.permissions,
-            env,
-        })
-        .map_err(|e| {
-            refuse(format!(
-                "plugin \"{}\": the sandbox could not be prepared: {e}",
-                plugin.name()
-            ))
-        })?;
-        let missing = &prepared.enforcement().not_enforced;
-        if !missing.is_empty() {
-            if self.config.sandbox == SandboxMode::Required {
-                return Err(refuse(format!(
-                    "plugin \"{}\": the sandbox is required but this kernel cannot enforce: {}; run without --require-sandbox to accept that",
-                    plugin.name(),
-                    missing.join("; ")
-                )));
-            }
-            if !self.sandbox_warned.swap(true, Ordering::Relaxed) {
-                eprintln!(
-                    "plughost: warning: this kernel cannot enforce every permission: {}",
-                    missing.join("; ")
-                );
-            }
-        }
-        Ok(Some(prepared))
-    }
-
-    fn not_approved_message(
-        &self,
-        manifest: &crate::plugins::manifest::Manifest,
-        state: &ApprovalState,
-    ) -> String {
-        let command = self.approve_command(&manifest.name);
-        crate::approval::not_allowed_message_with(manifest, state, &command).unwrap_or_default()
-    }
-
-    /// `plughost approve NAME`, naming this host's folders when they are not the
-    /// defaults, so the command copied from a message approves the right plugin.
-    pub(super) fn approve_command(&self, plugin: &str) -> String {
-        let (plugins, state) = (
-            crate::paths::default_plugins_dir(),
-            crate::paths::default_state_dir(),
-        );
-        let plugins =
-            (self.config.plugins_dir != plugins).then_some(self.config.plugins_dir.as_path());
-        let state = (self.config.state_dir != state).then_some(self.config.state_dir.as_path());
-        crate::approval::approve_command_in(plugin, plugins, state)
-    }
+/// Why a run produced no answer: refused before starting, or the run failed.
+enum Failure {
+    Refused(CallError),
+    Run(RunError),
 }
 
 fn check_input(tool_ref: &ToolRef, input: &Value) -> Result<(), CallError> {
@@ -285,28 +276,40 @@ fn check_input(tool_ref: &ToolRef, input: &Value) -> Result<(), CallError> {
 
 fn finish(
     tool_ref: &ToolRef,
-    result: Result<Finished, RunError>,
-    limits: Limits,
+    reply: Result<Finished, Failure>,
+    limits: &Limits,
     data_dir: &Path,
 ) -> Result<ToolOutcome, CallError> {
     let tool = tool_ref.tool().spec.name.clone();
-    match result {
+    let failed = |reason: String, exit_code, stderr_tail| CallError::Failed {
+        tool: tool.clone(),
+        reason,
+        exit_code,
+        stderr_tail,
+    };
+    match reply {
         Ok(finished) => interpret(tool_ref, finished, data_dir),
-        Err(RunError::Timeout { stderr }) => Err(CallError::Timeout {
+        Err(Failure::Refused(e)) => Err(e),
+        Err(Failure::Run(RunError::Timeout { stderr })) => Err(CallError::Timeout {
             tool,
             after: limits.timeout,
             stderr_tail: stderr,
         }),
-        Err(RunError::Cancelled) => Err(CallError::Cancelled { tool }),
-        Err(RunError::OutputTooLarge) => Err(CallError::OutputTooLarge {
+        Err(Failure::Run(RunError::Cancelled)) => Err(CallError::Cancelled { tool }),
+        Err(Failure::Run(RunError::OutputTooLarge)) => Err(CallError::OutputTooLarge {
             tool,
             limit: limits.max_stdout,
         }),
-        Err(RunError::Spawn(e)) => Err(CallError::Failed {
-            tool,
-            reason: explain_spawn_error(&tool_ref.plugin, &e),
-            exit_code: None,
-            stderr_tail: String::new(),
-        }),
+        Err(Failure::Run(RunError::Spawn(e))) => Err(failed(
+            explain_spawn_error(&tool_ref.plugin, &e),
+            None,
+            String::new(),
+        )),
+        Err(Failure::Run(RunError::Died {
+            detail,
+            exit_code,
+            stderr,
+        })) => Err(failed(detail, exit_code, stderr)),
+        Err(Failure::Run(RunError::Backoff(message))) => Err(failed(message, None, String::new())),
     }
 }

@@ -1,17 +1,27 @@
 //! The folders of a call: the plugin's persistent data folder and a private
 //! temp folder (`TMPDIR`).
 //!
-//! Temp folders are pooled: a call takes a folder no other call is using, and
-//! gives it back emptied when it ends, so a plugin never sees another call's
-//! files, yet the hot path costs one `statx` and one directory read instead of
-//! a `mkdir` and an `rmdir` (each tens of microseconds on a journaling file
-//! system).
+//! Temp folders of per-call processes are pooled: a call takes a folder no
+//! other call is using, and gives it back emptied when it ends, so a plugin
+//! never sees another call's files, yet the hot path costs one `statx` and one
+//! directory read instead of a `mkdir` and an `rmdir` (each tens of
+//! microseconds on a journaling file system). A worker gets a fresh folder of
+//! its own for its whole life.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::plugins::catalog::Plugin;
+
+/// The plugin's data folder, created when missing.
+pub(super) fn data_dir(state_dir: &Path, plugin: &Plugin) -> std::io::Result<PathBuf> {
+    let data = state_dir.join("data").join(plugin.name());
+    if !data.is_dir() {
+        std::fs::create_dir_all(&data)?;
+    }
+    Ok(data)
+}
 
 /// Empty temp folders ready for the next call.
 #[derive(Debug, Default)]
@@ -20,56 +30,69 @@ pub(super) struct TempPool {
     made: AtomicU64,
 }
 
-/// The folders one call uses. Give the temp folder back with [`CallDirs::release`].
-pub(super) struct CallDirs {
-    pub data: PathBuf,
-    pub tmp: PathBuf,
+/// A pooled temp folder, given back (emptied) when dropped.
+pub(super) struct TempDir {
+    path: PathBuf,
+    pool: Arc<TempPool>,
 }
 
-impl CallDirs {
-    pub fn acquire(
-        state_dir: &Path,
-        plugin: &Plugin,
-        pool: &TempPool,
-    ) -> std::io::Result<CallDirs> {
-        let data = state_dir.join("data").join(plugin.name());
-        if !data.is_dir() {
-            std::fs::create_dir_all(&data)?;
-        }
-        let pooled = pool.free.lock().expect("temp pool lock").pop();
-        let tmp = match pooled {
+impl TempPool {
+    /// A pooled folder for one call.
+    pub fn take(self: &Arc<Self>, state_dir: &Path) -> std::io::Result<TempDir> {
+        let pooled = self.free.lock().expect("temp pool lock").pop();
+        let path = match pooled {
             Some(tmp) if tmp.is_dir() => tmp,
-            _ => {
-                let n = pool.made.fetch_add(1, Ordering::Relaxed);
-                let tmp = state_dir
-                    .join("tmp")
-                    .join(format!("{}-{n}", std::process::id()));
-                std::fs::create_dir_all(&tmp)?;
-                tmp
-            }
+            _ => self.fresh(state_dir)?,
         };
-        Ok(CallDirs { data, tmp })
+        Ok(TempDir {
+            path,
+            pool: self.clone(),
+        })
     }
 
-    /// Empties the temp folder and returns it to the pool; a folder that cannot
-    /// be emptied is removed instead, never handed to another call.
-    pub fn release(mut self, pool: &TempPool) {
-        let tmp = std::mem::take(&mut self.tmp);
-        let empty = std::fs::read_dir(&tmp).is_ok_and(|mut d| d.next().is_none());
-        if empty || empty_folder(&tmp).is_ok() {
-            pool.free.lock().expect("temp pool lock").push(tmp);
+    /// A new folder, not pooled: the caller removes it.
+    pub fn fresh(&self, state_dir: &Path) -> std::io::Result<PathBuf> {
+        let n = self.made.fetch_add(1, Ordering::Relaxed);
+        let tmp = state_dir
+            .join("tmp")
+            .join(format!("{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&tmp)?;
+        Ok(tmp)
+    }
+
+    /// Empties `dir` and returns it to the pool; a folder that cannot be
+    /// emptied is removed instead, never handed to another call.
+    fn give_back(&self, dir: PathBuf) {
+        let empty = std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_none());
+        if empty || empty_folder(&dir).is_ok() {
+            self.free.lock().expect("temp pool lock").push(dir);
         } else {
-            let _ = std::fs::remove_dir_all(&tmp);
+            let _ = std::fs::remove_dir_all(&dir);
         }
     }
 }
 
-impl Drop for CallDirs {
-    /// A call dropped midway (cancelled future, runtime shutdown) removes its
-    /// temp folder rather than returning it to the pool.
+impl TempDir {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    /// Gives the folder back. One directory read when the plugin left it empty;
+    /// when it left files, they are removed on a blocking thread, off the
+    /// runtime's workers.
     fn drop(&mut self) {
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_dir_all(&self.tmp);
+        let path = std::mem::take(&mut self.path);
+        let empty = std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_none());
+        if empty {
+            self.pool.free.lock().expect("temp pool lock").push(path);
+            return;
+        }
+        let pool = self.pool.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(move || pool.give_back(path))),
+            Err(_) => pool.give_back(path),
         }
     }
 }

@@ -7,6 +7,7 @@
 
 mod builder;
 mod call;
+mod checks;
 mod dirs;
 mod reload;
 
@@ -25,7 +26,7 @@ pub use builder::{DEFAULT_CONCURRENCY, PluginHostBuilder};
 
 use crate::approval::{ApprovalError, ApprovalState, ApprovalStore, Approver};
 use crate::error::CallError;
-use crate::observe::Observers;
+use crate::observe::Bus;
 use crate::observe::metrics::{Metrics, ToolStats};
 use crate::observe::policy::PolicyState;
 use crate::plugins::catalog::{Catalog, ToolRef};
@@ -34,6 +35,7 @@ use crate::plugins::watcher::{Reload, Watcher};
 use crate::protocol::Invocation;
 use crate::run::executor::Progress;
 use crate::run::outcome::ToolOutcome;
+use crate::run::worker::Workers;
 
 /// How much of the Linux sandbox a host applies to plugin processes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,13 +73,14 @@ struct Inner {
     config: PluginHostBuilder,
     catalog: RwLock<Arc<Catalog>>,
     permits: Semaphore,
-    /// Catalog changes, for `events()` subscribers.
-    events: broadcast::Sender<HostEvent>,
+    /// Events for subscribers and observers; calls for observers.
+    bus: Arc<Bus>,
     /// Serializes catalog updates (calls only read the snapshot).
     update: Mutex<()>,
     shutdown: CancellationToken,
     next_call: AtomicU64,
-    observers: Observers,
+    /// The persistent plugins' workers.
+    workers: Workers,
     metrics: Arc<Metrics>,
     policy_state: PolicyState,
     approvals: ApprovalStore,
@@ -85,12 +88,13 @@ struct Inner {
     asking: tokio::sync::Mutex<()>,
     /// The "cannot enforce" warning is printed once per host.
     sandbox_warned: std::sync::atomic::AtomicBool,
-    temp_pool: dirs::TempPool,
+    temp_pool: Arc<dirs::TempPool>,
 }
 
 impl Drop for PluginHost {
     fn drop(&mut self) {
         self.inner.shutdown.cancel();
+        self.inner.workers.retire_all("the host shut down");
     }
 }
 
@@ -133,7 +137,7 @@ impl PluginHost {
     /// collisions and watcher notices. A receiver that falls more than 1,024
     /// events behind loses the oldest (`RecvError::Lagged`).
     pub fn events(&self) -> broadcast::Receiver<HostEvent> {
-        self.inner.events.subscribe()
+        self.inner.bus.subscribe()
     }
 
     /// Watches the plugins folder and applies changes as they happen, until the
@@ -189,12 +193,11 @@ impl PluginHost {
     pub fn approve(&self, plugin: &str) -> Option<Result<(), ApprovalError>> {
         let catalog = self.catalog();
         let p = catalog.plugin(plugin)?;
-        Some(
-            self.inner
-                .approvals
-                .grant(&p.manifest)
-                .map(|_| self.inner.observers.approval(plugin, true)),
-        )
+        Some(self.inner.approvals.grant(&p.manifest).map(|_| {
+            self.inner.bus.publish(HostEvent::ApprovalGranted {
+                plugin: plugin.to_owned(),
+            })
+        }))
     }
 
     /// The command that approves `plugin` for this host's folders.
@@ -206,14 +209,34 @@ impl PluginHost {
     pub fn revoke(&self, plugin: &str) -> Result<bool, ApprovalError> {
         let revoked = self.inner.approvals.revoke(plugin)?;
         if revoked {
-            self.inner.observers.approval(plugin, false);
+            self.inner
+                .workers
+                .retire(plugin, "its approval was revoked");
+            self.inner.bus.publish(HostEvent::ApprovalRevoked {
+                plugin: plugin.to_owned(),
+            });
         }
         Ok(revoked)
     }
 
-    /// Cancels every call in flight.
+    /// Cancels every call in flight and stops every worker.
     pub fn shutdown(&self) {
         self.inner.shutdown.cancel();
+        self.inner.workers.retire_all("the host shut down");
+    }
+
+    /// Stops the idle workers of persistent plugins and waits until they are
+    /// gone: stdin closed, a short grace, then the group kill. Busy workers
+    /// stop after their call. The next call starts a fresh worker.
+    pub async fn stop_workers(&self) {
+        self.inner.workers.stop_all("asked to stop").await;
+    }
+
+    /// The running workers of persistent plugins, by plugin.
+    pub fn workers(
+        &self,
+    ) -> std::collections::HashMap<String, Vec<crate::run::worker::WorkerInfo>> {
+        self.inner.workers.running()
     }
 
     /// Calls `tool` with `input`. The future owns what it needs (`'static`), so it

@@ -47,6 +47,17 @@ impl Inner {
             })
             .collect();
         let new = self.set_catalog(old.with_folders(changes));
+        // A folder that was read again may hold new code even when its manifest
+        // did not change: its workers stop, the next call starts the new code.
+        for folder in &folders {
+            if let Some(before) = old.plugin(folder) {
+                let reason = match new.plugin(folder) {
+                    Some(_) => "the plugin changed",
+                    None => "the plugin was removed",
+                };
+                self.workers.retire(before.name(), reason);
+            }
+        }
         let events = diff(&old, &new, &folders);
         self.publish(&events);
         events
@@ -54,9 +65,7 @@ impl Inner {
 
     fn publish(&self, events: &[HostEvent]) {
         for e in events {
-            self.observers.host_event(e);
-            // No subscriber is fine: events are news, not state.
-            let _ = self.events.send(e.clone());
+            self.bus.publish(e.clone());
         }
     }
 }

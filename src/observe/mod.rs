@@ -1,7 +1,10 @@
 //! Lifecycle hooks: an [`Observer`] trait whose methods all default to doing
-//! nothing, and the dispatcher that calls only the observers interested in an
-//! event. An observer that returns an error or panics is reported on stderr and
-//! never breaks a call or a reload.
+//! nothing, and the [`Bus`] that delivers every [`HostEvent`] to subscribers
+//! and observers, and every call to the observers interested in calls.
+//!
+//! An observer that returns an error or panics never breaks a call or a
+//! reload: the failure becomes a [`HostEvent::Notice`] for the host's event
+//! subscribers (not for observers, so a failing observer cannot feed itself).
 
 pub mod audit;
 pub mod metrics;
@@ -12,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
+use tokio::sync::broadcast;
 
 use crate::error::{CallError, ErrorKind};
 use crate::plugins::events::HostEvent;
@@ -19,28 +23,28 @@ use crate::protocol::Invocation;
 use crate::run::executor::Progress;
 use crate::run::outcome::ToolOutcome;
 
-/// What an observer method returns; an `Err` is logged and otherwise ignored.
+/// What an observer method returns; an `Err` is reported as a notice.
 pub type ObserverResult = Result<(), String>;
 
 /// Which events an observer wants; the host skips it for the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interests {
-    pub plugins: bool,
-    pub approvals: bool,
+    /// [`Observer::event`]: plugins, approvals, workers, notices.
+    pub events: bool,
+    /// [`Observer::call_started`], [`Observer::call_finished`], [`Observer::call_failed`].
     pub calls: bool,
+    /// [`Observer::call_progress`].
     pub progress: bool,
 }
 
 impl Interests {
     pub const ALL: Interests = Interests {
-        plugins: true,
-        approvals: true,
+        events: true,
         calls: true,
         progress: true,
     };
     pub const CALLS: Interests = Interests {
-        plugins: false,
-        approvals: false,
+        events: false,
         calls: true,
         progress: false,
     };
@@ -69,9 +73,29 @@ pub struct CallSummary {
     /// `None` on success (including the plugin's own `is_error`).
     pub error_kind: Option<ErrorKind>,
     pub is_error: bool,
+    /// The pid of the persistent worker that served the call, if one did.
+    pub worker: Option<u32>,
 }
 
 impl CallSummary {
+    pub(crate) fn of(
+        result: &Result<ToolOutcome, CallError>,
+        duration: Duration,
+        worker: Option<u32>,
+    ) -> CallSummary {
+        CallSummary {
+            duration,
+            bytes_out: result.as_ref().map_or(0, |o| o.result.len()),
+            exit_code: match result {
+                Ok(o) => o.exit_code,
+                Err(e) => e.exit_code(),
+            },
+            error_kind: result.as_ref().err().map(CallError::kind),
+            is_error: result.as_ref().is_ok_and(|o| o.is_error),
+            worker,
+        }
+    }
+
     /// `ok`, `tool_error` (the plugin's own `is_error`), or the host error's kind.
     pub fn outcome(&self) -> &'static str {
         match (self.error_kind, self.is_error) {
@@ -89,19 +113,10 @@ pub trait Observer: Send + Sync {
     fn interests(&self) -> Interests {
         Interests::ALL
     }
-    fn plugin_loaded(&self, plugin: &str, version: &str) -> ObserverResult {
-        Ok(())
-    }
-    fn plugin_rejected(&self, folder: &str, errors: &[String]) -> ObserverResult {
-        Ok(())
-    }
-    fn plugin_removed(&self, plugin: &str) -> ObserverResult {
-        Ok(())
-    }
-    fn approval_granted(&self, plugin: &str) -> ObserverResult {
-        Ok(())
-    }
-    fn approval_revoked(&self, plugin: &str) -> ObserverResult {
+    /// Anything that is not a call: plugins loaded, updated, removed or
+    /// rejected, collisions, approvals, workers started and stopped, notices.
+    /// The same events as [`crate::PluginHost::events`].
+    fn event(&self, event: &HostEvent) -> ObserverResult {
         Ok(())
     }
     fn call_started(&self, call: &CallInfo) -> ObserverResult {
@@ -128,74 +143,70 @@ pub trait Observer: Send + Sync {
     }
 }
 
-/// The host's observers, grouped by interest so an event costs nothing for
-/// observers that do not want it.
-#[derive(Clone, Default)]
-pub(crate) struct Observers {
-    plugins: Vec<Arc<dyn Observer>>,
-    approvals: Vec<Arc<dyn Observer>>,
-    calls: Vec<Arc<dyn Observer>>,
-    progress: Vec<Arc<dyn Observer>>,
+/// Where the host's news goes: event subscribers, and the observers grouped
+/// by interest so an event costs nothing for observers that do not want it.
+pub(crate) struct Bus {
+    events: broadcast::Sender<HostEvent>,
+    on_events: Vec<Arc<dyn Observer>>,
+    on_calls: Vec<Arc<dyn Observer>>,
+    on_progress: Vec<Arc<dyn Observer>>,
 }
 
-impl Observers {
-    pub fn add(&mut self, o: Arc<dyn Observer>) {
-        let i = o.interests();
-        for (wanted, list) in [
-            (i.plugins, &mut self.plugins),
-            (i.approvals, &mut self.approvals),
-            (i.calls, &mut self.calls),
-            (i.progress, &mut self.progress),
-        ] {
-            if wanted {
-                list.push(o.clone());
+impl Bus {
+    pub fn new(observers: &[Arc<dyn Observer>]) -> Bus {
+        let mut bus = Bus {
+            events: broadcast::channel(1024).0,
+            on_events: Vec::new(),
+            on_calls: Vec::new(),
+            on_progress: Vec::new(),
+        };
+        for o in observers {
+            let i = o.interests();
+            for (wanted, list) in [
+                (i.events, &mut bus.on_events),
+                (i.calls, &mut bus.on_calls),
+                (i.progress, &mut bus.on_progress),
+            ] {
+                if wanted {
+                    list.push(o.clone());
+                }
             }
         }
+        bus
+    }
+
+    /// A new subscriber to events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<HostEvent> {
+        self.events.subscribe()
     }
 
     pub fn wants_progress(&self) -> bool {
-        !self.progress.is_empty()
+        !self.on_progress.is_empty()
     }
 
-    pub fn host_event(&self, e: &HostEvent) {
-        for o in &self.plugins {
-            guarded("plugin event", || match e {
-                HostEvent::PluginAdded {
-                    plugin, version, ..
-                } => o.plugin_loaded(plugin, version),
-                HostEvent::PluginUpdated {
-                    plugin,
-                    new_version,
-                    ..
-                } => o.plugin_loaded(plugin, new_version),
-                HostEvent::PluginRemoved { plugin } => o.plugin_removed(plugin),
-                HostEvent::PluginRejected { folder, errors } => o.plugin_rejected(folder, errors),
-                HostEvent::ToolCollision { .. } | HostEvent::Notice { .. } => Ok(()),
-            });
+    /// Sends `event` to the observers and the subscribers.
+    pub fn publish(&self, event: HostEvent) {
+        for o in &self.on_events {
+            self.guarded("an event", || o.event(&event));
         }
+        // No subscriber is fine: events are news, not state.
+        let _ = self.events.send(event);
     }
 
-    pub fn approval(&self, plugin: &str, granted: bool) {
-        for o in &self.approvals {
-            guarded("approval", || {
-                if granted {
-                    o.approval_granted(plugin)
-                } else {
-                    o.approval_revoked(plugin)
-                }
-            });
-        }
+    /// A notice for subscribers only (see the module docs).
+    fn notice(&self, message: String) {
+        let _ = self.events.send(HostEvent::Notice { message });
     }
 
     pub fn call_started(&self, call: &CallInfo) {
-        for o in &self.calls {
-            guarded("call_started", || o.call_started(call));
+        for o in &self.on_calls {
+            self.guarded("call_started", || o.call_started(call));
         }
     }
 
     pub fn call_progress(&self, call: &CallInfo, p: &Progress) {
-        for o in &self.progress {
-            guarded("call_progress", || o.call_progress(call, p));
+        for o in &self.on_progress {
+            self.guarded("call_progress", || o.call_progress(call, p));
         }
     }
 
@@ -203,32 +214,22 @@ impl Observers {
         &self,
         call: &CallInfo,
         result: &Result<ToolOutcome, CallError>,
-        duration: Duration,
+        summary: &CallSummary,
     ) {
-        let summary = CallSummary {
-            duration,
-            bytes_out: result.as_ref().map_or(0, |o| o.result.len()),
-            exit_code: match result {
-                Ok(o) => Some(o.exit_code),
-                Err(e) => e.exit_code(),
-            },
-            error_kind: result.as_ref().err().map(CallError::kind),
-            is_error: result.as_ref().is_ok_and(|o| o.is_error),
-        };
-        for o in &self.calls {
-            guarded("call_finished", || match result {
-                Ok(outcome) => o.call_finished(call, outcome, &summary),
-                Err(e) => o.call_failed(call, e, &summary),
+        for o in &self.on_calls {
+            self.guarded("call_finished", || match result {
+                Ok(outcome) => o.call_finished(call, outcome, summary),
+                Err(e) => o.call_failed(call, e, summary),
             });
         }
     }
-}
 
-/// Runs one observer method; reports its error or panic and carries on.
-fn guarded(what: &str, f: impl FnOnce() -> ObserverResult) {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => eprintln!("plughost: an observer failed on {what}: {e}"),
-        Err(_) => eprintln!("plughost: an observer panicked on {what}; the call goes on"),
+    /// Runs one observer method; turns its error or panic into a notice.
+    fn guarded(&self, what: &str, f: impl FnOnce() -> ObserverResult) {
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => self.notice(format!("an observer failed on {what}: {e}")),
+            Err(_) => self.notice(format!("an observer panicked on {what}; the host goes on")),
+        }
     }
 }

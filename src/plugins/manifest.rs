@@ -19,6 +19,12 @@ pub const MANIFEST_FILE: &str = "plugin.json";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "plughost plugin manifest (plugin.json)")]
+// `tools` is required, with at least one tool, unless the entrypoint is an MCP
+// server, whose tools come from the server itself.
+#[schemars(extend(
+    "if" = {"properties": {"protocol": {"const": "mcp"}}, "required": ["protocol"]},
+    "else" = {"required": ["tools"]}
+))]
 pub struct Manifest {
     /// Optional URL or path of this schema, for editors.
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
@@ -45,17 +51,87 @@ pub struct Manifest {
     /// Names of environment variables the plugin needs from the user's environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVarName>,
-    /// The tools this plugin offers; at least one.
+    /// The tools this plugin offers; at least one. Not with `"protocol": "mcp"`:
+    /// an MCP server's tools come from the server.
+    #[serde(default)]
     #[schemars(length(min = 1))]
     pub tools: Vec<ToolSpec>,
+    /// Keep the entrypoint running between calls as a worker that answers one
+    /// request line with one response line (`{}` for the defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent: Option<Persistent>,
+    /// How plughost talks to the entrypoint: `stdio-json` (default: one JSON
+    /// request on stdin, one JSON response on stdout) or `mcp` (the entrypoint
+    /// is an MCP server on stdio; it always runs as a persistent worker).
+    #[serde(default, skip_serializing_if = "Protocol::is_default")]
+    pub protocol: Protocol,
+    /// Arguments passed to the entrypoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// With `"protocol": "mcp"`: prepended to the name of every tool the server offers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z][a-z0-9_]*$"), length(min = 1, max = 32))]
+    pub tool_prefix: Option<String>,
+}
+
+/// How a persistent plugin's workers are run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Persistent {
+    /// Seconds a worker may wait for a call before it is stopped (default 300).
+    #[serde(default = "Persistent::default_idle_timeout")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub idle_timeout_secs: u64,
+    /// How many workers may run at once; further calls wait in arrival order (default 1).
+    #[serde(default = "Persistent::default_max_workers")]
+    #[schemars(range(min = 1, max = 64))]
+    pub max_workers: u32,
+}
+
+impl Persistent {
+    fn default_idle_timeout() -> u64 {
+        300
+    }
+
+    fn default_max_workers() -> u32 {
+        1
+    }
+}
+
+impl Default for Persistent {
+    fn default() -> Self {
+        Persistent {
+            idle_timeout_secs: Persistent::default_idle_timeout(),
+            max_workers: Persistent::default_max_workers(),
+        }
+    }
+}
+
+/// How plughost talks to a plugin's entrypoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// One JSON request on stdin, one JSON response on stdout (a line each for a
+    /// persistent worker).
+    #[default]
+    StdioJson,
+    /// The entrypoint is an MCP server speaking JSON-RPC on stdio.
+    Mcp,
+}
+
+impl Protocol {
+    fn is_default(&self) -> bool {
+        *self == Protocol::StdioJson
+    }
 }
 
 /// One tool of a plugin.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
-    /// Tool name, unique across every loaded plugin: `^[a-z][a-z0-9_]*$`, at most 64 characters.
-    #[schemars(regex(pattern = r"^[a-z][a-z0-9_]*$"), length(min = 1, max = 64))]
+    /// Tool name, unique across every loaded plugin: 1 to 64 of the characters MCP
+    /// allows in tool names, `A-Z a-z 0-9 _ - .`.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]+$"), length(min = 1, max = 64))]
     pub name: String,
     /// What the tool does; this is what the model reads.
     #[schemars(length(min = 1))]
@@ -149,5 +225,15 @@ impl Manifest {
     /// The tool with this name, if the plugin has one.
     pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The worker settings when the entrypoint stays running between calls: a
+    /// `persistent` plugin, or an MCP server (which always does).
+    pub fn worker_settings(&self) -> Option<Persistent> {
+        match (self.persistent, self.protocol) {
+            (Some(p), _) => Some(p),
+            (None, Protocol::Mcp) => Some(Persistent::default()),
+            (None, Protocol::StdioJson) => None,
+        }
     }
 }

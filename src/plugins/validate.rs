@@ -22,7 +22,7 @@ use jsonschema::Validator;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 
-use crate::plugins::manifest::{MANIFEST_FILE, Manifest};
+use crate::plugins::manifest::{MANIFEST_FILE, Manifest, Protocol};
 use crate::schemas;
 
 /// Largest `plugin.json` the loader reads.
@@ -135,6 +135,18 @@ pub fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
                 format!("\"{}\" is listed twice", v.0),
             ));
         }
+    }
+
+    match manifest.protocol {
+        Protocol::Mcp if !manifest.tools.is_empty() => errors.push(ManifestError::new(
+            "/tools",
+            "an MCP server's tools come from the server itself: remove \"tools\" (plughost lists them when you approve the plugin)",
+        )),
+        Protocol::StdioJson if manifest.tool_prefix.is_some() => errors.push(ManifestError::new(
+            "/tool_prefix",
+            "only an MCP server's tools get a prefix: remove \"tool_prefix\", or add \"protocol\": \"mcp\"",
+        )),
+        _ => {}
     }
 
     let mut seen_tools = HashSet::new();
@@ -340,6 +352,10 @@ const MANIFEST_FIELDS: &[&str] = &[
     "permissions",
     "env",
     "tools",
+    "persistent",
+    "protocol",
+    "args",
+    "tool_prefix",
 ];
 const TOOL_FIELDS: &[&str] = &[
     "name",
@@ -425,7 +441,9 @@ fn pattern_hint(at: &str, found: &Value) -> String {
     } else if at == "/version" {
         "use a semantic version (like \"1.0.0\")"
     } else if at.starts_with("/tools/") {
-        "start with a lowercase letter and use lowercase letters, digits and underscores (like \"weather_today\")"
+        "use letters, digits, \"_\", \"-\" and \".\" (like \"weather_today\")"
+    } else if at == "/tool_prefix" {
+        "start with a lowercase letter and use lowercase letters, digits and underscores (like \"files_\")"
     } else if at.starts_with("/env/") {
         "use an environment variable name (like \"API_KEY\")"
     } else {

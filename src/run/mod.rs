@@ -9,3 +9,4 @@ pub mod env;
 pub mod executor;
 pub mod outcome;
 pub mod sandbox;
+pub mod worker;

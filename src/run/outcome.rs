@@ -29,7 +29,9 @@ pub struct ToolOutcome {
     pub attachments: Vec<Attachment>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
-    pub exit_code: i32,
+    /// The plugin's exit code; `None` when a persistent worker answered (it
+    /// keeps running).
+    pub exit_code: Option<i32>,
     #[serde(serialize_with = "serialize_ms", rename = "duration_ms")]
     pub duration: Duration,
     /// The kept part of stderr, for diagnostics; never meant for the agent.
@@ -44,16 +46,19 @@ fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
 const STDOUT_HEAD: usize = 200;
 
 /// Interprets a process that ran to its own end.
-pub fn interpret(
+pub(crate) fn interpret(
     tool_ref: &ToolRef,
-    finished: Finished,
+    mut finished: Finished,
     data_dir: &Path,
 ) -> Result<ToolOutcome, CallError> {
     let tool = tool_ref.tool();
     let name = tool.spec.name.clone();
-    let parsed = parse_response(&finished.stdout);
-    if !finished.status.success() {
-        let mut reason = describe_status(finished.status, &tool_ref.plugin);
+    let parsed = finished
+        .parsed
+        .take()
+        .unwrap_or_else(|| parse_response(&finished.stdout));
+    if let Some(status) = finished.status.filter(|s| !s.success()) {
+        let mut reason = describe_status(status, &tool_ref.plugin);
         if let Ok(r) = &parsed
             && r.is_error
         {
@@ -62,7 +67,7 @@ pub fn interpret(
         return Err(CallError::Failed {
             tool: name,
             reason,
-            exit_code: finished.status.code(),
+            exit_code: status.code(),
             stderr_tail: finished.stderr,
         });
     }
@@ -113,7 +118,7 @@ pub fn interpret(
         is_error: response.is_error,
         attachments,
         structured: response.structured,
-        exit_code: 0,
+        exit_code: finished.status.and_then(|s| s.code()),
         duration: finished.duration,
         stderr_tail: finished.stderr,
     })

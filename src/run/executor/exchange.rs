@@ -68,15 +68,22 @@ pub(crate) enum Stop {
     },
 }
 
-/// stderr pipes whose buffered bytes can be taken without waiting, so the
+/// Pipes whose buffered bytes can be taken without waiting, so the
 /// progress lines a worker wrote before its answer reach the caller before
-/// the answer does.
+/// the answer does, and a worker that wrote between calls is noticed.
 pub(crate) trait ReadNow {
     /// Reads what is there now; `WouldBlock` when nothing is.
     fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize>;
 }
 
 impl ReadNow for tokio::process::ChildStderr {
+    fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        super::unix::read_now(self.as_raw_fd(), buf)
+    }
+}
+
+impl ReadNow for tokio::process::ChildStdout {
     fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         use std::os::fd::AsRawFd;
         super::unix::read_now(self.as_raw_fd(), buf)

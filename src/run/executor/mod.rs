@@ -43,11 +43,13 @@ mod os;
 mod tests;
 
 use std::process::ExitStatus;
+
+use crate::protocol::{ParseResponseError, Response};
 use std::time::{Duration, Instant};
 
-pub(crate) use exchange::{Answer, Exchange, Framing, Stop, exchange};
+pub(crate) use exchange::{Answer, Exchange, Framing, ReadNow, Stop, exchange};
 pub use os::become_subreaper;
-pub(crate) use process::{End, Process, Spawn, end};
+pub(crate) use process::{End, Leader, Process, Spawn, end};
 pub use stderr::Progress;
 pub(crate) use stderr::StderrCollector;
 
@@ -81,13 +83,16 @@ impl Default for Limits {
 /// Bytes read from stdout at a time.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// A per-call process that ran to its own end.
+/// An answer: a per-call process that ran to its own end, or a worker's line.
 #[derive(Debug)]
 pub(crate) struct Finished {
     pub stdout: Vec<u8>,
     pub stderr: String,
-    pub status: ExitStatus,
+    /// How the process exited; `None` for a worker, which lives on.
+    pub status: Option<ExitStatus>,
     pub duration: Duration,
+    /// The response, when the worker layer already parsed it.
+    pub parsed: Option<Result<Response, ParseResponseError>>,
 }
 
 /// Why a run did not end on its own.
@@ -100,6 +105,15 @@ pub(crate) enum RunError {
     },
     Cancelled,
     OutputTooLarge,
+    /// A worker exited, or closed its stdout, before answering.
+    Died {
+        detail: String,
+        exit_code: Option<i32>,
+        stderr: String,
+    },
+    /// A worker keeps exiting at start-up; it is not started again before
+    /// its backoff ends.
+    Backoff(String),
 }
 
 /// The per-call protocol: starts `spawn`, writes `request` and closes stdin,
@@ -155,7 +169,8 @@ pub(crate) async fn run_once(
     Ok(Finished {
         stdout,
         stderr: err.render(),
-        status: status.map_err(RunError::Spawn)?,
+        status: Some(status.map_err(RunError::Spawn)?),
         duration: start.elapsed(),
+        parsed: None,
     })
 }

@@ -1,0 +1,552 @@
+//! The workers of one plugin version: up to `max_workers` of them, started on
+//! demand, calls queued in arrival order beyond that, idle ones stopped after
+//! `idle_timeout_secs`, and a worker that keeps dying at start-up retried with
+//! backoff instead of in a loop.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+use super::process::{Worker, WorkerSpec};
+use crate::observe::Bus;
+use crate::plugins::catalog::Plugin;
+use crate::plugins::events::HostEvent;
+use crate::plugins::manifest::Persistent;
+use crate::protocol::parse_response;
+use crate::run::executor::{End, Finished, Limits, Progress, RunError, StderrCollector, Stop};
+
+/// First wait after a worker died at start-up; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The pools of a host, one per persistent plugin.
+pub(crate) struct Workers {
+    pools: Mutex<HashMap<String, Arc<Pool>>>,
+    bus: Arc<Bus>,
+}
+
+/// A running worker, for listings.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorkerInfo {
+    pub pid: u32,
+    pub calls: u64,
+    /// Seconds since it last answered; `None` while it is busy.
+    pub idle_secs: Option<u64>,
+}
+
+impl Workers {
+    pub fn new(bus: Arc<Bus>) -> Workers {
+        Workers {
+            pools: Mutex::default(),
+            bus,
+        }
+    }
+
+    /// The pool serving exactly this plugin version and grant. A pool of an
+    /// older version, or started under another grant, is retired: its idle
+    /// workers stop now, busy ones after their call.
+    pub fn pool(&self, plugin: &Arc<Plugin>, grant: &str, kill_grace: Duration) -> Arc<Pool> {
+        let mut pools = self.pools.lock().expect("pools lock");
+        if let Some(pool) = pools.get(plugin.name()) {
+            if Arc::ptr_eq(&pool.plugin, plugin) && pool.grant == grant {
+                return pool.clone();
+            }
+            pool.retire(if Arc::ptr_eq(&pool.plugin, plugin) {
+                "its approval changed"
+            } else {
+                "the plugin changed"
+            });
+        }
+        let settings = plugin.manifest.worker_settings().unwrap_or_default();
+        let pool = Arc::new(Pool {
+            plugin: plugin.clone(),
+            grant: grant.to_owned(),
+            settings,
+            kill_grace,
+            slots: Arc::new(Semaphore::new(settings.max_workers as usize)),
+            state: Mutex::default(),
+            wake: Arc::new(Notify::new()),
+            bus: self.bus.clone(),
+            runtime: tokio::runtime::Handle::current(),
+        });
+        pools.insert(plugin.name().to_owned(), pool.clone());
+        pool
+    }
+
+    /// Retires the pool of `plugin` (removed, changed, revoked): its idle
+    /// workers stop now, busy ones after their call.
+    pub fn retire(&self, plugin: &str, reason: &str) {
+        if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
+            pool.retire(reason);
+        }
+    }
+
+    /// Retires every pool.
+    pub fn retire_all(&self, reason: &str) {
+        let pools: Vec<Arc<Pool>> = self
+            .pools
+            .lock()
+            .expect("pools lock")
+            .drain()
+            .map(|(_, p)| p)
+            .collect();
+        for pool in pools {
+            pool.retire(reason);
+        }
+    }
+
+    /// Stops every idle worker and waits until they are gone; busy ones stop
+    /// after their call.
+    pub async fn stop_all(&self, reason: &str) {
+        let pools: Vec<Arc<Pool>> = self
+            .pools
+            .lock()
+            .expect("pools lock")
+            .drain()
+            .map(|(_, p)| p)
+            .collect();
+        for pool in pools {
+            let idle = pool.take_idle(Some(reason));
+            for worker in idle {
+                pool.stop(worker, End::Finish, reason).await;
+            }
+        }
+    }
+
+    /// The running workers of each plugin.
+    pub fn running(&self) -> HashMap<String, Vec<WorkerInfo>> {
+        let pools = self.pools.lock().expect("pools lock");
+        pools
+            .iter()
+            .map(|(name, pool)| (name.clone(), pool.running()))
+            .filter(|(_, w)| !w.is_empty())
+            .collect()
+    }
+}
+
+/// The workers of one plugin version.
+pub(crate) struct Pool {
+    plugin: Arc<Plugin>,
+    /// The grant the workers were started under (their sandbox depends on it).
+    grant: String,
+    settings: Persistent,
+    kill_grace: Duration,
+    /// One permit per worker; tokio's semaphore queues waiters in arrival order.
+    slots: Arc<Semaphore>,
+    state: Mutex<State>,
+    /// Wakes the idle janitor.
+    wake: Arc<Notify>,
+    bus: Arc<Bus>,
+    /// Where background stops run (a reload may come from the watcher thread).
+    runtime: tokio::runtime::Handle,
+}
+
+#[derive(Default)]
+struct State {
+    idle: Vec<Worker>,
+    busy: Vec<(u32, u64)>,
+    /// Workers that died before their first answer, in a row.
+    failures: u32,
+    retry_at: Option<Instant>,
+    last_failure: String,
+    retired: Option<String>,
+    janitor: bool,
+}
+
+/// A turn on one of the pool's workers: taken in arrival order, given back
+/// when dropped. Holds an idle worker, or none when one must be started.
+pub(crate) struct Lease {
+    pool: Arc<Pool>,
+    _slot: OwnedSemaphorePermit,
+    worker: Option<Worker>,
+}
+
+impl Pool {
+    /// Waits for a turn (in arrival order) and hands out an idle worker that is
+    /// ready, if there is one. Workers found dead or out of step are stopped.
+    pub async fn lease(self: &Arc<Self>) -> Lease {
+        let slot = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the pool's semaphore is never closed");
+        let mut lease = Lease {
+            pool: self.clone(),
+            _slot: slot,
+            worker: None,
+        };
+        loop {
+            let Some(mut worker) = self.state.lock().expect("pool lock").idle.pop() else {
+                break;
+            };
+            match worker.check_ready() {
+                Ok(()) => {
+                    lease.worker = Some(worker);
+                    break;
+                }
+                Err(why) => self.stop(worker, End::Terminate, &why).await,
+            }
+        }
+        if let Some(w) = &lease.worker {
+            self.state
+                .lock()
+                .expect("pool lock")
+                .busy
+                .push((w.pid(), w.calls));
+        }
+        lease
+    }
+
+    fn retire(&self, reason: &str) {
+        for worker in self.take_idle(Some(reason)) {
+            self.stop_later(worker, End::Finish, reason);
+        }
+        self.wake.notify_one();
+    }
+
+    /// Takes the idle workers out; with a reason, marks the pool retired.
+    fn take_idle(&self, retire: Option<&str>) -> Vec<Worker> {
+        let mut state = self.state.lock().expect("pool lock");
+        if let Some(reason) = retire {
+            state.retired = Some(reason.to_owned());
+        }
+        std::mem::take(&mut state.idle)
+    }
+
+    fn running(&self) -> Vec<WorkerInfo> {
+        let state = self.state.lock().expect("pool lock");
+        let now = Instant::now();
+        state
+            .idle
+            .iter()
+            .map(|w| WorkerInfo {
+                pid: w.pid(),
+                calls: w.calls,
+                idle_secs: Some(now.duration_since(w.idle_since).as_secs()),
+            })
+            .chain(state.busy.iter().map(|&(pid, calls)| WorkerInfo {
+                pid,
+                calls,
+                idle_secs: None,
+            }))
+            .collect()
+    }
+
+    /// Stops `worker` and reports it.
+    async fn stop(&self, worker: Worker, how: End, reason: &str) {
+        let (pid, calls) = (worker.pid(), worker.calls);
+        worker.stop(how, self.kill_grace).await;
+        self.bus.publish(HostEvent::WorkerStopped {
+            plugin: self.plugin.name().to_owned(),
+            worker: pid,
+            reason: reason.to_owned(),
+            calls,
+        });
+    }
+
+    /// [`Pool::stop`] in the background, from any thread.
+    fn stop_later(&self, worker: Worker, how: End, reason: &str) {
+        let (plugin, reason) = (self.plugin.name().to_owned(), reason.to_owned());
+        let (bus, grace) = (self.bus.clone(), self.kill_grace);
+        // If the runtime is gone, the task (and the worker in it) is dropped,
+        // and dropping a worker kills its group.
+        self.runtime.spawn(async move {
+            let (pid, calls) = (worker.pid(), worker.calls);
+            worker.stop(how, grace).await;
+            bus.publish(HostEvent::WorkerStopped {
+                plugin,
+                worker: pid,
+                reason,
+                calls,
+            });
+        });
+    }
+
+    /// Gives a worker back after a good call: idle, or stopped when the pool
+    /// was retired meanwhile.
+    fn check_in(self: &Arc<Self>, mut worker: Worker) {
+        worker.idle_since = Instant::now();
+        let mut state = self.state.lock().expect("pool lock");
+        state.busy.retain(|(pid, _)| *pid != worker.pid());
+        if let Some(reason) = state.retired.clone() {
+            drop(state);
+            self.stop_later(worker, End::Finish, &reason);
+            return;
+        }
+        state.idle.push(worker);
+        if !state.janitor {
+            state.janitor = true;
+            self.runtime
+                .spawn(janitor(Arc::downgrade(self), self.wake.clone()));
+        }
+        drop(state);
+        self.wake.notify_one();
+    }
+
+    /// Counts a worker that died before its first answer, and reports a
+    /// streak of them once.
+    fn start_failed(&self, detail: &str, stderr: &str) {
+        let mut state = self.state.lock().expect("pool lock");
+        state.failures += 1;
+        let backoff = FIRST_BACKOFF
+            .saturating_mul(1 << (state.failures - 1).min(16))
+            .min(MAX_BACKOFF);
+        state.retry_at = Some(Instant::now() + backoff);
+        state.last_failure = match crate::error::last_chars(stderr.trim(), 300) {
+            "" => detail.to_owned(),
+            tail => format!("{detail}; stderr ends with: {tail}"),
+        };
+        if state.failures == 2 {
+            let message = format!(
+                "plugin \"{}\": its worker keeps exiting before answering ({}); it is started again with backoff, at most every {}s",
+                self.plugin.name(),
+                state.last_failure,
+                MAX_BACKOFF.as_secs()
+            );
+            drop(state);
+            self.bus.publish(HostEvent::Notice { message });
+        }
+    }
+
+    fn backoff(&self) -> Result<(), RunError> {
+        let state = self.state.lock().expect("pool lock");
+        match state.retry_at {
+            Some(at) if at > Instant::now() => Err(RunError::Backoff(format!(
+                "its worker exited before answering {} time{} in a row ({}); the next start is in {:.1}s",
+                state.failures,
+                if state.failures == 1 { "" } else { "s" },
+                state.last_failure,
+                at.duration_since(Instant::now()).as_secs_f64()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Lease {
+    /// Whether the lease came with a running worker.
+    pub fn has_worker(&self) -> bool {
+        self.worker.is_some()
+    }
+
+    /// Starts a worker for this lease, unless the plugin's workers keep dying
+    /// at start-up and the backoff has not passed.
+    pub async fn start(&mut self, spec: WorkerSpec) -> Result<(), RunError> {
+        self.pool.backoff()?;
+        let worker = match Worker::start(spec).await {
+            Ok(w) => w,
+            Err(e) => {
+                self.pool
+                    .start_failed(&format!("it could not start: {e}"), "");
+                return Err(RunError::Spawn(e));
+            }
+        };
+        let pid = worker.pid();
+        self.pool
+            .state
+            .lock()
+            .expect("pool lock")
+            .busy
+            .push((pid, 0));
+        self.pool.bus.publish(HostEvent::WorkerStarted {
+            plugin: self.pool.plugin.name().to_owned(),
+            worker: pid,
+        });
+        self.worker = Some(worker);
+        Ok(())
+    }
+
+    /// The pid of the worker of this lease.
+    pub fn pid(&self) -> Option<u32> {
+        self.worker.as_ref().map(Worker::pid)
+    }
+
+    /// Sends one request line and takes the answer. A worker that answered in
+    /// step goes back to the pool; any other outcome stops it (its whole
+    /// process group), so the next call gets a fresh one.
+    pub async fn call(
+        mut self,
+        line: &[u8],
+        limits: &Limits,
+        cancel: impl std::future::Future<Output = ()>,
+        on_progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<Finished, RunError> {
+        let started = Instant::now();
+        let mut worker = self.worker.take().expect("a lease calls with a worker");
+        let mut err = StderrCollector::new(limits.max_stderr);
+        let result = worker
+            .call(line, limits, cancel, &mut err, on_progress)
+            .await;
+        let pool = self.pool.clone();
+        let answer = match result {
+            Ok(answer) => answer,
+            Err(stop) => {
+                let first = worker.calls == 0;
+                let (how, reason) = match &stop {
+                    Stop::Timeout => (End::Terminate, "the call timed out"),
+                    Stop::Cancelled => (End::Terminate, "the call was cancelled"),
+                    Stop::OutputTooLarge => (End::Terminate, "its answer was too large"),
+                    Stop::Died { exited: true, .. } => (End::Now, "it exited before answering"),
+                    Stop::Died { .. } => (End::Terminate, "it closed its stdout before answering"),
+                };
+                let pid = worker.pid();
+                let status = {
+                    let calls = worker.calls;
+                    let status = worker.stop(how, limits.kill_grace).await;
+                    pool.bus.publish(HostEvent::WorkerStopped {
+                        plugin: pool.plugin.name().to_owned(),
+                        worker: pid,
+                        reason: reason.to_owned(),
+                        calls,
+                    });
+                    status
+                };
+                pool.state
+                    .lock()
+                    .expect("pool lock")
+                    .busy
+                    .retain(|(p, _)| *p != pid);
+                let stderr = err.render();
+                return Err(match stop {
+                    Stop::Timeout => RunError::Timeout { stderr },
+                    Stop::Cancelled => RunError::Cancelled,
+                    Stop::OutputTooLarge => RunError::OutputTooLarge,
+                    Stop::Died { stdout, exited } => {
+                        let mut detail = match (exited, status) {
+                            (true, Some(status)) => {
+                                format!("the worker {} before answering", describe(status))
+                            }
+                            _ => "the worker closed its stdout before answering".to_owned(),
+                        };
+                        if !stdout.is_empty() {
+                            let head = String::from_utf8_lossy(&stdout[..stdout.len().min(200)]);
+                            detail.push_str(&format!(" (it wrote {head:?} without a newline)"));
+                        }
+                        if first {
+                            pool.start_failed(&detail, &stderr);
+                        }
+                        RunError::Died {
+                            detail,
+                            exit_code: status.and_then(|s| s.code()),
+                            stderr,
+                        }
+                    }
+                });
+            }
+        };
+        let mut stdout = answer.stdout;
+        let parsed = parse_response(&stdout);
+        let out_of_step = if !answer.extra.is_empty() {
+            // Shown to the caller as what it is: more than one response.
+            stdout.push(b'\n');
+            stdout.extend_from_slice(&answer.extra);
+            Some("it answered one request with more than one line")
+        } else if parsed.is_err() {
+            Some("its answer was not a response object")
+        } else if answer.unread_input {
+            Some("it answered before reading the whole request")
+        } else {
+            None
+        };
+        let parsed = if answer.extra.is_empty() {
+            Some(parsed)
+        } else {
+            None
+        };
+        let pid = worker.pid();
+        {
+            let mut state = pool.state.lock().expect("pool lock");
+            state.failures = 0;
+            state.retry_at = None;
+        }
+        match out_of_step {
+            Some(reason) => {
+                pool.state
+                    .lock()
+                    .expect("pool lock")
+                    .busy
+                    .retain(|(p, _)| *p != pid);
+                pool.stop(worker, End::Terminate, reason).await;
+            }
+            None => pool.check_in(worker),
+        }
+        Ok(Finished {
+            stdout,
+            stderr: err.render(),
+            status: None,
+            duration: started.elapsed(),
+            parsed,
+        })
+    }
+}
+
+impl Drop for Lease {
+    /// A lease dropped with its worker (the call future was dropped midway):
+    /// the worker may be mid-request, so it is not reused; dropping it kills
+    /// its process group.
+    fn drop(&mut self) {
+        if let Some(worker) = self.worker.take() {
+            let pid = worker.pid();
+            self.pool
+                .state
+                .lock()
+                .expect("pool lock")
+                .busy
+                .retain(|(p, _)| *p != pid);
+            drop(worker);
+        }
+    }
+}
+
+/// Stops the pool's workers once they have been idle for `idle_timeout_secs`.
+/// One task per pool, alive while the pool has idle workers.
+async fn janitor(pool: Weak<Pool>, wake: Arc<Notify>) {
+    loop {
+        let Some(p) = pool.upgrade() else { return };
+        let timeout = Duration::from_secs(p.settings.idle_timeout_secs);
+        let now = Instant::now();
+        let expired: Vec<Worker> = {
+            let mut state = p.state.lock().expect("pool lock");
+            let (old, fresh): (Vec<Worker>, Vec<Worker>) = std::mem::take(&mut state.idle)
+                .into_iter()
+                .partition(|w| now.duration_since(w.idle_since) >= timeout);
+            state.idle = fresh;
+            if state.idle.is_empty() && old.is_empty() {
+                state.janitor = false;
+                return;
+            }
+            old
+        };
+        let reason = format!("idle for {}s", timeout.as_secs());
+        for worker in expired {
+            p.stop(worker, End::Finish, &reason).await;
+        }
+        let next = {
+            let state = p.state.lock().expect("pool lock");
+            state.idle.iter().map(|w| w.idle_since + timeout).min()
+        };
+        drop(p);
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at.into()) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
+        }
+    }
+}
+
+/// "exited with code 3", "was killed by signal 9".
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => format!("ended ({status})"),
+    }
+}

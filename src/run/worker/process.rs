@@ -1,0 +1,154 @@
+//! One persistent worker: a plugin process whose stdin stays open, answering
+//! one request line with one response line.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::time::Instant;
+
+use crate::run::executor::{
+    Answer, End, Exchange, Framing, Limits, Process, Progress, ReadNow, Spawn, StderrCollector,
+    Stop, end, exchange,
+};
+use crate::run::sandbox::Prepared;
+
+/// What a worker is started with; the host prepares it (environment,
+/// sandbox, a private temp folder) the way it prepares a per-call process.
+pub(crate) struct WorkerSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(OsString, OsString)>,
+    pub sandbox: Option<Prepared>,
+    /// The worker's `TMPDIR`, removed when the worker stops.
+    pub tmp: TmpFolder,
+}
+
+/// A folder removed when dropped (or by [`TmpFolder::remove`], off the runtime).
+#[derive(Debug)]
+pub(crate) struct TmpFolder(Option<PathBuf>);
+
+impl TmpFolder {
+    pub fn new(path: PathBuf) -> TmpFolder {
+        TmpFolder(Some(path))
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        self.0.as_deref().expect("a folder until removed")
+    }
+
+    /// Removes the folder on a blocking thread.
+    pub async fn remove(mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(path)).await;
+        }
+    }
+}
+
+impl Drop for TmpFolder {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
+}
+
+/// A running worker.
+pub(crate) struct Worker {
+    process: Process,
+    tmp: TmpFolder,
+    /// Calls answered so far.
+    pub calls: u64,
+    /// When it last finished a call (or started).
+    pub idle_since: Instant,
+}
+
+impl Worker {
+    /// Starts the worker process.
+    pub async fn start(spec: WorkerSpec) -> io::Result<Worker> {
+        let process = Process::spawn(Spawn {
+            program: &spec.program,
+            args: &spec.args,
+            cwd: &spec.cwd,
+            env: &spec.env,
+            sandbox: spec.sandbox,
+        })
+        .await?;
+        Ok(Worker {
+            process,
+            tmp: spec.tmp,
+            calls: 0,
+            idle_since: Instant::now(),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// One request: writes `line` (ending in `\n`) and reads the answer line.
+    pub async fn call(
+        &mut self,
+        line: &[u8],
+        limits: &Limits,
+        cancel: impl std::future::Future<Output = ()>,
+        stderr: &mut StderrCollector,
+        on_progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<Answer, Stop> {
+        let answer = exchange(
+            &mut self.process.pipes,
+            &self.process.group,
+            Exchange {
+                input: line,
+                framing: Framing::Line,
+                max_stdout: limits.max_stdout,
+                pipe_linger: limits.pipe_linger,
+                deadline: tokio::time::Instant::now() + limits.timeout,
+            },
+            cancel,
+            stderr,
+            on_progress,
+        )
+        .await;
+        if answer.is_ok() {
+            self.calls += 1;
+        }
+        answer
+    }
+
+    /// Whether the worker can take a request now: still running, its pipes
+    /// open, and nothing on stdout that no request asked for. Otherwise, why not.
+    pub fn check_ready(&mut self) -> Result<(), String> {
+        use crate::run::executor::Leader;
+        if self.process.group.has_exited() {
+            return Err("it exited between calls".into());
+        }
+        let pipes = &mut self.process.pipes;
+        let (Some(_), Some(stdout)) = (&pipes.stdin, &mut pipes.stdout) else {
+            return Err("it closed its pipes".into());
+        };
+        let mut probe = [0u8; 1];
+        match stdout.read_now(&mut probe) {
+            Ok(0) => Err("it closed its stdout between calls".into()),
+            Ok(_) => Err(
+                "it wrote to stdout between calls; answer each request with exactly one line"
+                    .into(),
+            ),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            Err(e) => Err(format!("its stdout failed: {e}")),
+        }
+    }
+
+    /// Stops the worker: `End::Finish` closes its stdin and gives it the grace
+    /// to exit on its own; `End::Terminate` sends SIGTERM first. Then the group
+    /// is killed to the end and the leader reaped. Returns how it ended.
+    pub async fn stop(self, how: End, grace: std::time::Duration) -> Option<ExitStatus> {
+        let Worker { process, tmp, .. } = self;
+        let Process { pipes, mut group } = process;
+        drop(pipes);
+        let status = end(&mut group, how, grace).await.ok();
+        tmp.remove().await;
+        status
+    }
+}
