@@ -35,7 +35,7 @@ impl Inner {
         }
         // Whatever happens next, a worker started under the old approval must
         // not serve another call.
-        self.workers.retire(plugin.name(), "its approval changed");
+        self.workers.kill(plugin.name(), "its approval changed");
         let Some(approver) = approver.or(self.config.approver.as_deref()) else {
             return Err(refuse(self.not_approved_message(manifest, &state)));
         };

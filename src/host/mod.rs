@@ -94,7 +94,7 @@ struct Inner {
 impl Drop for PluginHost {
     fn drop(&mut self) {
         self.inner.shutdown.cancel();
-        self.inner.workers.retire_all("the host shut down");
+        self.inner.workers.kill_all("the host shut down");
     }
 }
 
@@ -209,9 +209,7 @@ impl PluginHost {
     pub fn revoke(&self, plugin: &str) -> Result<bool, ApprovalError> {
         let revoked = self.inner.approvals.revoke(plugin)?;
         if revoked {
-            self.inner
-                .workers
-                .retire(plugin, "its approval was revoked");
+            self.inner.workers.kill(plugin, "its approval was revoked");
             self.inner.bus.publish(HostEvent::ApprovalRevoked {
                 plugin: plugin.to_owned(),
             });
@@ -222,7 +220,7 @@ impl PluginHost {
     /// Cancels every call in flight and stops every worker.
     pub fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        self.inner.workers.retire_all("the host shut down");
+        self.inner.workers.kill_all("the host shut down");
     }
 
     /// Stops the idle workers of persistent plugins and waits until they are

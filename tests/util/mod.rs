@@ -246,3 +246,13 @@ pub fn lingering_zombies() -> Vec<u32> {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// This process's peak resident memory (`VmHWM`), in KiB.
+pub fn vm_hwm_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}

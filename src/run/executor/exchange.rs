@@ -148,8 +148,10 @@ where
                 match r {
                     Ok(0) | Err(_) => {
                         pipes.stdout = None;
-                        if line_mode {
-                            break Err(Stop::Died { stdout: out, exited });
+                        if line_mode && !exited {
+                            // A worker that closes stdout is usually exiting:
+                            // the linger tells an exit from a closed pipe.
+                            linger.as_mut().reset(tokio::time::Instant::now() + x.pipe_linger);
                         }
                     }
                     Ok(_) => {

@@ -75,16 +75,26 @@ impl Workers {
         pool
     }
 
-    /// Retires the pool of `plugin` (removed, changed, revoked): its idle
-    /// workers stop now, busy ones after their call.
+    /// Retires the pool of `plugin` (removed or changed): its idle workers
+    /// are told to finish (stdin closed, a grace, then the group kill) in the
+    /// background, busy ones after their call.
     pub fn retire(&self, plugin: &str, reason: &str) {
         if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
             pool.retire(reason);
         }
     }
 
-    /// Retires every pool.
-    pub fn retire_all(&self, reason: &str) {
+    /// Retires the pool of `plugin` and kills its idle workers' process
+    /// groups before returning: for a revoked approval, which must not wait.
+    pub fn kill(&self, plugin: &str, reason: &str) {
+        if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
+            pool.kill_idle(reason);
+        }
+    }
+
+    /// Retires every pool and kills every idle worker before returning (host
+    /// shutdown, which may happen with no runtime left to wait on).
+    pub fn kill_all(&self, reason: &str) {
         let pools: Vec<Arc<Pool>> = self
             .pools
             .lock()
@@ -93,7 +103,7 @@ impl Workers {
             .map(|(_, p)| p)
             .collect();
         for pool in pools {
-            pool.retire(reason);
+            pool.kill_idle(reason);
         }
     }
 
@@ -203,6 +213,22 @@ impl Pool {
     fn retire(&self, reason: &str) {
         for worker in self.take_idle(Some(reason)) {
             self.stop_later(worker, End::Finish, reason);
+        }
+        self.wake.notify_one();
+    }
+
+    /// Retires the pool and kills the idle workers' groups synchronously
+    /// (dropping a worker kills its group).
+    fn kill_idle(&self, reason: &str) {
+        for worker in self.take_idle(Some(reason)) {
+            let (pid, calls) = (worker.pid(), worker.calls);
+            drop(worker);
+            self.bus.publish(HostEvent::WorkerStopped {
+                plugin: self.plugin.name().to_owned(),
+                worker: pid,
+                reason: reason.to_owned(),
+                calls,
+            });
         }
         self.wake.notify_one();
     }
