@@ -4,6 +4,7 @@
 //! whose [`crate::ToolOutcome`] says `is_error`.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -59,8 +60,8 @@ pub enum CallError {
         violations: Vec<String>,
     },
 
-    #[error("{message}")]
-    NotAllowed { message: String },
+    #[error("{refusal}")]
+    NotAllowed { refusal: Refusal },
 
     #[error("\"{tool}\" did not answer within {}s; its process tree was killed", after.as_secs_f64())]
     Timeout {
@@ -122,7 +123,98 @@ pub(crate) fn last_chars(s: &str, n: usize) -> &str {
     }
 }
 
+/// Why a call was refused before anything ran (`not_allowed`), as data an
+/// embedder can match on. Each message says what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The plugin asks for permissions or variables the user has not granted.
+    #[error(
+        "plugin \"{plugin}\" needs {} for {}; run: {command}",
+        if *again { "re-approval" } else { "approval" },
+        if *again { format!("new permissions {}", missing.join(", ")) } else { missing.join(", ") }
+    )]
+    NeedsApproval {
+        plugin: String,
+        /// What is not granted: permissions (`network`) and variables (`env API_KEY`).
+        missing: Vec<String>,
+        /// It was approved before and now asks for more.
+        again: bool,
+        /// The command that approves it.
+        command: String,
+    },
+    /// The approver was asked and said no.
+    #[error("the user declined plugin \"{plugin}\"; to approve it later, run: {command}")]
+    Declined { plugin: String, command: String },
+    /// The plugin's rate limit is spent for now.
+    #[error(
+        "plugin \"{plugin}\" is limited to {limit} calls per minute; try again in {}s",
+        retry_after.as_secs() + 1
+    )]
+    RateLimited {
+        plugin: String,
+        limit: u32,
+        retry_after: Duration,
+    },
+    /// The session's budget of calls is spent.
+    #[error(
+        "session \"{session}\" has used its budget of {budget} tool calls; start a new session or raise the budget"
+    )]
+    BudgetSpent { session: String, budget: u32 },
+    /// The sandbox is required and this system cannot enforce all of it.
+    #[error(
+        "plugin \"{plugin}\": the sandbox is required but this system cannot enforce: {}; run without --require-sandbox to accept that",
+        missing.join("; ")
+    )]
+    SandboxUnavailable {
+        plugin: String,
+        missing: Vec<String>,
+    },
+    /// The sandbox could not be built (a folder it needs cannot be opened…).
+    #[error("plugin \"{plugin}\": the sandbox could not be prepared: {reason}")]
+    SandboxFailed { plugin: String, reason: String },
+    /// The approvals file cannot be read or written, so nothing counts as approved.
+    #[error("{message}")]
+    ApprovalsUnreadable { path: PathBuf, message: String },
+}
+
+/// Why a host could not be built. The host goes on despite broken plugins;
+/// these stop it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The plugins folder exists but cannot be read.
+    #[error("cannot read the plugins folder {}", path.display())]
+    PluginsDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A folder path cannot be made absolute (the working directory is gone).
+    #[error("cannot resolve the folder {}", path.display())]
+    Path {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The audit log cannot be opened for appending.
+    #[error("cannot open the audit log {}", path.display())]
+    AuditLog {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 impl CallError {
+    /// Why the call was refused, when it was (`not_allowed`).
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            CallError::NotAllowed { refusal } => Some(refusal),
+            _ => None,
+        }
+    }
+
     pub fn kind(&self) -> ErrorKind {
         match self {
             CallError::NotFound { .. } => ErrorKind::NotFound,

@@ -7,7 +7,8 @@ use serde_json::{Map, Value, json};
 use crate::host::ToolInfo;
 
 /// The function-calling dialects `plughost export` knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Format {
     /// OpenAI Chat Completions `tools`: `[{"type":"function","function":{name,description,parameters}}]`.
     Openai,

@@ -1,11 +1,26 @@
 //! plughost runs AI-agent tools as plugins: a folder with a `plugin.json`
-//! manifest and an executable. Each call spawns the executable, writes one JSON
-//! request to its stdin and reads one JSON response from its stdout, under a
-//! timeout, output caps and a process-group kill.
+//! manifest and an executable in any language. Each call writes one JSON
+//! request to the plugin's stdin and reads one JSON response from its stdout,
+//! under a timeout, output caps and a kill of its whole process tree; a
+//! persistent plugin keeps one process running and answers a line per request.
 //!
-//! Data flow: [`loader`] reads plugin folders and [`validate`]s them into a
-//! [`catalog::Catalog`] snapshot; [`PluginHost::call`] checks the input, runs the
-//! [`executor`] and turns the result into a [`ToolOutcome`] or a [`CallError`].
+//! # The types you meet
+//!
+//! - [`PluginHost`], built with [`PluginHost::builder`]: loads the plugins
+//!   folder, watches it ([`PluginHost::watch`]), and runs calls
+//!   ([`PluginHost::call`], [`PluginHost::call_with`] with [`CallOptions`]).
+//! - A call ends in a [`ToolOutcome`] (the plugin answered; its own
+//!   `is_error` included) or a [`CallError`] whose [`ErrorKind`] is the same
+//!   word in the CLI, the library and MCP. A refused call carries a
+//!   [`Refusal`] to match on.
+//! - Approvals: [`ApprovalState`], an [`Approver`] that asks the user
+//!   ([`TerminalApprover`], or your own dialog), [`PluginHost::approve_with`].
+//! - What happens besides calls is a [`HostEvent`], on
+//!   [`PluginHost::events`] and for every [`Observer`]. The library never
+//!   prints.
+//! - [`manifest`] and [`protocol`] are the plugin format; [`export`] turns
+//!   tools into function-calling specs; `mcp` (feature `mcp`) serves a host
+//!   over MCP.
 //!
 //! ```
 //! use plughost::{Invocation, PluginHost};
@@ -27,24 +42,50 @@
 //! assert_eq!(err.kind(), plughost::ErrorKind::InvalidArgs);
 //! # Ok(()) }
 //! ```
+//!
+//! # How it is built
+//!
+//! The load side (`plugins`) reads plugin folders, validates them and builds an
+//! immutable catalog snapshot, swapped atomically on every reload. The call
+//! side (`host` then `run`) checks the input, the policy and the approval,
+//! prepares the sandbox, and runs the plugin: a process per call, or a
+//! persistent worker. `approval` keeps the grants, `observe` the hooks. The
+//! README has the map.
 
-pub mod approval;
-pub mod error;
+mod approval;
+mod error;
 pub mod export;
-pub mod host;
+mod host;
+#[cfg(feature = "mcp")]
 pub mod mcp;
-pub mod observe;
-pub mod paths;
-pub mod plugins;
+mod observe;
+mod paths;
+mod plugins;
 pub mod protocol;
-pub mod run;
-pub mod schemas;
+mod run;
+mod schemas;
+// The integration tests' helpers (throwaway folders, /proc scans), shared.
+#[cfg(test)]
+#[path = "../tests/util/mod.rs"]
+mod test_support;
 
-pub use error::{CallError, ErrorKind};
-pub use host::{CallOptions, PluginHost, PluginHostBuilder, SandboxMode, ToolInfo};
+pub use approval::{ApprovalError, ApprovalState, Approver, BoxFuture, TerminalApprover};
+pub use error::{BuildError, CallError, ErrorKind, Refusal};
+pub use host::{
+    Approval, ApproveError, CallOptions, DEFAULT_CONCURRENCY, Doctor, Listing, PluginHost,
+    PluginHostBuilder, PluginListing, SandboxMode, ToolInfo, ToolListing, Validation,
+};
+pub use observe::audit::AuditRecord;
+pub use observe::metrics::{ToolStats, WorkerStats};
 pub use observe::policy::Policy;
 pub use observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
+pub use paths::{default_plugins_dir, default_state_dir};
+pub use plugins::catalog::{Collision, Rejected};
 pub use plugins::events::HostEvent;
+pub use plugins::manifest;
 pub use protocol::{Invocation, Scope, Source};
 pub use run::executor::{Limits, Progress};
 pub use run::outcome::ToolOutcome;
+pub use run::sandbox::SandboxSupport;
+pub use run::worker::WorkerInfo;
+pub use schemas::SchemaName;

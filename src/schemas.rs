@@ -2,15 +2,14 @@
 //! can never drift. `schemas/*.schema.json` are these, committed; a test fails
 //! when they differ (regenerate with `cargo run -- schema --write schemas`).
 
-use std::path::Path;
-
 use serde_json::Value;
 
 use crate::plugins::manifest::Manifest;
 use crate::protocol::{Request, Response};
 
 /// The schemas by name, as `plughost schema NAME` knows them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum SchemaName {
     /// `plugin.json`.
     Manifest,
@@ -60,13 +59,4 @@ pub fn manifest_schema() -> Value {
 
 fn to_value(schema: schemars::Schema) -> Value {
     schema.to_value()
-}
-
-/// Writes every schema into `dir`.
-pub fn write_all(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    for name in SchemaName::ALL {
-        std::fs::write(dir.join(name.file_name()), name.render())?;
-    }
-    Ok(())
 }

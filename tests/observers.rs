@@ -5,7 +5,7 @@ mod util;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use plughost::observe::audit::AuditRecord;
+use plughost::AuditRecord;
 use plughost::{
     CallError, CallInfo, CallSummary, ErrorKind, HostEvent, Interests, Invocation, Observer,
     ObserverResult, PluginHost, Policy, Progress, ToolOutcome,

@@ -80,7 +80,11 @@ async fn one_worker_keeps_its_state_across_calls() {
     let (c2, pid2) = count(&host).await;
     let (c3, pid3) = count(&host).await;
     assert_eq!((c1, c2, c3), (1, 2, 3));
-    assert_eq!((pid, pid), (pid2, pid3), "the same process served all three");
+    assert_eq!(
+        (pid, pid),
+        (pid2, pid3),
+        "the same process served all three"
+    );
     let started = wait_event(&mut rx, |e| match e {
         HostEvent::WorkerStarted { plugin, worker } => Some((plugin.clone(), *worker)),
         _ => None,
@@ -96,7 +100,10 @@ async fn one_worker_keeps_its_state_across_calls() {
     assert_eq!(host.workers()[PLUGIN].len(), 1);
     drop(host);
     assert_no_processes_in(&dir(&sandbox));
-    assert!(!std::path::Path::new(tmp).exists(), "the worker's TMPDIR is removed");
+    assert!(
+        !std::path::Path::new(tmp).exists(),
+        "the worker's TMPDIR is removed"
+    );
 }
 
 #[tokio::test]
@@ -168,9 +175,7 @@ async fn a_worker_that_exits_mid_call_fails_that_call_with_its_stderr() {
     );
     assert_eq!(err.exit_code(), Some(3));
     assert!(
-        err.stderr_tail()
-            .unwrap()
-            .contains("crashing on purpose"),
+        err.stderr_tail().unwrap().contains("crashing on purpose"),
         "{err:?}"
     );
     assert_eq!(count(&host).await.0, 1, "a fresh worker");
@@ -260,7 +265,10 @@ async fn eight_concurrent_calls_never_run_more_than_max_workers() {
         pids.insert(c.await.unwrap().unwrap().result);
     }
     assert!(pids.len() <= 2, "served by {pids:?}");
-    assert!(most <= 2, "{most} worker processes at once (max_workers is 2)");
+    assert!(
+        most <= 2,
+        "{most} worker processes at once (max_workers is 2)"
+    );
     assert!(most >= 1);
 }
 
@@ -269,9 +277,10 @@ async fn an_edited_script_is_served_by_the_next_call() {
     let (sandbox, host) = setup();
     let (_, old_pid) = count(&host).await;
     let main = dir(&sandbox).join("main.py");
-    let text = std::fs::read_to_string(&main)
-        .unwrap()
-        .replace("answer({\"result\": str(count),", "answer({\"result\": \"edited \" + str(count),");
+    let text = std::fs::read_to_string(&main).unwrap().replace(
+        "answer({\"result\": str(count),",
+        "answer({\"result\": \"edited \" + str(count),",
+    );
     std::fs::write(&main, text).unwrap();
     let mut rx = host.events();
     host.reload_folders(vec![PLUGIN.to_owned()]);
@@ -308,7 +317,10 @@ async fn an_idle_worker_is_stopped_after_its_timeout() {
         _ => None,
     })
     .await;
-    assert_eq!((u64::from(worker), reason.as_str(), calls), (pid, "idle for 1s", 1));
+    assert_eq!(
+        (u64::from(worker), reason.as_str(), calls),
+        (pid, "idle for 1s", 1)
+    );
     assert!(started.elapsed() >= Duration::from_millis(900));
     assert_no_processes_in(&dir(&sandbox));
     assert!(host.workers().is_empty());
@@ -321,7 +333,11 @@ async fn a_worker_that_dies_at_start_up_is_retried_with_backoff_and_reported_onc
     let mut rx = host.events();
     let err = call(&host, "dies_at_start", json!({})).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Failed);
-    assert!(err.to_string().contains("exited with code 1 before answering"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("exited with code 1 before answering"),
+        "{err}"
+    );
     assert!(err.stderr_tail().unwrap().contains("missing configuration"));
     // At once again: refused without starting it, saying when it retries.
     let started = Instant::now();
@@ -347,7 +363,10 @@ async fn a_worker_that_dies_at_start_up_is_retried_with_backoff_and_reported_onc
         }
     }
     assert_eq!(notices, 1, "one report per streak");
-    assert_eq!(worker_starts, 3, "started only when a call came after the backoff");
+    assert_eq!(
+        worker_starts, 3,
+        "started only when a call came after the backoff"
+    );
     assert_no_processes_in(&sandbox.plugins().join("worker-dies-at-start"));
 }
 
@@ -359,7 +378,7 @@ async fn revoking_stops_the_workers_before_any_further_call() {
     m["permissions"] = json!(["network"]);
     std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
     let host = host_with(&sandbox, Duration::from_secs(10));
-    host.approve(PLUGIN).unwrap().unwrap();
+    host.approve(PLUGIN).unwrap();
     count(&host).await;
     assert!(!processes_in(&dir(&sandbox)).is_empty());
     assert!(host.revoke(PLUGIN).unwrap());
@@ -374,12 +393,50 @@ async fn stop_workers_closes_stdin_and_waits() {
     let mut rx = host.events();
     count(&host).await;
     host.stop_workers().await;
-    assert!(processes_in(&dir(&sandbox)).is_empty(), "gone when it returns");
+    assert!(
+        processes_in(&dir(&sandbox)).is_empty(),
+        "gone when it returns"
+    );
     let reason = wait_event(&mut rx, |e| match e {
         HostEvent::WorkerStopped { reason, .. } => Some(reason.clone()),
         _ => None,
     })
     .await;
     assert_eq!(reason, "asked to stop");
-    assert_eq!(count(&host).await.0, 1, "the next call starts a fresh worker");
+    assert_eq!(
+        count(&host).await.0,
+        1,
+        "the next call starts a fresh worker"
+    );
+}
+
+#[tokio::test]
+async fn metrics_and_the_audit_log_name_the_worker() {
+    let sandbox = Sandbox::new().with_fixtures(&[PLUGIN]);
+    let log = sandbox.root.path().join("audit.jsonl");
+    let host = PluginHost::builder()
+        .plugins_dir(sandbox.plugins())
+        .state_dir(sandbox.state())
+        .audit_log(&log, false)
+        .build()
+        .unwrap();
+    let (_, pid) = count(&host).await;
+    call(&host, "worker_crash", json!({})).await.unwrap_err();
+    count(&host).await;
+    let stats = &host.worker_metrics()[PLUGIN];
+    assert_eq!(stats.started, 2);
+    assert_eq!(stats.stopped["it exited before answering"], 1);
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["worker"], json!(pid));
+    assert_eq!(
+        lines[1]["worker"],
+        json!(pid),
+        "the worker that failed the call"
+    );
+    assert_ne!(lines[2]["worker"], json!(pid));
 }

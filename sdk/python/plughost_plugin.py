@@ -243,9 +243,13 @@ def _signature(fn, strict):
     positional_defaults = fn.__defaults__ or ()
     defaults = dict(zip(names[code.co_argcount - len(positional_defaults):code.co_argcount], positional_defaults))
     defaults.update(fn.__kwdefaults__ or {})
+    try:
+        hints = fn.__annotations__
+    except NameError:  # Python 3.14+ evaluates annotations on access; an undefined name fails
+        hints = {}
     params, ctx_param, props, required = {}, None, {}, []
     for name in names:
-        hint = fn.__annotations__.get(name, _MISSING)
+        hint = hints.get(name, _MISSING)
         if isinstance(hint, str):  # `from __future__ import annotations` or a quoted hint
             try:
                 hint = eval(hint, fn.__globals__)
@@ -571,7 +575,7 @@ def _private_stdio():
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    # Not flushed first on purpose: text printed before run() is still in the
-    # buffer and now lands on stderr. Later prints go straight to stderr, in order.
+    # Not flushed first on purpose: whatever print() left in sys.stdout's buffer
+    # before run() now lands on stderr. Later prints go straight to stderr, in order.
     sys.stdout = sys.stderr
     return requests, responses

@@ -24,6 +24,13 @@ pub trait Approver: Send + Sync {
 /// TOOL -` still prompts. Without a terminal the answer is no.
 pub struct TerminalApprover;
 
+impl TerminalApprover {
+    /// Whether there is a terminal to ask on.
+    pub fn available() -> bool {
+        super::prompt::is_interactive()
+    }
+}
+
 impl Approver for TerminalApprover {
     fn approve<'a>(
         &'a self,

@@ -10,38 +10,26 @@
 //! approval again ([`ApprovalState::NeedsReapproval`]); one that asks for fewer
 //! stays approved.
 //!
-//! The call path, for a front end:
-//!
-//! ```no_run
-//! # fn demo(manifest: &plughost::plugins::manifest::Manifest) -> Result<(), String> {
-//! use plughost::approval::{self, ApprovalStore, prompt};
-//!
-//! let store = ApprovalStore::new("/home/me/.local/state/plughost");
-//! let state = store.state(manifest).map_err(|e| e.to_string())?;
-//! if !state.allows_call() {
-//!     if prompt::is_interactive() && prompt::ask(manifest, &state).map_err(|e| e.to_string())? {
-//!         store.grant(manifest).map_err(|e| e.to_string())?;
-//!     } else {
-//!         // `not_allowed` with the same words everywhere.
-//!         return Err(approval::not_allowed_message(manifest, &state).unwrap());
-//!     }
-//! }
-//! # Ok(()) }
-//! ```
+//! The host runs one approval flow for calls, `plughost approve`, MCP
+//! elicitation and embedders (`host/approve.rs`): read the state, ask an
+//! [`Approver`] one question at a time, save a yes with [`ApprovalStore::grant`].
 
 mod approver;
 pub mod prompt;
 pub mod store;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Refusal;
 use crate::plugins::manifest::{EnvVarName, Manifest, Permission};
 
 pub use approver::{Approver, BoxFuture, TerminalApprover};
-pub use store::{APPROVALS_FILE, ApprovalError, ApprovalStore, LOCK_FILE};
+pub use store::{ApprovalError, ApprovalStore};
 
 /// The extra warning shown when a plugin asks for both `shell:exec` and `network`.
 pub const SHELL_NETWORK_WARNING: &str = "WARNING: shell:exec together with network lets this plugin run any program and send what it finds to other machines.";
@@ -113,19 +101,6 @@ impl Approvals {
     /// The grant of this plugin, if it was ever approved (and not revoked).
     pub fn get(&self, plugin: &str) -> Option<&Grant> {
         self.plugins.get(plugin)
-    }
-
-    /// Every grant, sorted by plugin name.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Grant)> {
-        self.plugins.iter().map(|(k, v)| (k.as_str(), v))
-    }
-
-    pub fn len(&self) -> usize {
-        self.plugins.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.plugins.is_empty()
     }
 
     /// Where `manifest` stands against these approvals.
@@ -213,11 +188,6 @@ pub fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState {
     }
 }
 
-/// `plughost approve NAME`: the command that approves a plugin with the default folders.
-pub fn approve_command(plugin: &str) -> String {
-    approve_command_in(plugin, None, None)
-}
-
 /// The command that approves a plugin, naming the plugins and state folders
 /// when they are not the defaults (pass `None` for a default one), so that the
 /// command copied from an error message approves the plugin that was refused.
@@ -240,26 +210,20 @@ pub fn approve_command_in(
     cmd
 }
 
-/// The `not_allowed` message for a call of a plugin that may not run now, or
-/// `None` when `state` allows the call. The same words in the CLI, the library
-/// and MCP:
+/// Why a call of `manifest` is refused in `state`, or `None` when `state`
+/// allows the call. `approve_command` is the command that approves it (see
+/// [`approve_command_in`]). The same words in the CLI, the library and MCP:
 ///
 /// `plugin "kv-store" needs approval for network, shell:exec; run: plughost approve kv-store`
 ///
 /// `plugin "kv-store" needs re-approval for new permissions network, env API_TOKEN; run: plughost approve kv-store`
-pub fn not_allowed_message(manifest: &Manifest, state: &ApprovalState) -> Option<String> {
-    not_allowed_message_with(manifest, state, &approve_command(&manifest.name))
-}
-
-/// [`not_allowed_message`] with the command to suggest (see [`approve_command_in`]).
-pub fn not_allowed_message_with(
+pub fn refusal(
     manifest: &Manifest,
     state: &ApprovalState,
     approve_command: &str,
-) -> Option<String> {
-    let name = &manifest.name;
-    match state {
-        ApprovalState::Automatic | ApprovalState::Approved => None,
+) -> Option<Refusal> {
+    let (permissions, env, again) = match state {
+        ApprovalState::Automatic | ApprovalState::Approved => return None,
         ApprovalState::NeedsApproval => {
             let mut permissions = manifest.permissions.clone();
             permissions.sort();
@@ -267,29 +231,32 @@ pub fn not_allowed_message_with(
             let mut env = manifest.env.clone();
             env.sort();
             env.dedup();
-            Some(format!(
-                "plugin \"{name}\" needs approval for {}; run: {approve_command}",
-                items(&permissions, &env)
-            ))
+            (permissions, env, false)
         }
         ApprovalState::NeedsReapproval {
             new_permissions,
             new_env,
-        } => Some(format!(
-            "plugin \"{name}\" needs re-approval for new permissions {}; run: {approve_command}",
-            items(new_permissions, new_env)
-        )),
-    }
+        } => (new_permissions.clone(), new_env.clone(), true),
+    };
+    Some(Refusal::NeedsApproval {
+        plugin: manifest.name.clone(),
+        missing: item_list(&permissions, &env),
+        again,
+        command: approve_command.to_owned(),
+    })
 }
 
 /// `network, shell:exec, env API_TOKEN, env OTHER`.
 fn items(permissions: &[Permission], env: &[EnvVarName]) -> String {
+    item_list(permissions, env).join(", ")
+}
+
+fn item_list(permissions: &[Permission], env: &[EnvVarName]) -> Vec<String> {
     permissions
         .iter()
         .map(|p| p.as_str().to_owned())
         .chain(env.iter().map(|e| format!("env {}", e.0)))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect()
 }
 
 /// Quotes a word for a POSIX shell when it needs it.

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use plughost::approval::{ApprovalState, prompt};
+use plughost::{Approval, ApproveError, TerminalApprover};
 
 use super::Cli;
 
@@ -23,65 +23,53 @@ pub struct RevokeArgs {
 
 pub fn approve(cli: &Cli, args: &ApproveArgs) -> Result<ExitCode, String> {
     let host = cli.host()?;
-    let catalog = host.catalog();
-    let Some(plugin) = catalog.plugin(&args.name) else {
-        return Err(match catalog.rejected_folder(&args.name) {
-            Some(r) => format!("plugin \"{}\" is rejected, fix it first:\n{r}", args.name),
-            None => format!(
-                "no plugin named \"{}\" in {}",
-                args.name,
-                host.plugins_dir().display()
-            ),
-        });
-    };
-    let state = host
-        .approvals()
-        .state(&plugin.manifest)
-        .map_err(|e| e.to_string())?;
-    match state {
-        ApprovalState::Automatic => {
-            println!(
-                "{} needs no approval: it asks for nothing beyond reading files",
-                args.name
-            );
-            return Ok(ExitCode::SUCCESS);
-        }
-        ApprovalState::Approved => {
-            println!("{} is already approved", args.name);
-            return Ok(ExitCode::SUCCESS);
-        }
-        _ => {}
-    }
-    if !args.yes {
-        if !prompt::is_interactive() {
+    let name = &args.name;
+    let approval = if args.yes {
+        host.approve(name)
+    } else {
+        let state = host.approval_state(name);
+        let needs_asking = matches!(&state, Some(Ok(s)) if !s.allows_call());
+        if needs_asking && !TerminalApprover::available() {
             return Err(format!(
                 "no terminal to ask on; to approve without asking run: {} --yes",
-                host.approve_command(&args.name)
+                host.approve_command(name)
             ));
         }
-        if !prompt::ask(&plugin.manifest, &state)
-            .map_err(|e| format!("cannot ask on the terminal: {e}"))?
-        {
+        super::runtime().block_on(host.approve_with(name, &TerminalApprover))
+    };
+    match approval {
+        Ok(Approval::NotNeeded) => {
+            println!("{name} needs no approval: it asks for nothing beyond reading files")
+        }
+        Ok(Approval::AlreadyApproved) => println!("{name} is already approved"),
+        Ok(Approval::Approved) => println!("approved {name}"),
+        Ok(Approval::Declined) => {
             println!("not approved");
             return Ok(ExitCode::from(1));
         }
+        Err(e) => return not_done(&e),
     }
-    match host.approve(&args.name) {
-        Some(Ok(())) => {
-            println!("approved {}", args.name);
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Err(e)) => Err(e.to_string()),
-        None => Err(format!("plugin \"{}\" disappeared", args.name)),
-    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn revoke(cli: &Cli, args: &RevokeArgs) -> Result<ExitCode, String> {
     let host = cli.host()?;
-    if host.revoke(&args.name).map_err(|e| e.to_string())? {
-        println!("revoked {}", args.name);
-    } else {
-        println!("{} was not approved", args.name);
+    match host.revoke(&args.name) {
+        Ok(true) => println!("revoked {}", args.name),
+        Ok(false) => println!("{} was not approved", args.name),
+        Err(e) => return not_done(&e),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A plugin that does not exist or is rejected is the user's mistake (exit
+/// 1); an unreadable approvals file is plughost's trouble (exit 2).
+fn not_done(e: &ApproveError) -> Result<ExitCode, String> {
+    match e {
+        ApproveError::Approvals(_) => Err(e.to_string()),
+        _ => {
+            eprintln!("plughost: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }

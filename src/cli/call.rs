@@ -6,8 +6,9 @@ use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use plughost::approval::{Approver, TerminalApprover, prompt};
-use plughost::{CallError, CallOptions, Invocation, Progress, Scope, Source};
+use plughost::{
+    Approver, CallError, CallOptions, Invocation, Progress, Scope, Source, TerminalApprover,
+};
 use serde_json::{Value, json};
 
 use super::Cli;
@@ -43,20 +44,24 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         on_progress: progress_on_terminal
             .then(|| Arc::new(show_progress) as Arc<dyn Fn(Progress) + Send + Sync>),
         // Asks on the terminal, even when the input comes from stdin.
-        approver: prompt::is_interactive().then(|| Arc::new(TerminalApprover) as Arc<dyn Approver>),
+        approver: TerminalApprover::available()
+            .then(|| Arc::new(TerminalApprover) as Arc<dyn Approver>),
         ..CallOptions::default()
     };
     let call = host.call_with(&args.tool, input, options);
     let (result, signal) = super::runtime().block_on(async {
         tokio::pin!(call);
-        tokio::select! {
+        let ended = tokio::select! {
             r = &mut call => (r, None),
             n = super::termination_signal() => {
                 // Kill the plugin's process tree, then report how the call ended.
                 host.shutdown();
                 (call.await, Some(n))
             }
-        }
+        };
+        // A persistent plugin's worker lives as long as this one call.
+        host.stop_workers().await;
+        ended
     });
     if let Some(n) = signal {
         if let Err(e) = &result {

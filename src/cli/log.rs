@@ -6,8 +6,10 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
-use plughost::observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
-use plughost::{CallError, HostEvent, ToolOutcome};
+use plughost::{
+    AuditRecord, CallError, CallInfo, CallSummary, HostEvent, Interests, Observer, ObserverResult,
+    ToolOutcome,
+};
 
 pub struct Log {
     file: Option<Mutex<File>>,
@@ -32,7 +34,7 @@ impl Log {
     pub fn line(&self, message: &str) {
         let line = format!(
             "{} plughost: {message}\n",
-            plughost::observe::audit::rfc3339(std::time::SystemTime::now())
+            AuditRecord::time_of(std::time::SystemTime::now())
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
         if let Some(f) = &self.file

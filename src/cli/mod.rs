@@ -63,7 +63,7 @@ pub struct Cli {
     require_sandbox: bool,
 
     /// How many plugin processes run at once (further calls wait).
-    #[arg(long, global = true, value_name = "N", default_value_t = plughost::host::DEFAULT_CONCURRENCY)]
+    #[arg(long, global = true, value_name = "N", default_value_t = plughost::DEFAULT_CONCURRENCY)]
     concurrency: usize,
 
     /// Allow each plugin at most N calls per minute.
@@ -142,13 +142,13 @@ impl Cli {
     fn plugins_dir(&self) -> PathBuf {
         self.plugins_dir
             .clone()
-            .unwrap_or_else(plughost::paths::default_plugins_dir)
+            .unwrap_or_else(plughost::default_plugins_dir)
     }
 
     fn state_dir(&self) -> PathBuf {
         self.state_dir
             .clone()
-            .unwrap_or_else(plughost::paths::default_state_dir)
+            .unwrap_or_else(plughost::default_state_dir)
     }
 
     /// A host configured from the global options.
@@ -190,12 +190,7 @@ impl Cli {
             }
             builder = builder.timeout(Duration::from_secs_f64(secs));
         }
-        extra(builder).build().map_err(|e| {
-            format!(
-                "cannot read the plugins folder {}: {e}",
-                self.plugins_dir().display()
-            )
-        })
+        extra(builder).build().map_err(|e| error_chain(&e))
     }
 }
 
@@ -217,6 +212,17 @@ async fn termination_signal() -> i32 {
         _ = term.recv() => libc::SIGTERM,
         _ = hup.recv() => libc::SIGHUP,
     }
+}
+
+/// An error and its causes, each once: `cannot read the plugins folder X: permission denied`.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
 }
 
 /// A multi-threaded runtime for commands that run calls.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use plughost::schemas::{self, SchemaName};
+use plughost::SchemaName;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -18,10 +18,13 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<ExitCode, String> {
     if let Some(dir) = &args.write {
-        schemas::write_all(dir)
-            .map_err(|e| format!("cannot write schemas to {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         for name in SchemaName::ALL {
-            println!("wrote {}", dir.join(name.file_name()).display());
+            let path = dir.join(name.file_name());
+            std::fs::write(&path, name.render())
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            println!("wrote {}", path.display());
         }
     }
     if let Some(name) = args.name {

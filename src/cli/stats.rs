@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use plughost::observe::audit::AuditRecord;
-use plughost::observe::metrics::ToolStats;
+use plughost::{AuditRecord, ToolStats};
 
 use super::Cli;
 

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Inner, PluginHost, SandboxMode};
 use crate::approval::{ApprovalStore, Approver};
+use crate::error::BuildError;
 use crate::observe::audit::AuditLog;
 use crate::observe::metrics::Metrics;
 use crate::observe::policy::{Policy, PolicyState};
@@ -141,24 +142,32 @@ impl PluginHostBuilder {
     /// Loads the plugins folder and returns the host. A missing plugins folder
     /// gives an empty catalog; an unreadable one, or an audit log that cannot
     /// be opened, is an error.
-    pub fn build(mut self) -> std::io::Result<PluginHost> {
+    pub fn build(mut self) -> Result<PluginHost, BuildError> {
         // Plugins get absolute paths in their request, whatever the caller passed.
-        self.state_dir = std::path::absolute(&self.state_dir)?;
-        self.plugins_dir = std::path::absolute(&self.plugins_dir)?;
+        let absolute = |path: &Path| {
+            std::path::absolute(path).map_err(|source| BuildError::Path {
+                path: path.to_owned(),
+                source,
+            })
+        };
+        self.state_dir = absolute(&self.state_dir)?;
+        self.plugins_dir = absolute(&self.plugins_dir)?;
         if self.reap_orphans {
             // Best effort: without it, killed grandchildren are reaped by init.
             let _ = executor::become_subreaper();
         }
-        let catalog = load_catalog(&self.plugins_dir)?;
+        let catalog = load_catalog(&self.plugins_dir).map_err(|source| BuildError::PluginsDir {
+            path: self.plugins_dir.clone(),
+            source,
+        })?;
         let metrics = Arc::new(Metrics::default());
         let mut observers: Vec<Arc<dyn Observer>> = vec![metrics.clone()];
         if let Some((path, with_inputs)) = &self.audit_log {
-            let log = AuditLog::open(path, *with_inputs).map_err(|e| {
-                std::io::Error::new(
-                    e.kind(),
-                    format!("cannot open the audit log {}: {e}", path.display()),
-                )
-            })?;
+            let log =
+                AuditLog::open(path, *with_inputs).map_err(|source| BuildError::AuditLog {
+                    path: path.clone(),
+                    source,
+                })?;
             observers.push(Arc::new(log));
         }
         observers.extend(self.observers.iter().cloned());

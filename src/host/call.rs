@@ -89,7 +89,7 @@ impl Inner {
                 plugin.name(),
                 options.invocation.session_id.as_deref(),
             )
-            .map_err(|message| CallError::NotAllowed { message })?;
+            .map_err(|refusal| CallError::NotAllowed { refusal })?;
         self.ensure_approved(plugin, options.approver.as_deref())
             .await?;
 

@@ -6,58 +6,47 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use std::sync::Arc;
+
+use super::approve::{Approval, Asked};
 use super::{Inner, SandboxMode};
-use crate::approval::{ApprovalState, Approver};
-use crate::error::CallError;
+use crate::approval::{self, ApprovalError, Approver, Tier};
+use crate::error::{CallError, Refusal};
 use crate::plugins::catalog::Plugin;
 use crate::plugins::events::HostEvent;
-use crate::plugins::manifest::Manifest;
 use crate::run::sandbox;
 
 impl Inner {
-    /// Lets the call through when the plugin is approved (or needs no approval);
-    /// otherwise asks the approver, one question at a time, and persists a yes.
+    /// Lets the call through when the plugin is approved (or needs no
+    /// approval); otherwise asks the approver through the approval flow. A
+    /// worker started under an approval that no longer holds never serves
+    /// another call.
     pub(super) async fn ensure_approved(
         &self,
-        plugin: &Plugin,
+        plugin: &Arc<Plugin>,
         approver: Option<&dyn Approver>,
     ) -> Result<(), CallError> {
-        let manifest = &plugin.manifest;
-        let refuse = |message: String| CallError::NotAllowed { message };
-        let current = || {
-            self.approvals
-                .state(manifest)
-                .map_err(|e| refuse(e.to_string()))
-        };
-        let state = current()?;
-        if state.allows_call() {
+        if approval::tier(&plugin.manifest) == Tier::Automatic {
             return Ok(());
         }
-        // Whatever happens next, a worker started under the old approval must
-        // not serve another call.
+        let asked = self
+            .ask_approval(plugin, approver)
+            .await
+            .map_err(unreadable)?;
+        let command = || self.approve_command(plugin.name());
+        let refusal = match asked {
+            Asked::Done(Approval::NotNeeded | Approval::AlreadyApproved | Approval::Approved) => {
+                return Ok(());
+            }
+            Asked::Done(Approval::Declined) => Refusal::Declined {
+                plugin: plugin.name().to_owned(),
+                command: command(),
+            },
+            Asked::NobodyToAsk(state) => approval::refusal(&plugin.manifest, &state, &command())
+                .expect("a state that needs approval has a refusal"),
+        };
         self.workers.kill(plugin.name(), "its approval changed");
-        let Some(approver) = approver.or(self.config.approver.as_deref()) else {
-            return Err(refuse(self.not_approved_message(manifest, &state)));
-        };
-        let _one_question = self.asking.lock().await;
-        // Another call may have been approved while this one waited.
-        let state = current()?;
-        if state.allows_call() {
-            return Ok(());
-        }
-        if !approver.approve(manifest, &state).await {
-            return Err(refuse(format!(
-                "the user declined; {}",
-                self.not_approved_message(manifest, &state)
-            )));
-        }
-        self.approvals
-            .grant(manifest)
-            .map_err(|e| refuse(e.to_string()))?;
-        self.bus.publish(HostEvent::ApprovalGranted {
-            plugin: plugin.name().to_owned(),
-        });
-        Ok(())
+        Err(CallError::NotAllowed { refusal })
     }
 
     /// Prepares the child's confinement for this call according to the host's
@@ -73,7 +62,7 @@ impl Inner {
         if self.config.sandbox == SandboxMode::Off {
             return Ok(None);
         }
-        let refuse = |message: String| CallError::NotAllowed { message };
+        let refuse = |refusal| CallError::NotAllowed { refusal };
         let prepared = sandbox::prepare(&sandbox::Policy {
             plugin_dir: &plugin.dir,
             data_dir,
@@ -83,19 +72,18 @@ impl Inner {
             env,
         })
         .map_err(|e| {
-            refuse(format!(
-                "plugin \"{}\": the sandbox could not be prepared: {e}",
-                plugin.name()
-            ))
+            refuse(Refusal::SandboxFailed {
+                plugin: plugin.name().to_owned(),
+                reason: e.to_string(),
+            })
         })?;
         let missing = &prepared.enforcement().not_enforced;
         if !missing.is_empty() {
             if self.config.sandbox == SandboxMode::Required {
-                return Err(refuse(format!(
-                    "plugin \"{}\": the sandbox is required but this kernel cannot enforce: {}; run without --require-sandbox to accept that",
-                    plugin.name(),
-                    missing.join("; ")
-                )));
+                return Err(refuse(Refusal::SandboxUnavailable {
+                    plugin: plugin.name().to_owned(),
+                    missing: missing.clone(),
+                }));
             }
             if !self.sandbox_warned.swap(true, Ordering::Relaxed) {
                 self.bus.publish(HostEvent::Notice {
@@ -109,11 +97,6 @@ impl Inner {
         Ok(Some(prepared))
     }
 
-    fn not_approved_message(&self, manifest: &Manifest, state: &ApprovalState) -> String {
-        let command = self.approve_command(&manifest.name);
-        crate::approval::not_allowed_message_with(manifest, state, &command).unwrap_or_default()
-    }
-
     /// `plughost approve NAME`, naming this host's folders when they are not the
     /// defaults, so the command copied from a message approves the right plugin.
     pub(super) fn approve_command(&self, plugin: &str) -> String {
@@ -125,5 +108,14 @@ impl Inner {
             (self.config.plugins_dir != plugins).then_some(self.config.plugins_dir.as_path());
         let state = (self.config.state_dir != state).then_some(self.config.state_dir.as_path());
         crate::approval::approve_command_in(plugin, plugins, state)
+    }
+}
+
+fn unreadable(e: ApprovalError) -> CallError {
+    CallError::NotAllowed {
+        refusal: Refusal::ApprovalsUnreadable {
+            path: e.path().to_owned(),
+            message: e.to_string(),
+        },
     }
 }

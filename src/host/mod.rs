@@ -5,11 +5,13 @@
 //! `builder` holds the knobs, `call` the call pipeline, `reload` the catalog
 //! swaps driven by the watcher.
 
+mod approve;
 mod builder;
 mod call;
 mod checks;
 mod dirs;
 mod reload;
+mod reports;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -22,9 +24,11 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
+pub use approve::{Approval, ApproveError};
 pub use builder::{DEFAULT_CONCURRENCY, PluginHostBuilder};
+pub use reports::{Doctor, Listing, PluginListing, ToolListing, Validation};
 
-use crate::approval::{ApprovalError, ApprovalState, ApprovalStore, Approver};
+use crate::approval::{ApprovalStore, Approver};
 use crate::error::CallError;
 use crate::observe::Bus;
 use crate::observe::metrics::{Metrics, ToolStats};
@@ -176,45 +180,15 @@ impl PluginHost {
         self.inner.metrics.snapshot()
     }
 
-    /// The approvals kept in the state folder.
-    pub fn approvals(&self) -> &ApprovalStore {
+    /// Workers started and stopped (by reason) per persistent plugin since
+    /// the host was built.
+    pub fn worker_metrics(&self) -> BTreeMap<String, crate::observe::metrics::WorkerStats> {
+        self.inner.metrics.workers()
+    }
+
+    /// The approvals of this host's state folder.
+    pub(crate) fn approvals_store(&self) -> &ApprovalStore {
         &self.inner.approvals
-    }
-
-    /// The approval state of a loaded plugin.
-    pub fn approval_state(&self, plugin: &str) -> Option<Result<ApprovalState, ApprovalError>> {
-        let catalog = self.catalog();
-        catalog
-            .plugin(plugin)
-            .map(|p| self.inner.approvals.state(&p.manifest))
-    }
-
-    /// Grants a loaded plugin what its manifest asks for now, and tells observers.
-    pub fn approve(&self, plugin: &str) -> Option<Result<(), ApprovalError>> {
-        let catalog = self.catalog();
-        let p = catalog.plugin(plugin)?;
-        Some(self.inner.approvals.grant(&p.manifest).map(|_| {
-            self.inner.bus.publish(HostEvent::ApprovalGranted {
-                plugin: plugin.to_owned(),
-            })
-        }))
-    }
-
-    /// The command that approves `plugin` for this host's folders.
-    pub fn approve_command(&self, plugin: &str) -> String {
-        self.inner.approve_command(plugin)
-    }
-
-    /// Withdraws a plugin's approval; `Ok(false)` when it had none.
-    pub fn revoke(&self, plugin: &str) -> Result<bool, ApprovalError> {
-        let revoked = self.inner.approvals.revoke(plugin)?;
-        if revoked {
-            self.inner.workers.kill(plugin, "its approval was revoked");
-            self.inner.bus.publish(HostEvent::ApprovalRevoked {
-                plugin: plugin.to_owned(),
-            });
-        }
-        Ok(revoked)
     }
 
     /// Cancels every call in flight and stops every worker.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::Inner;
 use crate::plugins::catalog::Catalog;
 use crate::plugins::events::{HostEvent, diff};
-use crate::plugins::loader::{is_plugin_folder, load_folder, plugin_folders};
+use crate::plugins::loader::{is_plugin_folder, load_guarded, plugin_folders};
 use crate::plugins::watcher::Reload;
 
 impl Inner {
@@ -42,7 +42,7 @@ impl Inner {
             .map(|f| {
                 (
                     f.clone(),
-                    is_plugin_folder(root, f).then(|| load_folder(&root.join(f))),
+                    is_plugin_folder(root, f).then(|| load_guarded(&root.join(f))),
                 )
             })
             .collect();

@@ -28,7 +28,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::approval::{ApprovalState, Approver};
+use crate::approval::{self, ApprovalState, Approvals, Approver, Tier};
 use crate::host::{CallOptions, PluginHost};
 use crate::plugins::catalog::{Plugin, ToolRef};
 use crate::plugins::manifest::Permission;
@@ -84,10 +84,10 @@ impl McpServer {
         *self.peers.lock().expect("peers lock") = alive;
     }
 
-    fn tool(&self, t: &ToolRef) -> Tool {
+    fn tool(&self, t: &ToolRef, approvals: &Result<Approvals, String>) -> Tool {
         let spec = &t.tool().spec;
         let mut description = spec.description.clone();
-        if let Some(note) = self.approval_note(&t.plugin) {
+        if let Some(note) = self.approval_note(&t.plugin, approvals) {
             description.push_str(&format!(" ({note})"));
         }
         let mut tool = Tool::new(
@@ -102,8 +102,15 @@ impl McpServer {
         tool
     }
 
-    fn approval_note(&self, plugin: &Plugin) -> Option<String> {
-        match self.host.approvals().state(&plugin.manifest) {
+    fn approval_note(
+        &self,
+        plugin: &Plugin,
+        approvals: &Result<Approvals, String>,
+    ) -> Option<String> {
+        if approval::tier(&plugin.manifest) == Tier::Automatic {
+            return None;
+        }
+        match approvals.as_ref().map(|a| a.state(&plugin.manifest)) {
             Ok(ApprovalState::Automatic | ApprovalState::Approved) => None,
             Ok(state) => Some(format!(
                 "{}: run {}",
@@ -112,6 +119,14 @@ impl McpServer {
             )),
             Err(e) => Some(format!("approval unknown: {e}")),
         }
+    }
+
+    /// The approvals file, read once for a whole listing.
+    fn approvals(&self) -> Result<Approvals, String> {
+        self.host
+            .approvals_store()
+            .load()
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -153,13 +168,19 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let catalog = self.host.catalog();
+        let approvals = self.approvals();
         Ok(ListToolsResult::with_all_items(
-            catalog.tools().map(|(_, t)| self.tool(t)).collect(),
+            catalog
+                .tools()
+                .map(|(_, t)| self.tool(t, &approvals))
+                .collect(),
         ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.host.catalog().tool(name).map(|t| self.tool(t))
+        let catalog = self.host.catalog();
+        let t = catalog.tool(name)?;
+        Some(self.tool(t, &self.approvals()))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -31,6 +31,9 @@ pub struct AuditRecord {
     /// `ok`, `tool_error` (the plugin's own is_error), or a host error kind.
     pub outcome: String,
     pub duration_ms: f64,
+    /// The pid of the persistent worker that served the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
 }
@@ -68,6 +71,7 @@ impl AuditLog {
             request_id: call.invocation.request_id.clone(),
             outcome: summary.outcome().to_owned(),
             duration_ms: (summary.duration.as_secs_f64() * 1e6).round() / 1e3,
+            worker: summary.worker,
             input: self.log_inputs.then(|| call.input.clone()),
         };
         let mut line = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
@@ -100,8 +104,15 @@ impl Observer for AuditLog {
     }
 }
 
+impl AuditRecord {
+    /// A time as the log writes it: `2026-11-21T23:42:06.123Z` (UTC).
+    pub fn time_of(t: SystemTime) -> String {
+        rfc3339(t)
+    }
+}
+
 /// `2026-11-21T23:42:06.123Z` for a system time.
-pub fn rfc3339(t: SystemTime) -> String {
+fn rfc3339(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::error::CallError;
 use crate::observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
+use crate::plugins::events::HostEvent;
 use crate::run::outcome::ToolOutcome;
 
 /// Counters of one tool.
@@ -37,16 +38,31 @@ impl ToolStats {
     }
 }
 
-/// Per-tool call counters, readable at any time through [`Metrics::snapshot`].
+/// Worker counters of one persistent plugin.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WorkerStats {
+    /// Workers started, restarts included.
+    pub started: u64,
+    /// Workers stopped, by reason (`idle for 300s`, `the call timed out`, …).
+    pub stopped: BTreeMap<String, u64>,
+}
+
+/// Per-tool call counters and per-plugin worker counters, readable at any time.
 #[derive(Debug, Default)]
 pub struct Metrics {
     tools: Mutex<BTreeMap<String, ToolStats>>,
+    workers: Mutex<BTreeMap<String, WorkerStats>>,
 }
 
 impl Metrics {
-    /// The counters so far, by tool name.
+    /// The call counters so far, by tool name.
     pub fn snapshot(&self) -> BTreeMap<String, ToolStats> {
         self.tools.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// The worker counters so far, by plugin name.
+    pub fn workers(&self) -> BTreeMap<String, WorkerStats> {
+        self.workers.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
     fn add(&self, tool: &str, summary: &CallSummary) -> ObserverResult {
@@ -64,7 +80,33 @@ impl Metrics {
 
 impl Observer for Metrics {
     fn interests(&self) -> Interests {
-        Interests::CALLS
+        Interests {
+            events: true,
+            calls: true,
+            progress: false,
+        }
+    }
+
+    fn event(&self, event: &HostEvent) -> ObserverResult {
+        let mut workers = self
+            .workers
+            .lock()
+            .map_err(|_| "metrics lock poisoned".to_owned())?;
+        match event {
+            HostEvent::WorkerStarted { plugin, .. } => {
+                workers.entry(plugin.clone()).or_default().started += 1;
+            }
+            HostEvent::WorkerStopped { plugin, reason, .. } => {
+                *workers
+                    .entry(plugin.clone())
+                    .or_default()
+                    .stopped
+                    .entry(reason.clone())
+                    .or_default() += 1;
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     fn call_finished(

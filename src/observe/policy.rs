@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::error::Refusal;
+
 /// The limits; `None` means unlimited.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
@@ -34,7 +36,7 @@ impl Policy {
         state: &PolicyState,
         plugin: &str,
         session: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refusal> {
         if let (Some(budget), Some(session)) = (self.session_budget, session) {
             let spent = state
                 .spent
@@ -44,9 +46,10 @@ impl Policy {
                 .copied()
                 .unwrap_or(0);
             if spent >= budget {
-                return Err(format!(
-                    "session \"{session}\" has used its budget of {budget} tool calls; start a new session or raise the budget"
-                ));
+                return Err(Refusal::BudgetSpent {
+                    session: session.to_owned(),
+                    budget,
+                });
             }
         }
         if let Some(limit) = self
@@ -66,10 +69,11 @@ impl Policy {
             }
             if calls.len() >= limit as usize {
                 let wait = WINDOW.saturating_sub(now.duration_since(calls[0]));
-                return Err(format!(
-                    "plugin \"{plugin}\" is limited to {limit} calls per minute; try again in {}s",
-                    wait.as_secs() + 1
-                ));
+                return Err(Refusal::RateLimited {
+                    plugin: plugin.to_owned(),
+                    limit,
+                    retry_after: wait,
+                });
             }
             calls.push_back(now);
         }
@@ -99,7 +103,8 @@ mod tests {
         assert!(policy.admit(&state, "a", None).is_ok());
         assert!(policy.admit(&state, "a", None).is_ok());
         let e = policy.admit(&state, "a", None).unwrap_err();
-        assert!(e.contains("2 calls per minute"), "{e}");
+        assert!(matches!(e, Refusal::RateLimited { limit: 2, .. }), "{e}");
+        assert!(e.to_string().contains("2 calls per minute"), "{e}");
         assert!(
             policy.admit(&state, "b", None).is_ok(),
             "another plugin has its own window"
@@ -131,6 +136,7 @@ mod tests {
             policy
                 .admit(&state, "p", Some("s1"))
                 .unwrap_err()
+                .to_string()
                 .contains("budget of 2")
         );
         assert!(policy.admit(&state, "p", Some("s2")).is_ok());

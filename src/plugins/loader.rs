@@ -12,12 +12,22 @@ use std::sync::Arc;
 use crate::plugins::catalog::{Catalog, FolderResult, Plugin, Rejected};
 use crate::plugins::validate::{ManifestError, check_plugin};
 
+/// The name of the folder `dir`: its last component as written (a plugin
+/// folder symlinked into the plugins folder goes by the link's name), or for
+/// `.` and `..` the name of the folder they resolve to.
+pub fn folder_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .or_else(|| {
+            let real = dir.canonicalize().ok()?;
+            real.file_name().map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
 /// Loads one plugin folder.
 pub fn load_folder(dir: &Path) -> FolderResult {
-    let folder = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| dir.display().to_string());
+    let folder = folder_name(dir);
     match check_plugin(dir) {
         Ok(checked) => Ok(Arc::new(Plugin::from(checked))),
         Err(errors) => Err(Rejected {
@@ -63,17 +73,39 @@ pub fn scan(root: &Path) -> io::Result<Catalog> {
             .map(|part| {
                 s.spawn(move || {
                     part.iter()
-                        .map(|n| (n.clone(), load_folder(&root.join(n))))
+                        .map(|n| (n.clone(), load_guarded(&root.join(n))))
                         .collect::<Vec<_>>()
                 })
             })
             .collect();
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
+            .flat_map(|h| h.join().expect("load_guarded catches panics"))
             .collect()
     });
     Ok(Catalog::new(results))
+}
+
+/// [`load_folder`], turning a panic (a bug in plughost, say in a schema
+/// library) into a rejection of that folder instead of losing it.
+pub fn load_guarded(dir: &Path) -> FolderResult {
+    std::panic::catch_unwind(|| load_folder(dir)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(Rejected {
+            folder: folder_name(dir),
+            dir: dir.to_path_buf(),
+            errors: vec![ManifestError {
+                pointer: String::new(),
+                message: format!(
+                    "plughost failed while checking this folder ({what}); this is a bug in plughost, please report it with the folder's plugin.json"
+                ),
+            }],
+        })
+    })
 }
 
 /// A rejection for a folder that could not even be listed or read.

@@ -4,13 +4,24 @@
 //! schemars turns them into `schemas/plugin.schema.json`, and the validator checks
 //! a manifest against that generated schema before anything else. Rules a JSON
 //! Schema cannot express (folder name, entrypoint on disk, schemas that compile)
-//! live in [`crate::plugins::validate`].
+//! are checked by [`check_folder`].
 
 use std::fmt;
+use std::path::Path;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+pub use crate::plugins::validate::{MAX_MANIFEST_BYTES, ManifestError};
+
+/// Checks the plugin folder `dir` the way the host loads it: `plugin.json`
+/// against the schema, then the folder name, the entrypoint on disk and the
+/// tools' schemas. On failure, every problem at once, each with its JSON
+/// pointer.
+pub fn check_folder(dir: &Path) -> Result<Manifest, Vec<ManifestError>> {
+    crate::plugins::validate::check_plugin(dir).map(|checked| checked.manifest)
+}
 
 /// Name of the manifest file inside a plugin folder.
 pub const MANIFEST_FILE: &str = "plugin.json";

@@ -11,5 +11,7 @@ pub mod events;
 pub mod loader;
 pub mod manifest;
 pub mod shebang;
+#[cfg(test)]
+mod tests;
 pub mod validate;
 pub mod watcher;

@@ -88,14 +88,13 @@ pub fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
         Err(e) => return Err(vec![ManifestError::new("", e.to_string())]),
     };
 
-    let folder = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-    if folder.as_deref() != Some(manifest.name.as_str()) {
+    let folder = crate::plugins::loader::folder_name(dir);
+    if folder != manifest.name {
         errors.push(ManifestError::new(
             "/name",
             format!(
                 "\"{}\" must equal the folder's name \"{}\"; rename the folder or the plugin",
-                manifest.name,
-                folder.unwrap_or_default()
+                manifest.name, folder
             ),
         ));
     }
@@ -206,13 +205,9 @@ pub fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
     }
 }
 
-/// Compiles a plugin-supplied JSON Schema. Remote and file `$ref`s are refused:
-/// a plugin's schema never makes the host fetch a URL or read another file.
-pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
-    compile_schema_at(schema).map_err(|(_, m)| m)
-}
-
-/// [`compile_schema`], with the JSON pointer of the problem inside the schema.
+/// Compiles a plugin-supplied JSON Schema, with the JSON pointer of a problem
+/// inside it. Remote and file `$ref`s are refused: a plugin's schema never makes
+/// the host fetch a URL or read another file.
 fn compile_schema_at(schema: &Value) -> Result<Validator, (String, String)> {
     jsonschema::options().offline().build(schema).map_err(|e| {
         (

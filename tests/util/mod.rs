@@ -17,6 +17,46 @@ pub fn fixtures() -> PathBuf {
     repo().join("tests/fixtures/plugins")
 }
 
+/// The example plugins folder in the repository.
+pub fn examples() -> PathBuf {
+    repo().join("plugins-examples")
+}
+
+/// Each example folder with the `plugin.json` it holds, sorted by folder.
+pub fn example_manifests() -> Vec<(String, serde_json::Value)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(examples()).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !entry.file_type().unwrap().is_dir() {
+            continue;
+        }
+        let path = entry.path().join("plugin.json");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+        found.push((name, value));
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(
+        !found.is_empty(),
+        "no example plugins in {}",
+        examples().display()
+    );
+    found
+}
+
+/// The tool names of a manifest.
+pub fn tool_names(m: &serde_json::Value) -> Vec<String> {
+    m["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// A temporary plugins folder and state folder, removed on drop.
 pub struct Sandbox {
     pub root: tempfile::TempDir,
@@ -80,7 +120,14 @@ impl Sandbox {
 
     /// `plughost` with `--plugins-dir` and `--state-dir` pointing here.
     pub fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_plughost"));
+        // Integration tests have the binary; the crate's own tests share these
+        // helpers but never run it.
+        #[expect(
+            clippy::option_env_unwrap,
+            reason = "only integration tests, which have the variable, call this"
+        )]
+        let bin = option_env!("CARGO_BIN_EXE_plughost").expect("an integration test");
+        let mut c = Command::new(bin);
         c.arg("--plugins-dir")
             .arg(self.plugins())
             .arg("--state-dir")
@@ -255,4 +302,19 @@ pub fn vm_hwm_kib() -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
+}
+
+/// Whether a prerequisite of a test is here. When it is missing, the test
+/// fails in CI (`CI` set: CI installs everything the suite needs) and is
+/// skipped elsewhere with a message saying what is missing; it never passes
+/// silently.
+pub fn prerequisite(what: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("missing in CI: {what}; .ci/run must provide it");
+    }
+    eprintln!("SKIPPED (missing: {what}); CI runs this test");
+    false
 }

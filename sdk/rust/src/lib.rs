@@ -74,7 +74,10 @@ pub struct ToolError {
 
 impl ToolError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> ToolError {
-        ToolError { kind, message: message.into() }
+        ToolError {
+            kind,
+            message: message.into(),
+        }
     }
     pub fn invalid_args(message: impl Into<String>) -> ToolError {
         ToolError::new(ErrorKind::InvalidArgs, message)
@@ -151,11 +154,17 @@ pub struct Attachment {
 impl Attachment {
     /// A file on this machine; a relative path is resolved against the data folder.
     pub fn path(media_type: MediaType, path: impl Into<PathBuf>) -> Attachment {
-        Attachment { path: Some(path.into()), ..Attachment::empty(media_type) }
+        Attachment {
+            path: Some(path.into()),
+            ..Attachment::empty(media_type)
+        }
     }
     /// An item the agent can fetch.
     pub fn url(media_type: MediaType, url: impl Into<String>) -> Attachment {
-        Attachment { url: Some(url.into()), ..Attachment::empty(media_type) }
+        Attachment {
+            url: Some(url.into()),
+            ..Attachment::empty(media_type)
+        }
     }
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Attachment {
         self.mime_type = Some(mime_type.into());
@@ -171,7 +180,14 @@ impl Attachment {
         self
     }
     fn empty(media_type: MediaType) -> Attachment {
-        Attachment { media_type, mime_type: None, path: None, url: None, caption: None, size: None }
+        Attachment {
+            media_type,
+            mime_type: None,
+            path: None,
+            url: None,
+            caption: None,
+            size: None,
+        }
     }
 }
 
@@ -201,7 +217,13 @@ pub struct Response {
 impl Response {
     /// Plain text.
     pub fn text(text: impl Into<String>) -> Response {
-        Response { result: text.into(), is_error: false, error: None, structured: None, attachments: Vec::new() }
+        Response {
+            result: text.into(),
+            is_error: false,
+            error: None,
+            structured: None,
+            attachments: Vec::new(),
+        }
     }
     /// A value as compact JSON text and as `structured`.
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<Response, ToolError> {
@@ -247,7 +269,10 @@ impl From<Value> for Response {
 impl From<ToolError> for Response {
     fn from(e: ToolError) -> Response {
         Response {
-            error: Some(ErrorBody { kind: e.kind, message: e.message.clone() }),
+            error: Some(ErrorBody {
+                kind: e.kind,
+                message: e.message.clone(),
+            }),
             ..Response::text(e.message).is_error(true)
         }
     }
@@ -260,8 +285,8 @@ pub struct NoInput {}
 
 /// What a tool knows about its call. When a person runs the plugin by hand
 /// with an empty context, `plugin_dir` and `data_dir` fall back to
-/// `$PLUGHOST_PLUGIN_DIR` / `$PLUGHOST_DATA_DIR`, then to the executable's
-/// folder and its `.data` subfolder (created). The other fields are `None`
+/// `$PLUGHOST_PLUGIN_DIR` / `$PLUGHOST_DATA_DIR`, then to the working
+/// directory and its `.data` subfolder (created). The other fields are `None`
 /// when the host did not send them.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -282,18 +307,31 @@ pub struct Context {
 impl Context {
     /// Reads a request's `context` object.
     pub fn from_json(raw: Map<String, Value>) -> Context {
-        let text = |key: &str| raw.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
-        let env = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let plugin_dir = text("plugin_dir").map(PathBuf::from).or_else(|| env("PLUGHOST_PLUGIN_DIR")).unwrap_or_else(|| {
-            let exe = std::env::current_exe().ok();
-            exe.as_deref().and_then(|p| p.parent()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
-        });
-        let data_dir = text("data_dir").map(PathBuf::from).or_else(|| env("PLUGHOST_DATA_DIR")).unwrap_or_else(|| {
-            // The host creates data_dir before a call; by hand we do, so tools can rely on it.
-            let dir = plugin_dir.join(".data");
-            let _ = std::fs::create_dir_all(&dir);
-            dir
-        });
+        let text = |key: &str| {
+            raw.get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        let env = |key: &str| {
+            std::env::var_os(key)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let plugin_dir = text("plugin_dir")
+            .map(PathBuf::from)
+            .or_else(|| env("PLUGHOST_PLUGIN_DIR"))
+            // The host runs the entrypoint in the plugin folder; a binary may live anywhere.
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")));
+        let data_dir = text("data_dir")
+            .map(PathBuf::from)
+            .or_else(|| env("PLUGHOST_DATA_DIR"))
+            .unwrap_or_else(|| {
+                // The host creates data_dir before a call; by hand we do, so tools can rely on it.
+                let dir = plugin_dir.join(".data");
+                let _ = std::fs::create_dir_all(&dir);
+                dir
+            });
         Context {
             request_id: text("request_id"),
             session_id: text("session_id"),
@@ -367,14 +405,23 @@ impl Tool {
         F: Fn(I, &Context) -> Result<O, ToolError> + 'static,
     {
         let valid = (1..=64).contains(&name.len())
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
-        assert!(valid, "tool name {name:?} must be 1-64 characters of A-Z a-z 0-9 _ - .");
-        assert!(!description.trim().is_empty(), "tool {name}: a description is required (the model reads it)");
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
+        assert!(
+            valid,
+            "tool name {name:?} must be 1-64 characters of A-Z a-z 0-9 _ - ."
+        );
+        assert!(
+            !description.trim().is_empty(),
+            "tool {name}: a description is required (the model reads it)"
+        );
         let input_schema = object_schema::<I>(name);
         let tool_name = name.to_owned();
         let handler = move |input: Value, ctx: &Context| {
-            let input = I::deserialize(input)
-                .map_err(|e| ToolError::invalid_args(format!("Invalid input for {tool_name}: {e}.")))?;
+            let input = I::deserialize(input).map_err(|e| {
+                ToolError::invalid_args(format!("Invalid input for {tool_name}: {e}."))
+            })?;
             handler(input, ctx).map(Into::into)
         };
         Tool {
@@ -391,7 +438,8 @@ impl Tool {
 
     /// Declares the schema of the `structured` value the tool returns.
     pub fn output_schema<T: JsonSchema>(mut self) -> Tool {
-        self.spec.output_schema = Some(schema_value::<T>(SchemaSettings::default().for_serialize()));
+        self.spec.output_schema =
+            Some(schema_value::<T>(SchemaSettings::default().for_serialize()));
         self
     }
 
@@ -418,7 +466,10 @@ fn schema_value<T: JsonSchema>(settings: SchemaSettings) -> Value {
         s.meta_schema = None;
         s.inline_subschemas = true;
     });
-    settings.into_generator().into_root_schema_for::<T>().to_value()
+    settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
 }
 
 /// The input schema of `I`, made `"type": "object"` as plughost requires.
@@ -427,13 +478,23 @@ fn object_schema<I: JsonSchema>(tool: &str) -> Value {
         Value::Object(map) => map,
         _ => Map::new(), // `true`: any value, e.g. serde_json::Value
     };
-    schema.remove("title"); // the Rust type's name means nothing to the model
+    // The type's name and doc comment would repeat (or contradict) the tool's description.
+    schema.remove("title");
+    schema.remove("description");
     match schema.get("type") {
         None => {
             schema.insert("type".into(), "object".into());
         }
         Some(Value::String(t)) if t == "object" => {}
-        Some(other) => panic!("tool {tool}: the input type must deserialize from a JSON object, its schema has type {other}"),
+        Some(other) => panic!(
+            "tool {tool}: the input type must deserialize from a JSON object, its schema has type {other}"
+        ),
+    }
+    if !["properties", "anyOf", "oneOf", "allOf"]
+        .iter()
+        .any(|k| schema.contains_key(*k))
+    {
+        schema.insert("properties".into(), Value::Object(Map::new())); // some clients require the key
     }
     Value::Object(schema)
 }
@@ -449,18 +510,18 @@ impl Plugin {
         Plugin::default()
     }
 
-    /// Adds a tool: shorthand for `.add(Tool::new(name, description, handler))`.
+    /// Adds a tool: shorthand for `.add_tool(Tool::new(name, description, handler))`.
     pub fn tool<I, O, F>(self, name: &str, description: &str, handler: F) -> Plugin
     where
         I: DeserializeOwned + JsonSchema,
         O: Into<Response>,
         F: Fn(I, &Context) -> Result<O, ToolError> + 'static,
     {
-        self.add(Tool::new(name, description, handler))
+        self.add_tool(Tool::new(name, description, handler))
     }
 
     /// Adds a tool built with [`Tool::new`] (to set its timeout or output schema).
-    pub fn add(mut self, tool: Tool) -> Plugin {
+    pub fn add_tool(mut self, tool: Tool) -> Plugin {
         assert!(
             self.tools.iter().all(|t| t.spec.name != tool.spec.name),
             "tool {} is registered twice",
@@ -483,8 +544,12 @@ impl Plugin {
     /// Serves calls on stdin/stdout: one call per process, or one call per line
     /// while `PLUGHOST_PERSISTENT=1`. `--manifest-tools` prints the tools.
     pub fn run(&self) {
-        if std::env::args_os().skip(1).any(|a| a == OsStr::new("--manifest-tools")) {
-            let text = serde_json::to_string_pretty(&self.manifest_tools()).expect("tool specs are JSON");
+        if std::env::args_os()
+            .skip(1)
+            .any(|a| a == OsStr::new("--manifest-tools"))
+        {
+            let text =
+                serde_json::to_string_pretty(&self.manifest_tools()).expect("tool specs are JSON");
             let mut out = io::stdout().lock();
             let _ = writeln!(out, "{text}").and_then(|_| out.flush());
             return;
@@ -524,8 +589,10 @@ impl Plugin {
         stdio::set_busy(true);
         let response = self.respond(request);
         let mut line = serde_json::to_vec(&response).unwrap_or_else(|e| {
-            serde_json::to_vec(&Response::from(ToolError::failed(format!("unserializable response: {e}"))))
-                .expect("plain response")
+            serde_json::to_vec(&Response::from(ToolError::failed(format!(
+                "unserializable response: {e}"
+            ))))
+            .expect("plain response")
         });
         line.push(b'\n');
         let written = out.write_all(&line).and_then(|_| out.flush());
@@ -542,15 +609,27 @@ impl Plugin {
         }
         let request: Value = match serde_json::from_slice(request) {
             Ok(v) => v,
-            Err(e) => return ToolError::invalid_args(format!("Invalid request: not JSON ({e}).")).into(),
+            Err(e) => {
+                return ToolError::invalid_args(format!("Invalid request: not JSON ({e}).")).into();
+            }
         };
         let Some(name) = request.get("tool").and_then(Value::as_str) else {
-            return ToolError::invalid_args(r#"Invalid request: expected a JSON object with a string "tool"."#).into();
+            return ToolError::invalid_args(
+                r#"Invalid request: expected a JSON object with a string "tool"."#,
+            )
+            .into();
         };
         let Some(tool) = self.tools.iter().find(|t| t.spec.name == name) else {
             let known: Vec<&str> = self.tools.iter().map(|t| t.spec.name.as_str()).collect();
-            let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
-            return ToolError::not_found(format!("Unknown tool \"{name}\"; this plugin provides: {known}.")).into();
+            let known = if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            };
+            return ToolError::not_found(format!(
+                "Unknown tool \"{name}\"; this plugin provides: {known}."
+            ))
+            .into();
         };
         let object = |key: &str| match request.get(key) {
             None | Some(Value::Null) => Some(Map::new()),
@@ -558,11 +637,16 @@ impl Plugin {
             Some(_) => None,
         };
         let (Some(input), Some(context)) = (object("input"), object("context")) else {
-            return ToolError::invalid_args(r#"Invalid request: "input" and "context" must be JSON objects."#).into();
+            return ToolError::invalid_args(
+                r#"Invalid request: "input" and "context" must be JSON objects."#,
+            )
+            .into();
         };
         let ctx = Context::from_json(context);
         // A panicking tool still answers; the panic message is on stderr already.
-        match panic::catch_unwind(AssertUnwindSafe(|| (tool.handler)(Value::Object(input), &ctx))) {
+        match panic::catch_unwind(AssertUnwindSafe(|| {
+            (tool.handler)(Value::Object(input), &ctx)
+        })) {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => e.into(),
             Err(payload) => {
@@ -604,12 +688,25 @@ mod tests {
 
     fn plugin() -> Plugin {
         Plugin::new()
-            .tool("greet", "Greets.", |i: Input, _: &Context| Ok(format!("Hello, {}!", i.name)))
-            .tool("boom", "Panics.", |_: NoInput, _: &Context| -> Result<String, ToolError> { panic!("kaboom {}", 1) })
-            .add(
-                Tool::new("fail", "Fails.", |_: NoInput, _: &Context| -> Result<&str, ToolError> {
-                    Err(std::fs::read("/nonexistent/plughost").map(|_| ()).unwrap_err().into())
-                })
+            .tool("greet", "Greets.", |i: Input, _: &Context| {
+                Ok(format!("Hello, {}!", i.name))
+            })
+            .tool(
+                "boom",
+                "Panics.",
+                |_: NoInput, _: &Context| -> Result<String, ToolError> { panic!("kaboom {}", 1) },
+            )
+            .add_tool(
+                Tool::new(
+                    "fail",
+                    "Fails.",
+                    |_: NoInput, _: &Context| -> Result<&str, ToolError> {
+                        Err(std::fs::read("/nonexistent/plughost")
+                            .map(|_| ())
+                            .unwrap_err()
+                            .into())
+                    },
+                )
                 .timeout_secs(5),
             )
     }
@@ -628,16 +725,31 @@ mod tests {
         let schema = &p.manifest_tools()[0].input_schema;
         assert_eq!(schema["type"], "object");
         assert_eq!(schema["additionalProperties"], false);
-        assert_eq!(schema["properties"]["name"], json!({"type": "string", "description": "Who to greet"}));
-        assert_eq!(schema["properties"]["unit"], json!({"type": "string", "enum": ["c", "f"]}));
-        assert_eq!(schema["properties"]["times"]["type"], json!(["integer", "null"]));
+        assert_eq!(
+            schema["properties"]["name"],
+            json!({"type": "string", "description": "Who to greet"})
+        );
+        assert_eq!(
+            schema["properties"]["unit"],
+            json!({"type": "string", "enum": ["c", "f"]})
+        );
+        assert_eq!(
+            schema["properties"]["times"]["type"],
+            json!(["integer", "null"])
+        );
         assert_eq!(schema["required"], json!(["name", "unit", "tags"]));
-        assert!(schema.get("$schema").is_none() && schema.get("$defs").is_none() && schema.get("title").is_none());
+        assert!(
+            schema.get("$schema").is_none()
+                && schema.get("$defs").is_none()
+                && schema.get("title").is_none()
+        );
         let no_input = &p.manifest_tools()[1].input_schema;
         assert_eq!(no_input["type"], "object");
         assert_eq!(no_input["additionalProperties"], false);
-        let any = Tool::new("any", "d", |_: Value, _: &Context| Ok("")).spec.input_schema;
-        assert_eq!(any, json!({"type": "object"}));
+        let any = Tool::new("any", "d", |_: Value, _: &Context| Ok(""))
+            .spec
+            .input_schema;
+        assert_eq!(any, json!({"type": "object", "properties": {}}));
     }
 
     #[test]
@@ -655,7 +767,9 @@ mod tests {
     #[test]
     #[should_panic(expected = "registered twice")]
     fn duplicate_tool_is_refused() {
-        Plugin::new().tool("t", "d", |_: NoInput, _: &Context| Ok("")).tool("t", "d", |_: NoInput, _: &Context| Ok(""));
+        Plugin::new()
+            .tool("t", "d", |_: NoInput, _: &Context| Ok(""))
+            .tool("t", "d", |_: NoInput, _: &Context| Ok(""));
     }
 
     #[test]
@@ -672,11 +786,26 @@ mod tests {
     #[test]
     fn invalid_input_and_requests() {
         let p = plugin();
-        let r = call(&p, r#"{"tool":"greet","input":{"name":"A","unit":"k","tags":[]}}"#);
+        let r = call(
+            &p,
+            r#"{"tool":"greet","input":{"name":"A","unit":"k","tags":[]}}"#,
+        );
         assert_eq!(r["error"]["kind"], "invalid_args");
-        assert!(r["result"].as_str().unwrap().starts_with("Invalid input for greet: unknown variant `k`"), "{r}");
+        assert!(
+            r["result"]
+                .as_str()
+                .unwrap()
+                .starts_with("Invalid input for greet: unknown variant `k`"),
+            "{r}"
+        );
         let r = call(&p, r#"{"tool":"greet","input":{"nme":"A"}}"#);
-        assert!(r["result"].as_str().unwrap().contains("unknown field `nme`"), "{r}");
+        assert!(
+            r["result"]
+                .as_str()
+                .unwrap()
+                .contains("unknown field `nme`"),
+            "{r}"
+        );
         for (request, needle) in [
             ("not json", "not JSON"),
             ("[1]", "string \"tool\""),
@@ -689,7 +818,10 @@ mod tests {
         }
         let r = call(&p, r#"{"tool":"nope"}"#);
         assert_eq!(r["error"]["kind"], "not_found");
-        assert_eq!(r["result"], "Unknown tool \"nope\"; this plugin provides: greet, boom, fail.");
+        assert_eq!(
+            r["result"],
+            "Unknown tool \"nope\"; this plugin provides: greet, boom, fail."
+        );
     }
 
     #[test]
@@ -699,14 +831,22 @@ mod tests {
             call(&p, r#"{"tool":"boom"}"#),
             json!({"result": "panic: kaboom 1", "is_error": true, "error": {"kind": "failed", "message": "panic: kaboom 1"}})
         );
-        assert_eq!(call(&p, r#"{"tool":"fail","input":null}"#)["error"]["kind"], "not_found");
+        assert_eq!(
+            call(&p, r#"{"tool":"fail","input":null}"#)["error"]["kind"],
+            "not_found"
+        );
     }
 
     #[test]
     fn response_shapes() {
         let r = Response::text("Sunny")
             .structured(json!({"t": 21}))
-            .attachment(Attachment::path(MediaType::Image, "chart.png").mime_type("image/png").caption("c").size(3))
+            .attachment(
+                Attachment::path(MediaType::Image, "chart.png")
+                    .mime_type("image/png")
+                    .caption("c")
+                    .size(3),
+            )
             .attachment(Attachment::url(MediaType::File, "https://x/y.pdf"));
         assert_eq!(
             response_json(&r),
@@ -718,22 +858,37 @@ mod tests {
             response_json(&Response::json(&[1, 2]).unwrap()),
             json!({"result": "[1,2]", "is_error": false, "structured": [1, 2]})
         );
-        assert_eq!(response_json(&Response::text("x").is_error(true)), json!({"result": "x", "is_error": true}));
+        assert_eq!(
+            response_json(&Response::text("x").is_error(true)),
+            json!({"result": "x", "is_error": true})
+        );
     }
 
     #[test]
     fn progress_lines() {
-        assert_eq!(progress_line(3, Some(10), "fetching page 3"), "::progress:: 3/10 fetching page 3\n");
+        assert_eq!(
+            progress_line(3, Some(10), "fetching page 3"),
+            "::progress:: 3/10 fetching page 3\n"
+        );
         assert_eq!(progress_line(1, None, ""), "::progress:: 1\n");
-        assert_eq!(progress_line(2, None, "two\nlines"), "::progress:: 2 two lines\n");
+        assert_eq!(
+            progress_line(2, None, "two\nlines"),
+            "::progress:: 2 two lines\n"
+        );
     }
 
     #[test]
     fn context_reads_fields_and_falls_back() {
         let raw = json!({"plugin_dir": "/p", "data_dir": "/d", "request_id": "r", "source": "mcp", "scope": 3});
         let ctx = Context::from_json(raw.as_object().unwrap().clone());
-        assert_eq!((ctx.plugin_dir.to_str(), ctx.data_dir.to_str()), (Some("/p"), Some("/d")));
-        assert_eq!((ctx.request_id.as_deref(), ctx.source.as_deref(), ctx.scope), (Some("r"), Some("mcp"), None));
+        assert_eq!(
+            (ctx.plugin_dir.to_str(), ctx.data_dir.to_str()),
+            (Some("/p"), Some("/d"))
+        );
+        assert_eq!(
+            (ctx.request_id.as_deref(), ctx.source.as_deref(), ctx.scope),
+            (Some("r"), Some("mcp"), None)
+        );
         let dir = std::env::temp_dir().join(format!("plughost-plugin-ctx-{}", std::process::id()));
         let ctx = Context::from_json(json!({ "plugin_dir": dir }).as_object().unwrap().clone());
         if std::env::var_os("PLUGHOST_DATA_DIR").is_none() {

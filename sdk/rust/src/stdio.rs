@@ -54,7 +54,10 @@ pub(crate) fn take() -> io::Result<(Box<dyn Read>, Box<dyn Write>)> {
         let null = File::open("/dev/null")?;
         sys::dup2(null.as_raw_fd(), 0);
     }
-    Ok((Box::new(File::from(requests)), Box::new(File::from(responses))))
+    Ok((
+        Box::new(File::from(requests)),
+        Box::new(File::from(responses)),
+    ))
 }
 
 #[cfg(not(unix))]

@@ -35,7 +35,7 @@ struct Weather {
 
 fn demo() -> Plugin {
     Plugin::new()
-        .add(
+        .add_tool(
             Tool::new("hello_greet", "Greets a person by name.", |input: Greet, ctx: &Context| {
                 ctx.progress(1, 2, "warming up");
                 if input.name.trim().is_empty() {
@@ -46,7 +46,7 @@ fn demo() -> Plugin {
             })
             .timeout_secs(10),
         )
-        .add(
+        .add_tool(
             Tool::new("weather", "Current weather for a city.", |input: City, ctx: &Context| {
                 if input.city != "Paris" {
                     return Err(ToolError::not_found(format!("No such city: {}", input.city)));
@@ -97,10 +97,19 @@ fn main() {
         return;
     }
     let tests: &[(&str, fn())] = &[
-        ("per_call_text_result_with_full_context", text_result_with_full_context),
-        ("per_call_without_context_or_input", without_context_or_input),
+        (
+            "per_call_text_result_with_full_context",
+            text_result_with_full_context,
+        ),
+        (
+            "per_call_without_context_or_input",
+            without_context_or_input,
+        ),
         ("per_call_pretty_printed_request", pretty_printed_request),
-        ("per_call_structured_and_attachments", structured_and_attachments),
+        (
+            "per_call_structured_and_attachments",
+            structured_and_attachments,
+        ),
         ("per_call_json_result", json_result),
         ("per_call_error_kinds", error_kinds),
         ("per_call_panic_is_failed", panic_is_failed),
@@ -109,12 +118,24 @@ fn main() {
         ("per_call_invalid_input", invalid_input),
         ("per_call_bad_requests", bad_requests),
         ("manifest_tools", manifest_tools),
-        ("persistent_two_requests_and_a_bad_line", persistent_two_requests_and_a_bad_line),
+        (
+            "persistent_two_requests_and_a_bad_line",
+            persistent_two_requests_and_a_bad_line,
+        ),
         ("persistent_one_at_a_time", persistent_one_at_a_time),
-        ("persistent_sigterm_while_busy", persistent_sigterm_while_busy),
-        ("persistent_sigterm_while_idle", persistent_sigterm_while_idle),
+        (
+            "persistent_sigterm_while_busy",
+            persistent_sigterm_while_busy,
+        ),
+        (
+            "persistent_sigterm_while_idle",
+            persistent_sigterm_while_idle,
+        ),
     ];
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-')).unwrap_or_default();
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .unwrap_or_default();
     let (mut passed, mut failed) = (0, Vec::new());
     for (name, test) in tests.iter().filter(|(name, _)| name.contains(&filter)) {
         if std::panic::catch_unwind(test).is_ok() {
@@ -126,7 +147,10 @@ fn main() {
         }
     }
     let _ = std::fs::remove_dir_all(scratch());
-    println!("\ntest result: {passed} passed; {} failed {failed:?}", failed.len());
+    println!(
+        "\ntest result: {passed} passed; {} failed {failed:?}",
+        failed.len()
+    );
     if !failed.is_empty() {
         std::process::exit(1);
     }
@@ -162,7 +186,12 @@ fn plugin(args: &[&str], persistent: bool) -> Command {
 
 fn run(mut cmd: Command, stdin: &str) -> Output {
     let mut child = cmd.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -184,7 +213,10 @@ fn call(tool: &str, input: Value) -> (Value, String) {
 fn text_result_with_full_context() {
     let request = json!({"tool": "hello_greet", "input": {"name": "Alice", "times": 2}, "context": full_context()});
     let out = run(plugin(&[], false), &request.to_string());
-    assert_eq!(text(&out.stdout), "{\"result\":\"Hello, Alice! Hello, Alice!\",\"is_error\":false}\n");
+    assert_eq!(
+        text(&out.stdout),
+        "{\"result\":\"Hello, Alice! Hello, Alice!\",\"is_error\":false}\n"
+    );
     assert!(out.status.success());
     let request = json!({"tool": "whoami", "context": full_context()});
     let out = run(plugin(&[], false), &request.to_string());
@@ -205,11 +237,16 @@ fn without_context_or_input() {
 }
 
 fn pretty_printed_request() {
-    let request = serde_json::to_string_pretty(&json!({"tool": "hello_greet", "input": {"name": "Bob"}, "context": {}}));
+    let request = serde_json::to_string_pretty(
+        &json!({"tool": "hello_greet", "input": {"name": "Bob"}, "context": {}}),
+    );
     let request = request.unwrap();
     assert!(request.lines().count() > 3);
     let out = run(plugin(&[], false), &format!("{request}\n"));
-    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), json!({"result": "Hello, Bob!", "is_error": false}));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        json!({"result": "Hello, Bob!", "is_error": false})
+    );
 }
 
 fn structured_and_attachments() {
@@ -224,12 +261,21 @@ fn structured_and_attachments() {
 
 fn json_result() {
     let (response, _) = call("as_json", json!({}));
-    assert_eq!(response, json!({"result": "{\"sum\":6,\"text\":\"héllo\"}", "is_error": false,
-                                "structured": {"sum": 6, "text": "héllo"}}));
+    assert_eq!(
+        response,
+        json!({"result": "{\"sum\":6,\"text\":\"héllo\"}", "is_error": false,
+                                "structured": {"sum": 6, "text": "héllo"}})
+    );
 }
 
 fn error_kinds() {
-    for kind in ["invalid_args", "not_found", "not_allowed", "failed", "timeout"] {
+    for kind in [
+        "invalid_args",
+        "not_found",
+        "not_allowed",
+        "failed",
+        "timeout",
+    ] {
         let (response, _) = call("fail", json!({"kind": kind}));
         assert_eq!(
             response,
@@ -237,7 +283,10 @@ fn error_kinds() {
         );
     }
     let (response, _) = call("weather", json!({"city": "Atlantis"}));
-    assert_eq!(response["error"], json!({"kind": "not_found", "message": "No such city: Atlantis"}));
+    assert_eq!(
+        response["error"],
+        json!({"kind": "not_found", "message": "No such city: Atlantis"})
+    );
 }
 
 fn panic_is_failed() {
@@ -245,19 +294,31 @@ fn panic_is_failed() {
     assert_eq!(response["error"]["kind"], "failed");
     let result = response["result"].as_str().unwrap();
     assert!(result.starts_with("panic: index out of bounds"), "{result}");
-    assert!(stderr.contains("about to crash") && stderr.contains("panicked at"), "{stderr}");
+    assert!(
+        stderr.contains("about to crash") && stderr.contains("panicked at"),
+        "{stderr}"
+    );
 }
 
 fn progress_on_stderr() {
     let (response, stderr) = call("hello_greet", json!({"name": "Al"}));
     assert_eq!(response["result"], "Hello, Al!");
-    let progress: Vec<&str> = stderr.lines().filter(|l| l.starts_with("::progress::")).collect();
-    assert_eq!(progress, ["::progress:: 1/2 warming up", "::progress:: 2/2"]);
+    let progress: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("::progress::"))
+        .collect();
+    assert_eq!(
+        progress,
+        ["::progress:: 1/2 warming up", "::progress:: 2/2"]
+    );
 }
 
 fn stdout_is_protected() {
     let out = run(plugin(&[], false), r#"{"tool": "noisy"}"#);
-    assert_eq!(text(&out.stdout), "{\"result\":\"quiet answer\",\"is_error\":false}\n");
+    assert_eq!(
+        text(&out.stdout),
+        "{\"result\":\"quiet answer\",\"is_error\":false}\n"
+    );
     let stderr = text(&out.stderr);
     for needle in ["println", "unfinished line", "child process"] {
         assert!(stderr.contains(needle), "{needle} not in {stderr}");
@@ -268,12 +329,28 @@ fn invalid_input() {
     let (response, _) = call("hello_greet", json!({"nme": "Al"}));
     assert_eq!(response["error"]["kind"], "invalid_args");
     let result = response["result"].as_str().unwrap();
-    assert!(result.starts_with("Invalid input for hello_greet: unknown field `nme`, expected `name` or `times`"), "{result}");
+    assert!(
+        result.starts_with(
+            "Invalid input for hello_greet: unknown field `nme`, expected `name` or `times`"
+        ),
+        "{result}"
+    );
     let (response, _) = call("hello_greet", json!({"name": 3}));
-    assert!(response["result"].as_str().unwrap().contains("invalid type: integer `3`, expected a string"), "{response}");
+    assert!(
+        response["result"]
+            .as_str()
+            .unwrap()
+            .contains("invalid type: integer `3`, expected a string"),
+        "{response}"
+    );
     let (response, _) = call("nope", json!({}));
     assert_eq!(response["error"]["kind"], "not_found");
-    assert!(response["result"].as_str().unwrap().contains("this plugin provides: hello_greet, weather, as_json"));
+    assert!(
+        response["result"]
+            .as_str()
+            .unwrap()
+            .contains("this plugin provides: hello_greet, weather, as_json")
+    );
 }
 
 fn bad_requests() {
@@ -287,7 +364,10 @@ fn bad_requests() {
         assert!(out.status.success());
         let response: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(response["error"]["kind"], "invalid_args", "{stdin}");
-        assert!(response["result"].as_str().unwrap().contains(needle), "{response}");
+        assert!(
+            response["result"].as_str().unwrap().contains(needle),
+            "{response}"
+        );
     }
 }
 
@@ -295,33 +375,45 @@ fn manifest_tools() {
     let out = run(plugin(&["--manifest-tools"], false), "");
     assert!(out.status.success());
     let stdout = text(&out.stdout);
-    assert!(stdout.starts_with("[\n  {\n    \"name\": \"hello_greet\""), "{stdout}");
+    assert!(
+        stdout.starts_with("[\n  {\n    \"name\": \"hello_greet\""),
+        "{stdout}"
+    );
     let tools: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(
         tools[0],
         json!({"name": "hello_greet", "description": "Greets a person by name.", "timeout_secs": 10,
                "input_schema": {"type": "object", "additionalProperties": false, "required": ["name"],
                                 "properties": {"name": {"type": "string"},
-                                               "times": {"type": ["integer", "null"], "format": "uint", "minimum": 0}}}})
+                                               "times": {"type": ["integer", "null"], "format": "uint", "minimum": 0,
+                                                         "default": null}}}})
     );
-    assert_eq!(tools[1]["output_schema"]["properties"]["temp"]["type"], "integer");
+    assert_eq!(
+        tools[1]["output_schema"]["properties"]["temp"]["type"],
+        "integer"
+    );
     assert_eq!(tools.as_array().unwrap().len(), 8);
 }
 
 fn persistent_two_requests_and_a_bad_line() {
     let lines = [
-        json!({"tool": "hello_greet", "input": {"name": "A"}, "context": full_context()}).to_string(),
+        json!({"tool": "hello_greet", "input": {"name": "A"}, "context": full_context()})
+            .to_string(),
         "{not json".into(),
         String::new(),
         json!({"tool": "crash", "input": {}, "context": full_context()}).to_string(),
         json!({"tool": "noisy", "input": {}, "context": full_context()}).to_string(),
-        json!({"tool": "hello_greet", "input": {"name": "B"}, "context": full_context()}).to_string(),
+        json!({"tool": "hello_greet", "input": {"name": "B"}, "context": full_context()})
+            .to_string(),
     ];
     let out = run(plugin(&[], true), &(lines.join("\n") + "\n"));
     assert!(out.status.success());
     let stdout = text(&out.stdout);
     assert!(stdout.ends_with('\n'));
-    let responses: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let responses: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(responses.len(), 5, "{stdout}");
     assert_eq!(responses[0]["result"], "Hello, A!");
     assert_eq!(responses[1]["error"]["kind"], "invalid_args");
@@ -354,7 +446,13 @@ impl Worker {
     }
     fn sigterm(&self) {
         let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
     }
     fn exit_code(&mut self) -> Option<i32> {
         self.child.wait().unwrap().code()

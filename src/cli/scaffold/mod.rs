@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use plughost::plugins::manifest::MANIFEST_FILE;
+use plughost::manifest::MANIFEST_FILE;
 
 /// The languages a new plugin can be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -26,7 +26,7 @@ use landlock::{
 };
 
 use super::paths::{self, Allow};
-use super::{Enforcement, Policy, SandboxError, Support, seccomp};
+use super::{Enforcement, Policy, SandboxError, SandboxSupport, seccomp};
 use crate::plugins::manifest::Permission;
 
 /// The Landlock ABIs whose rights this sandbox asks for, tested on a kernel that
@@ -372,7 +372,7 @@ fn expected(
     e
 }
 
-pub fn support() -> Support {
+pub fn support() -> SandboxSupport {
     let abi = landlock_abi();
     let v = abi.unwrap_or(0);
     let seccomp_ok = seccomp_available();
@@ -402,7 +402,7 @@ pub fn support() -> Support {
         );
     }
     notes.push("shell:exec, clipboard and notifications are advisory".into());
-    Support {
+    SandboxSupport {
         landlock_abi: abi,
         filesystem: v >= 1,
         network_tcp: v >= 4,

@@ -75,6 +75,9 @@ mod seccomp;
 #[path = "other.rs"]
 mod os;
 
+#[cfg(all(test, target_os = "linux"))]
+mod tests;
+
 pub use os::Prepared;
 
 /// What a plugin may touch, derived from its granted permissions.
@@ -127,22 +130,10 @@ pub struct Enforcement {
     pub not_enforced: Vec<String>,
 }
 
-impl Enforcement {
-    /// Whether the child needs a `pre_exec` hook at all.
-    pub fn is_active(&self) -> bool {
-        self.reads_confined
-            || self.proc_hidden
-            || self.writes_confined
-            || self.tcp_denied
-            || self.sockets_denied
-            || self.signals_scoped
-    }
-}
-
 /// What this kernel can enforce, for `plughost doctor` and for the warning shown
 /// when the sandbox is degraded.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Support {
+pub struct SandboxSupport {
     /// The kernel's Landlock ABI version; `None` when Landlock is missing or off.
     pub landlock_abi: Option<i32>,
     /// File system reads and writes can be confined (Landlock ABI 1+).
@@ -155,6 +146,13 @@ pub struct Support {
     pub scopes: bool,
     /// What is degraded or advisory, one sentence each.
     pub notes: Vec<String>,
+}
+
+impl SandboxSupport {
+    /// What this system's kernel enforces.
+    pub fn here() -> SandboxSupport {
+        support()
+    }
 }
 
 /// Why a sandbox could not be prepared. The caller should fail the call
@@ -179,6 +177,6 @@ pub fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
 }
 
 /// What this kernel can enforce.
-pub fn support() -> Support {
+pub fn support() -> SandboxSupport {
     os::support()
 }

@@ -1,7 +1,7 @@
 //! The sandbox where there is no Landlock or seccomp: nothing is enforced, and
 //! [`Enforcement`] and [`support`] say so, so the caller can warn.
 
-use super::{Enforcement, Policy, SandboxError, Support};
+use super::{Enforcement, Policy, SandboxError, SandboxSupport};
 use crate::plugins::manifest::Permission;
 
 /// A sandbox that enforces nothing on this platform.
@@ -41,8 +41,8 @@ pub fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
     })
 }
 
-pub fn support() -> Support {
-    Support {
+pub fn support() -> SandboxSupport {
+    SandboxSupport {
         landlock_abi: None,
         filesystem: false,
         network_tcp: false,

@@ -1,0 +1,159 @@
+//! The approvals file across restarts, corruption and concurrent writers.
+
+use super::*;
+
+// ---------------------------------------------------------------- the file
+
+#[test]
+fn approval_survives_a_restart_in_the_documented_format() {
+    let dir = state_dir();
+    let m = manifest("kv-store", &["shell:exec", "network"], &["API_TOKEN"]);
+    {
+        let store = ApprovalStore::new(dir.path());
+        assert!(
+            store.load().unwrap().plugins.is_empty(),
+            "missing file: no approvals"
+        );
+        store.grant(&m).unwrap();
+    }
+    let store = ApprovalStore::new(dir.path());
+    let approvals = store.load().unwrap();
+    assert_eq!(approvals.state(&m), ApprovalState::Approved);
+    assert_eq!(approvals.plugins.len(), 1);
+
+    let text = std::fs::read_to_string(dir.path().join(APPROVALS_FILE)).unwrap();
+    let file: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(file["version"], 1);
+    let entry = &file["plugins"]["kv-store"];
+    assert_eq!(entry["permissions"], json!(["network", "shell:exec"]));
+    assert_eq!(entry["env"], json!(["API_TOKEN"]));
+    assert_eq!(entry["plugin_version"], "1.0.0");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let at = entry["granted_at"].as_u64().unwrap();
+    assert!(at <= now && now - at < 60, "granted_at {at}, now {now}");
+
+    // Private to the user, and no temp file left behind.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir.path().join(APPROVALS_FILE))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "mode {mode:o}");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["approvals.json", "approvals.lock"]);
+}
+
+#[test]
+fn a_broken_file_is_an_error_that_approves_nothing_and_is_never_overwritten() {
+    let dir = state_dir();
+    let store = ApprovalStore::new(dir.path());
+    let m = manifest("kv-store", &["network"], &[]);
+    store.grant(&m).unwrap();
+    store
+        .grant(&manifest("other", &["clipboard"], &[]))
+        .unwrap();
+    let path = dir.path().join(APPROVALS_FILE);
+    let whole = std::fs::read(&path).unwrap();
+
+    let truncated = whole[..whole.len() / 2].to_vec();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("truncated", truncated),
+        ("empty", Vec::new()),
+        ("not json", b"\x00\x01garbage".to_vec()),
+        ("no version", br#"{"plugins":{}}"#.to_vec()),
+        (
+            "future version",
+            br#"{"version":2,"plugins":{"kv-store":{}}}"#.to_vec(),
+        ),
+        (
+            "bad permission",
+            br#"{"version":1,"plugins":{"kv-store":{"permissions":["everything"],"env":[],"plugin_version":"1.0.0","granted_at":1}}}"#.to_vec(),
+        ),
+    ];
+    for (what, bytes) in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        let err = store.load().unwrap_err();
+        assert_eq!(err.path(), path, "{what}");
+        let message = err.to_string();
+        assert!(
+            message.contains(&path.display().to_string()),
+            "{what}: {message}"
+        );
+        assert!(message.contains("delete"), "{what}: {message}");
+        if what == "future version" {
+            assert!(
+                matches!(err, ApprovalError::UnsupportedVersion { .. }),
+                "{err:?}"
+            );
+        } else {
+            assert!(
+                matches!(err, ApprovalError::Corrupt { .. }),
+                "{what}: {err:?}"
+            );
+        }
+
+        // Never approved from it, and a new store (a restart) says the same.
+        assert!(ApprovalStore::new(dir.path()).state(&m).is_err(), "{what}");
+        // A plugin that needs no approval still runs.
+        let plain = manifest("plain", &[], &[]);
+        assert_eq!(store.state(&plain).unwrap(), ApprovalState::Automatic);
+
+        // grant and revoke refuse, and leave the file byte for byte.
+        let err = store.grant(&m).unwrap_err();
+        assert_eq!(err.path(), path, "{what}");
+        let err = store.revoke("kv-store").unwrap_err();
+        assert_eq!(err.path(), path, "{what}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{what}");
+    }
+
+    // An unreadable file (a folder in its place here, since tests may run as root).
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    let err = store.load().unwrap_err();
+    assert!(matches!(err, ApprovalError::Read { .. }), "{err:?}");
+    assert!(err.to_string().contains(&path.display().to_string()));
+    assert!(store.grant(&m).is_err());
+    assert!(path.is_dir());
+}
+
+#[test]
+fn twenty_concurrent_processes_keep_all_twenty_grants() {
+    const N: usize = 20;
+    let dir = state_dir();
+    let state = dir.path().join("state");
+    let go = dir.path().join("go");
+    let mut children = Vec::new();
+    for i in 0..N {
+        let m = manifest_json(&format!("plugin-{i:02}"), &["network"], &[]);
+        let c = child("grant")
+            .env(ROLE_STATE, &state)
+            .env(ROLE_MANIFEST, m.to_string())
+            .env(ROLE_GO, &go)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        children.push(c);
+    }
+    // Start them together, so they contend for the lock.
+    std::fs::write(&go, "").unwrap();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "a granter failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let approvals = ApprovalStore::new(&state).load().unwrap();
+    let names: Vec<&str> = approvals.plugins.keys().map(String::as_str).collect();
+    let expected: Vec<String> = (0..N).map(|i| format!("plugin-{i:02}")).collect();
+    assert_eq!(names, expected);
+}

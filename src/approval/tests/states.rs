@@ -1,0 +1,167 @@
+//! The tiers, the states a manifest change leads to, and the messages.
+
+use super::*;
+
+// ---------------------------------------------------------------- tiers and states
+
+#[test]
+fn tiers_for_each_permission_and_env() {
+    use Tier::*;
+    let cases: &[(&[&str], &[&str], Tier)] = &[
+        (&[], &[], Automatic),
+        (&["filesystem:read"], &[], Automatic),
+        (&["filesystem:write"], &[], NeedsApproval),
+        (&["network"], &[], NeedsApproval),
+        (&["shell:exec"], &[], NeedsApproval),
+        (&["clipboard"], &[], NeedsApproval),
+        (&["notifications"], &[], NeedsApproval),
+        (&["filesystem:read", "filesystem:write"], &[], NeedsApproval),
+        (&["filesystem:read", "network"], &[], NeedsApproval),
+        (&["shell:exec", "network"], &[], NeedsApproval),
+        (&[], &["API_TOKEN"], NeedsApproval),
+        (&["filesystem:read"], &["API_TOKEN"], NeedsApproval),
+    ];
+    for (permissions, env, expected) in cases {
+        let m = manifest("p", permissions, env);
+        assert_eq!(approval::tier(&m), *expected, "{permissions:?} env {env:?}");
+        let state = approval::Approvals::default().state(&m);
+        match expected {
+            Automatic => assert_eq!(state, ApprovalState::Automatic),
+            NeedsApproval => assert_eq!(state, ApprovalState::NeedsApproval),
+        }
+        assert_eq!(state.allows_call(), *expected == Automatic);
+    }
+    // Only the pair earns the extra warning.
+    for (permissions, warned) in [
+        (&["shell:exec", "network"][..], true),
+        (&["network", "filesystem:read", "shell:exec"][..], true),
+        (&["shell:exec"][..], false),
+        (&["network"][..], false),
+    ] {
+        let m = manifest("p", permissions, &[]);
+        assert_eq!(approval::shell_and_network(&m), warned, "{permissions:?}");
+        let text = prompt::text(&m, &ApprovalState::NeedsApproval);
+        assert_eq!(
+            text.contains(approval::SHELL_NETWORK_WARNING),
+            warned,
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn adding_a_permission_or_variable_asks_again_and_fewer_stay_approved() {
+    let dir = state_dir();
+    let store = ApprovalStore::new(dir.path());
+    let v1 = manifest("notes", &["network", "filesystem:write"], &["API_TOKEN"]);
+    assert_eq!(store.state(&v1).unwrap(), ApprovalState::NeedsApproval);
+    let grant = store.grant(&v1).unwrap();
+    assert_eq!(grant.plugin_version, "1.0.0");
+    assert_eq!(store.state(&v1).unwrap(), ApprovalState::Approved);
+
+    // A new permission, then a new variable: exactly the new ones are named.
+    let more = manifest(
+        "notes",
+        &["network", "filesystem:write", "shell:exec"],
+        &["API_TOKEN"],
+    );
+    let state = store.state(&more).unwrap();
+    assert_eq!(
+        state,
+        ApprovalState::NeedsReapproval {
+            new_permissions: vec![Permission::ShellExec],
+            new_env: vec![],
+        }
+    );
+    assert!(!state.allows_call());
+    assert_eq!(
+        approval::refusal(&more, &state, "plughost approve notes")
+            .unwrap()
+            .to_string(),
+        "plugin \"notes\" needs re-approval for new permissions shell:exec; run: plughost approve notes"
+    );
+    let new_var = manifest(
+        "notes",
+        &["network", "filesystem:write"],
+        &["API_TOKEN", "OTHER"],
+    );
+    assert_eq!(
+        store.state(&new_var).unwrap(),
+        ApprovalState::NeedsReapproval {
+            new_permissions: vec![],
+            new_env: vec![env_name("OTHER")],
+        }
+    );
+    // filesystem:read alone needs no approval, but it is new to an approved plugin.
+    let reads_too = manifest(
+        "notes",
+        &["network", "filesystem:write", "filesystem:read"],
+        &["API_TOKEN"],
+    );
+    assert_eq!(
+        store.state(&reads_too).unwrap(),
+        ApprovalState::NeedsReapproval {
+            new_permissions: vec![Permission::FilesystemRead],
+            new_env: vec![],
+        }
+    );
+
+    // Fewer permissions and variables, or a new version: still approved.
+    let mut fewer = manifest("notes", &["network"], &[]);
+    fewer.version = "2.0.0".to_owned();
+    assert_eq!(store.state(&fewer).unwrap(), ApprovalState::Approved);
+
+    // Approving the bigger manifest grants exactly it; revoking forgets it.
+    store.grant(&more).unwrap();
+    assert_eq!(store.state(&more).unwrap(), ApprovalState::Approved);
+    assert!(store.revoke("notes").unwrap());
+    assert!(!store.revoke("notes").unwrap());
+    assert_eq!(store.state(&more).unwrap(), ApprovalState::NeedsApproval);
+
+    // A tier-1 plugin is automatic whatever is stored.
+    let plain = manifest("notes", &["filesystem:read"], &[]);
+    assert_eq!(store.state(&plain).unwrap(), ApprovalState::Automatic);
+}
+
+#[test]
+fn not_allowed_messages_and_labels() {
+    let m = manifest("kv-store", &["shell:exec", "network"], &[]);
+    let cmd = "plughost approve kv-store";
+    let message = |m: &Manifest, state: &ApprovalState| {
+        approval::refusal(m, state, cmd).map(|r| r.to_string())
+    };
+    assert_eq!(
+        message(&m, &ApprovalState::NeedsApproval).unwrap(),
+        "plugin \"kv-store\" needs approval for network, shell:exec; run: plughost approve kv-store"
+    );
+    let with_env = manifest("kv-store", &[], &["TOKEN_B", "TOKEN_A"]);
+    assert_eq!(
+        message(&with_env, &ApprovalState::NeedsApproval).unwrap(),
+        "plugin \"kv-store\" needs approval for env TOKEN_A, env TOKEN_B; run: plughost approve kv-store"
+    );
+    let re = ApprovalState::NeedsReapproval {
+        new_permissions: vec![Permission::Network],
+        new_env: vec![env_name("TOKEN_A")],
+    };
+    assert_eq!(
+        message(&m, &re).unwrap(),
+        "plugin \"kv-store\" needs re-approval for new permissions network, env TOKEN_A; run: plughost approve kv-store"
+    );
+    assert_eq!(
+        re.label(),
+        "needs re-approval: new permissions network, env TOKEN_A"
+    );
+    assert_eq!(ApprovalState::NeedsApproval.label(), "needs approval");
+    assert!(message(&m, &ApprovalState::Approved).is_none());
+    assert!(message(&m, &ApprovalState::Automatic).is_none());
+
+    // Non-default folders are named, quoted for a shell when needed.
+    assert_eq!(
+        approval::approve_command_in(
+            "kv-store",
+            Some(Path::new("/tmp/my plugins")),
+            Some(Path::new("/tmp/state"))
+        ),
+        "plughost --plugins-dir '/tmp/my plugins' --state-dir /tmp/state approve kv-store"
+    );
+}

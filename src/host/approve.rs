@@ -1,0 +1,201 @@
+//! Approving and revoking plugins: one flow for a call that needs approval,
+//! `plughost approve`, MCP elicitation and an embedder's own dialog.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{Inner, PluginHost};
+use crate::approval::{self, ApprovalError, ApprovalState, Approver, Tier};
+use crate::plugins::catalog::Plugin;
+use crate::plugins::events::HostEvent;
+
+/// How an approval ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// The plugin asks for nothing that needs approval.
+    NotNeeded,
+    /// Everything it asks for was granted before.
+    AlreadyApproved,
+    /// Granted now, and saved.
+    Approved,
+    /// The approver said no; nothing was saved.
+    Declined,
+}
+
+/// Why a plugin could not be approved or revoked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApproveError {
+    /// No plugin of that name is loaded (and, for a revoke, none was approved).
+    #[error(
+        "no plugin named \"{plugin}\" in {}{}",
+        dir.display(),
+        nearest.as_ref().map(|n| format!("; did you mean \"{n}\"?")).unwrap_or_default()
+    )]
+    NotFound {
+        plugin: String,
+        dir: PathBuf,
+        nearest: Option<String>,
+    },
+    /// The plugin's folder is rejected; `reason` lists its problems.
+    #[error(
+        "plugin \"{plugin}\" is rejected; fix it first (plughost validate {plugin}):\n{reason}"
+    )]
+    Rejected { plugin: String, reason: String },
+    /// The approvals file cannot be read or written.
+    #[error(transparent)]
+    Approvals(#[from] ApprovalError),
+}
+
+/// What the approval flow decided.
+pub(super) enum Asked {
+    Done(Approval),
+    /// Nobody to ask: the state that needs approval.
+    NobodyToAsk(ApprovalState),
+}
+
+impl PluginHost {
+    /// The approval state of a loaded plugin.
+    pub fn approval_state(&self, plugin: &str) -> Option<Result<ApprovalState, ApprovalError>> {
+        let catalog = self.catalog();
+        catalog
+            .plugin(plugin)
+            .map(|p| self.inner.approvals.state(&p.manifest))
+    }
+
+    /// Grants a loaded plugin what its manifest asks for now, without asking
+    /// anyone (`plughost approve --yes`), and tells observers.
+    pub fn approve(&self, plugin: &str) -> Result<Approval, ApproveError> {
+        let p = self.loaded(plugin)?;
+        if approval::tier(&p.manifest) == Tier::Automatic {
+            return Ok(Approval::NotNeeded);
+        }
+        if self.inner.approvals.state(&p.manifest)? == ApprovalState::Approved {
+            return Ok(Approval::AlreadyApproved);
+        }
+        self.inner.grant(&p)?;
+        Ok(Approval::Approved)
+    }
+
+    /// Asks `approver` whether a loaded plugin may get what its manifest asks
+    /// for now, and saves a yes. The same flow a call goes through: one
+    /// question at a time, never asked when nothing needs approval.
+    pub async fn approve_with(
+        &self,
+        plugin: &str,
+        approver: &dyn Approver,
+    ) -> Result<Approval, ApproveError> {
+        let p = self.loaded(plugin)?;
+        match self.inner.ask_approval(&p, Some(approver)).await? {
+            Asked::Done(approval) => Ok(approval),
+            Asked::NobodyToAsk(_) => unreachable!("an approver was given"),
+        }
+    }
+
+    /// The command that approves `plugin` for this host's folders.
+    pub fn approve_command(&self, plugin: &str) -> String {
+        self.inner.approve_command(plugin)
+    }
+
+    /// Withdraws a plugin's approval; `Ok(false)` when it had none. Its
+    /// workers are killed before this returns. A plugin that is neither loaded
+    /// nor approved is [`ApproveError::NotFound`].
+    pub fn revoke(&self, plugin: &str) -> Result<bool, ApproveError> {
+        let revoked = self.inner.approvals.revoke(plugin)?;
+        if revoked {
+            self.inner.workers.kill(plugin, "its approval was revoked");
+            self.inner.bus.publish(HostEvent::ApprovalRevoked {
+                plugin: plugin.to_owned(),
+            });
+        } else if self.catalog().plugin(plugin).is_none() {
+            return Err(self.not_found(plugin));
+        }
+        Ok(revoked)
+    }
+
+    fn loaded(&self, plugin: &str) -> Result<Arc<Plugin>, ApproveError> {
+        let catalog = self.catalog();
+        if let Some(p) = catalog.plugin(plugin) {
+            return Ok(p.clone());
+        }
+        Err(match catalog.rejected_folder(plugin) {
+            Some(r) => ApproveError::Rejected {
+                plugin: plugin.to_owned(),
+                reason: r.to_string(),
+            },
+            None => self.not_found(plugin),
+        })
+    }
+
+    fn not_found(&self, plugin: &str) -> ApproveError {
+        let catalog = self.catalog();
+        ApproveError::NotFound {
+            plugin: plugin.to_owned(),
+            dir: self.plugins_dir().to_owned(),
+            nearest: crate::plugins::validate::nearest(plugin, catalog.folders())
+                .map(str::to_owned),
+        }
+    }
+}
+
+impl Inner {
+    /// The approval flow: nothing to do when the plugin needs no approval or
+    /// has it; otherwise asks `approver` (one question at a time, the file
+    /// read again after waiting for the turn) and saves a yes. File I/O runs
+    /// off the runtime's threads.
+    pub(super) async fn ask_approval(
+        &self,
+        plugin: &Arc<Plugin>,
+        approver: Option<&dyn Approver>,
+    ) -> Result<Asked, ApprovalError> {
+        if approval::tier(&plugin.manifest) == Tier::Automatic {
+            return Ok(Asked::Done(Approval::NotNeeded));
+        }
+        let state = self.approval_state_of(plugin).await?;
+        if state.allows_call() {
+            return Ok(Asked::Done(Approval::AlreadyApproved));
+        }
+        let Some(approver) = approver.or(self.config.approver.as_deref()) else {
+            return Ok(Asked::NobodyToAsk(state));
+        };
+        let _one_question = self.asking.lock().await;
+        // Another question may have approved it while this one waited.
+        let state = self.approval_state_of(plugin).await?;
+        if state.allows_call() {
+            return Ok(Asked::Done(Approval::AlreadyApproved));
+        }
+        if !approver.approve(&plugin.manifest, &state).await {
+            return Ok(Asked::Done(Approval::Declined));
+        }
+        let (inner_store, granted) = (self.approvals.clone(), plugin.clone());
+        blocking(move || inner_store.grant(&granted.manifest)).await?;
+        self.bus.publish(HostEvent::ApprovalGranted {
+            plugin: plugin.name().to_owned(),
+        });
+        Ok(Asked::Done(Approval::Approved))
+    }
+
+    pub(super) async fn approval_state_of(
+        &self,
+        plugin: &Arc<Plugin>,
+    ) -> Result<ApprovalState, ApprovalError> {
+        let (store, plugin) = (self.approvals.clone(), plugin.clone());
+        blocking(move || store.state(&plugin.manifest)).await
+    }
+
+    fn grant(&self, plugin: &Plugin) -> Result<(), ApprovalError> {
+        self.approvals.grant(&plugin.manifest)?;
+        self.bus.publish(HostEvent::ApprovalGranted {
+            plugin: plugin.name().to_owned(),
+        });
+        Ok(())
+    }
+}
+
+/// Runs `f` on a blocking thread, so file I/O and locks stay off the
+/// runtime's workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f)
+        .await
+        .expect("an approvals task does not panic")
+}

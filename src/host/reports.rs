@@ -1,0 +1,268 @@
+//! What a host reports about itself to front ends: the listing of `plughost
+//! list` and `validate`, and the findings of `plughost doctor`. Owned,
+//! serializable data, so a front end prints it without reaching into the
+//! catalog.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::PluginHost;
+use crate::approval::Approvals;
+use crate::plugins::catalog::{Catalog, Collision, Plugin, Rejected};
+use crate::plugins::manifest::{MANIFEST_FILE, Permission, Persistent, Protocol};
+use crate::run::sandbox::{self, SandboxSupport};
+use crate::run::worker::WorkerInfo;
+
+/// The plugins of a folder: loaded, rejected, and the tool names claimed twice.
+/// `plughost list --json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listing {
+    pub plugins_dir: PathBuf,
+    pub plugins: Vec<PluginListing>,
+    pub rejected: Vec<Rejected>,
+    pub collisions: Vec<Collision>,
+}
+
+/// One loaded plugin in a [`Listing`].
+#[derive(Debug, Clone, Serialize)]
+pub struct PluginListing {
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    pub dir: PathBuf,
+    pub permissions: Vec<String>,
+    /// `automatic`, `approved`, `needs approval`, `needs re-approval: …`, or
+    /// `unknown: …` when the approvals file cannot be read.
+    pub approval: String,
+    /// The worker settings of a persistent plugin (or an MCP server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persistent: Option<Persistent>,
+    pub protocol: Protocol,
+    /// Its running workers (a long-running host only: `serve`, a library host).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerInfo>,
+    pub tools: Vec<ToolListing>,
+}
+
+/// One tool in a [`PluginListing`].
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolListing {
+    pub name: String,
+    pub description: String,
+    /// False when another plugin kept this tool name.
+    pub offered: bool,
+}
+
+/// What `plughost validate` found: `ok` when nothing was rejected and no tool
+/// name is claimed twice.
+#[derive(Debug, Clone, Serialize)]
+pub struct Validation {
+    pub ok: bool,
+    pub report: Listing,
+}
+
+/// What `plughost doctor` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Doctor {
+    pub version: &'static str,
+    pub plugins_dir: PathBuf,
+    pub plugins_dir_exists: bool,
+    pub state_dir: PathBuf,
+    pub plugins: usize,
+    pub rejected: usize,
+    /// What this system's sandbox enforces.
+    pub sandbox: SandboxSupport,
+    /// Permissions nothing enforces.
+    pub advisory_permissions: Vec<&'static str>,
+    /// One sentence per problem, each naming the plugin and the fix.
+    pub problems: Vec<String>,
+}
+
+impl PluginHost {
+    /// The loaded and rejected plugins, with their approval state.
+    pub fn listing(&self) -> Listing {
+        listing(
+            &self.catalog(),
+            self.plugins_dir(),
+            &self.approvals_snapshot(),
+            self,
+        )
+    }
+
+    /// Checks `dir`: one plugin folder (a folder with a `plugin.json`), or a
+    /// plugins folder (one that holds plugin folders). A folder that is
+    /// neither is reported as a plugin folder without a `plugin.json`.
+    pub fn validate(&self, dir: &Path) -> Validation {
+        let catalog = validate_catalog(dir);
+        let ok = catalog.rejected().next().is_none() && catalog.collisions().is_empty();
+        Validation {
+            ok,
+            report: listing(&catalog, dir, &self.approvals_snapshot(), self),
+        }
+    }
+
+    /// The sandbox's support on this system, the folders in use, and every
+    /// plugin with a problem: rejected, colliding, awaiting approval, or
+    /// started through a slow interpreter shim.
+    pub fn doctor(&self) -> Doctor {
+        let catalog = self.catalog();
+        let approvals = self.inner.approvals.load();
+        let mut problems: Vec<String> = Vec::new();
+        for r in catalog.rejected() {
+            problems.extend(r.to_string().lines().map(|l| format!("rejected: {l}")));
+        }
+        for c in catalog.collisions() {
+            problems.push(format!("collision: {c}"));
+        }
+        for p in catalog.plugins() {
+            if let Ok(a) = &approvals {
+                let state = a.state(&p.manifest);
+                if !state.allows_call() {
+                    problems.push(format!(
+                        "{}: {}; run: {}",
+                        p.name(),
+                        state.label(),
+                        self.approve_command(p.name())
+                    ));
+                }
+            }
+            if let Some(note) = shim_note(&p.entrypoint) {
+                problems.push(format!("{}: {note}", p.name()));
+            }
+        }
+        if let Err(e) = &approvals {
+            problems.push(format!("approvals: {e}"));
+        }
+        Doctor {
+            version: env!("CARGO_PKG_VERSION"),
+            plugins_dir: self.plugins_dir().to_owned(),
+            plugins_dir_exists: self.plugins_dir().is_dir(),
+            state_dir: self.state_dir().to_owned(),
+            plugins: catalog.plugins().count(),
+            rejected: catalog.rejected().count(),
+            sandbox: sandbox::support(),
+            advisory_permissions: [
+                Permission::ShellExec,
+                Permission::Clipboard,
+                Permission::Notifications,
+            ]
+            .iter()
+            .map(|p| p.as_str())
+            .collect(),
+            problems,
+        }
+    }
+
+    /// The approvals file, read once for a whole listing.
+    fn approvals_snapshot(&self) -> Result<Approvals, String> {
+        self.inner.approvals.load().map_err(|e| e.to_string())
+    }
+}
+
+/// The catalog of what `dir` holds, for `validate`.
+fn validate_catalog(dir: &Path) -> Catalog {
+    let is_plugins_folder = !dir.join(MANIFEST_FILE).exists()
+        && crate::plugins::loader::plugin_folders(dir)
+            .is_ok_and(|f| f.iter().any(|n| dir.join(n).join(MANIFEST_FILE).exists()));
+    if is_plugins_folder {
+        return crate::plugins::loader::scan(dir).unwrap_or_default();
+    }
+    let folder = crate::plugins::loader::folder_name(dir);
+    let result = if dir.is_dir() {
+        crate::plugins::loader::load_guarded(dir)
+    } else {
+        Err(crate::plugins::loader::unreadable(
+            dir,
+            &std::io::Error::other("not a folder"),
+        ))
+    };
+    Catalog::new([(folder, result)])
+}
+
+fn listing(
+    catalog: &Catalog,
+    dir: &Path,
+    approvals: &Result<Approvals, String>,
+    host: &PluginHost,
+) -> Listing {
+    let workers = host.workers();
+    Listing {
+        plugins_dir: dir.to_owned(),
+        plugins: catalog
+            .plugins()
+            .map(|p| {
+                let approval = match approvals {
+                    Ok(a) => a.state(&p.manifest).label(),
+                    Err(e) => format!("unknown: {e}"),
+                };
+                entry(
+                    catalog,
+                    p,
+                    approval,
+                    workers.get(p.name()).cloned().unwrap_or_default(),
+                )
+            })
+            .collect(),
+        rejected: catalog.rejected().cloned().collect(),
+        collisions: catalog.collisions().to_vec(),
+    }
+}
+
+fn entry(
+    catalog: &Catalog,
+    p: &Plugin,
+    approval: String,
+    workers: Vec<WorkerInfo>,
+) -> PluginListing {
+    let m = &p.manifest;
+    PluginListing {
+        name: m.name.clone(),
+        version: m.version.clone(),
+        description: m.description.clone(),
+        author: m.author.clone(),
+        dir: p.dir.clone(),
+        permissions: m
+            .permissions
+            .iter()
+            .map(|p| p.as_str().to_owned())
+            .collect(),
+        approval,
+        persistent: m.worker_settings(),
+        protocol: m.protocol,
+        workers,
+        tools: p
+            .tools
+            .iter()
+            .map(|t| ToolListing {
+                name: t.spec.name.clone(),
+                description: t.spec.description.clone(),
+                offered: catalog.offers(&m.name, &t.spec.name),
+            })
+            .collect(),
+    }
+}
+
+/// A note when the entrypoint's `#!` line resolves, through `PATH`, to an
+/// interpreter shim (pyenv, asdf, rbenv…): a script in a `shims` folder that
+/// costs tens of milliseconds per call before the real interpreter starts.
+fn shim_note(entrypoint: &Path) -> Option<String> {
+    use crate::plugins::shebang;
+    let line = shebang::read_line(entrypoint)?;
+    let program = shebang::interpreter(&line)?;
+    let dir = entrypoint.parent()?;
+    let resolved = shebang::resolve(&program, std::env::var_os("PATH").as_ref(), dir)?;
+    let in_shims = resolved
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "shims");
+    let is_script = std::fs::read(&resolved).is_ok_and(|text| text.starts_with(b"#!"));
+    (in_shims && is_script).then(|| {
+        format!(
+            "\"#!{line}\" resolves to the shim {}, a script that adds tens of milliseconds to every call; for speed, point the #! line at the interpreter itself (at the cost of portability)",
+            resolved.display()
+        )
+    })
+}
