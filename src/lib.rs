@@ -1,3 +1,4 @@
+#![warn(unnameable_types, unreachable_pub)]
 //! plughost runs AI-agent tools as plugins: a folder with a `plugin.json`
 //! manifest and an executable in any language. Each call writes one JSON
 //! request to the plugin's stdin and reads one JSON response from its stdout,
