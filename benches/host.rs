@@ -297,7 +297,7 @@ impl Bench {
             write_manifest(&d, &name, "main.sh", &format!("fresh_tool_{i}"));
             let last_write = Instant::now();
             let tool = format!("fresh_tool_{i}");
-            while host.catalog().tool(&tool).is_none() {
+            while !host.tools().iter().any(|t| t.name == tool) {
                 assert!(
                     last_write.elapsed() < Duration::from_secs(10),
                     "the watcher never loaded {name}"

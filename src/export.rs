@@ -98,8 +98,8 @@ fn gemini_schema(schema: &Value) -> Value {
 }
 
 /// The opening and closing tags of a text tool call.
-pub const CALL_OPEN: &str = "<tool_call>";
-pub const CALL_CLOSE: &str = "</tool_call>";
+const CALL_OPEN: &str = "<tool_call>";
+const CALL_CLOSE: &str = "</tool_call>";
 
 fn prompt(tools: &[ToolInfo]) -> String {
     let mut s = String::from(

@@ -68,6 +68,10 @@ mod schemas;
 // The integration tests' helpers (throwaway folders, /proc scans), shared.
 #[cfg(test)]
 #[path = "../tests/util/mod.rs"]
+#[allow(
+    unreachable_pub,
+    reason = "written for the integration tests, whose crate roots export them"
+)]
 mod test_support;
 
 pub use approval::{ApprovalError, ApprovalState, Approver, BoxFuture, TerminalApprover};
@@ -84,6 +88,7 @@ pub use paths::{default_plugins_dir, default_state_dir};
 pub use plugins::catalog::{Collision, Rejected};
 pub use plugins::events::HostEvent;
 pub use plugins::manifest;
+pub use plugins::watcher::Watcher;
 pub use protocol::{Invocation, Scope, Source};
 pub use run::executor::{Limits, Progress};
 pub use run::outcome::ToolOutcome;

@@ -132,10 +132,10 @@ impl Response {
 
 /// Why stdout did not hold one response object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseResponseError(pub String);
+pub(crate) struct ParseResponseError(pub(crate) String);
 
 /// Parses stdout as exactly one JSON response object.
-pub fn parse_response(stdout: &[u8]) -> Result<Response, ParseResponseError> {
+pub(crate) fn parse_response(stdout: &[u8]) -> Result<Response, ParseResponseError> {
     let text = std::str::from_utf8(stdout)
         .map_err(|e| ParseResponseError(format!("stdout is not UTF-8 ({e})")))?;
     if text.trim().is_empty() {
@@ -175,7 +175,7 @@ pub fn parse_response(stdout: &[u8]) -> Result<Response, ParseResponseError> {
 }
 
 /// `"a string"`, `"an array"`… for messages.
-pub fn json_type_name(v: &Value) -> &'static str {
+pub(crate) fn json_type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

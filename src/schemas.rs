@@ -53,7 +53,7 @@ impl SchemaName {
 }
 
 /// The manifest schema; the validator checks every `plugin.json` against it.
-pub fn manifest_schema() -> Value {
+pub(crate) fn manifest_schema() -> Value {
     to_value(schemars::schema_for!(Manifest))
 }
 

@@ -15,8 +15,8 @@
 //! [`Approver`] one question at a time, save a yes with [`ApprovalStore::grant`].
 
 mod approver;
-pub mod prompt;
-pub mod store;
+pub(crate) mod prompt;
+pub(crate) mod store;
 #[cfg(test)]
 mod tests;
 
@@ -29,15 +29,16 @@ use crate::error::Refusal;
 use crate::plugins::manifest::{EnvVarName, Manifest, Permission};
 
 pub use approver::{Approver, BoxFuture, TerminalApprover};
-pub use store::{ApprovalError, ApprovalStore};
+pub use store::ApprovalError;
+pub(crate) use store::ApprovalStore;
 
 /// The extra warning shown when a plugin asks for both `shell:exec` and `network`.
-pub const SHELL_NETWORK_WARNING: &str = "WARNING: shell:exec together with network lets this plugin run any program and send what it finds to other machines.";
+pub(crate) const SHELL_NETWORK_WARNING: &str = "WARNING: shell:exec together with network lets this plugin run any program and send what it finds to other machines.";
 
 /// The two tiers of the design.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Tier {
+pub(crate) enum Tier {
     /// No permissions, or only `filesystem:read`, and no `env`: runs without asking.
     Automatic,
     /// Anything else: runs only once the user approved it.
@@ -45,7 +46,7 @@ pub enum Tier {
 }
 
 /// The tier of a manifest, from its permissions and `env` alone.
-pub fn tier(manifest: &Manifest) -> Tier {
+pub(crate) fn tier(manifest: &Manifest) -> Tier {
     let only_read = manifest
         .permissions
         .iter()
@@ -59,7 +60,7 @@ pub fn tier(manifest: &Manifest) -> Tier {
 
 /// Whether the manifest asks for both `shell:exec` and `network`, which earns
 /// the [`SHELL_NETWORK_WARNING`].
-pub fn shell_and_network(manifest: &Manifest) -> bool {
+pub(crate) fn shell_and_network(manifest: &Manifest) -> bool {
     manifest.permissions.contains(&Permission::ShellExec)
         && manifest.permissions.contains(&Permission::Network)
 }
@@ -67,7 +68,7 @@ pub fn shell_and_network(manifest: &Manifest) -> bool {
 /// What the user granted one plugin, as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Grant {
+pub(crate) struct Grant {
     /// The permissions granted.
     pub permissions: BTreeSet<Permission>,
     /// The names of the environment variables the plugin may receive.
@@ -81,7 +82,7 @@ pub struct Grant {
 
 impl Grant {
     /// A grant of exactly what `manifest` asks for now.
-    pub fn of(manifest: &Manifest, granted_at: u64) -> Grant {
+    pub(crate) fn of(manifest: &Manifest, granted_at: u64) -> Grant {
         Grant {
             permissions: manifest.permissions.iter().copied().collect(),
             env: manifest.env.iter().cloned().collect(),
@@ -93,18 +94,18 @@ impl Grant {
 
 /// Every stored approval, keyed by plugin name. Read with [`ApprovalStore::load`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Approvals {
+pub(crate) struct Approvals {
     pub(crate) plugins: BTreeMap<String, Grant>,
 }
 
 impl Approvals {
     /// The grant of this plugin, if it was ever approved (and not revoked).
-    pub fn get(&self, plugin: &str) -> Option<&Grant> {
+    pub(crate) fn get(&self, plugin: &str) -> Option<&Grant> {
         self.plugins.get(plugin)
     }
 
     /// Where `manifest` stands against these approvals.
-    pub fn state(&self, manifest: &Manifest) -> ApprovalState {
+    pub(crate) fn state(&self, manifest: &Manifest) -> ApprovalState {
         state(manifest, self.get(&manifest.name))
     }
 }
@@ -155,7 +156,7 @@ impl ApprovalState {
 /// A tier-1 manifest is [`ApprovalState::Automatic`] whatever was stored. Every
 /// permission counts when comparing with the grant, `filesystem:read` included:
 /// a plugin approved for `network` that now also wants to read every file asks again.
-pub fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState {
+pub(crate) fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState {
     if tier(manifest) == Tier::Automatic {
         return ApprovalState::Automatic;
     }
@@ -191,7 +192,7 @@ pub fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState {
 /// The command that approves a plugin, naming the plugins and state folders
 /// when they are not the defaults (pass `None` for a default one), so that the
 /// command copied from an error message approves the plugin that was refused.
-pub fn approve_command_in(
+pub(crate) fn approve_command_in(
     plugin: &str,
     plugins_dir: Option<&Path>,
     state_dir: Option<&Path>,
@@ -217,7 +218,7 @@ pub fn approve_command_in(
 /// `plugin "kv-store" needs approval for network, shell:exec; run: plughost approve kv-store`
 ///
 /// `plugin "kv-store" needs re-approval for new permissions network, env API_TOKEN; run: plughost approve kv-store`
-pub fn refusal(
+pub(crate) fn refusal(
     manifest: &Manifest,
     state: &ApprovalState,
     approve_command: &str,

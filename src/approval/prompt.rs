@@ -17,10 +17,10 @@ use super::{ApprovalState, SHELL_NETWORK_WARNING, shell_and_network};
 use crate::plugins::manifest::{EnvVarName, Manifest, Permission};
 
 /// The controlling terminal.
-pub const TTY: &str = "/dev/tty";
+pub(crate) const TTY: &str = "/dev/tty";
 
 /// The question after the text; anything but `y` or `yes` (any case) is no.
-pub const QUESTION: &str = "Approve? [y/N] ";
+pub(crate) const QUESTION: &str = "Approve? [y/N] ";
 
 /// Longest plugin description shown, in characters.
 const MAX_DESCRIPTION: usize = 400;
@@ -30,7 +30,7 @@ const MAX_TOOL_LINE: usize = 160;
 const MAX_AUTHOR: usize = 120;
 
 /// Whether there is a terminal to ask on (`/dev/tty` opens for reading and writing).
-pub fn is_interactive() -> bool {
+pub(crate) fn is_interactive() -> bool {
     open_tty().is_ok()
 }
 
@@ -44,7 +44,7 @@ fn open_tty() -> io::Result<File> {
 ///
 /// It blocks until the user answers: from async code run it with
 /// `tokio::task::spawn_blocking`, and let only one prompt run at a time.
-pub fn ask(manifest: &Manifest, state: &ApprovalState) -> io::Result<bool> {
+pub(crate) fn ask(manifest: &Manifest, state: &ApprovalState) -> io::Result<bool> {
     let tty = open_tty()?;
     let mut output = tty.try_clone()?;
     let mut input = BufReader::new(tty);
@@ -52,7 +52,7 @@ pub fn ask(manifest: &Manifest, state: &ApprovalState) -> io::Result<bool> {
 }
 
 /// [`ask`] on any reader and writer.
-pub fn ask_on(
+pub(crate) fn ask_on(
     manifest: &Manifest,
     state: &ApprovalState,
     input: &mut impl BufRead,
@@ -81,7 +81,7 @@ pub fn ask_on(
 }
 
 /// Whether an answer means yes: `y` or `yes`, any case, surrounding blanks ignored.
-pub fn is_yes(answer: &str) -> bool {
+pub(crate) fn is_yes(answer: &str) -> bool {
     let a = answer.trim();
     a.eq_ignore_ascii_case("y") || a.eq_ignore_ascii_case("yes")
 }
@@ -89,7 +89,7 @@ pub fn is_yes(answer: &str) -> bool {
 /// The prompt's text, without the question: what the plugin is, its tools,
 /// what each permission grants, the variables it will receive, the warning for
 /// `shell:exec` with `network`, and for a re-approval what is new.
-pub fn text(manifest: &Manifest, state: &ApprovalState) -> String {
+pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
     let (new_permissions, new_env): (&[Permission], &[EnvVarName]) = match state {
         ApprovalState::NeedsReapproval {
             new_permissions,

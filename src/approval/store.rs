@@ -29,11 +29,11 @@ use super::{ApprovalState, Approvals, Grant, Tier};
 use crate::plugins::manifest::Manifest;
 
 /// Name of the approvals file inside the state folder.
-pub const APPROVALS_FILE: &str = "approvals.json";
+pub(crate) const APPROVALS_FILE: &str = "approvals.json";
 /// Name of the lock file held around every change of the approvals file.
-pub const LOCK_FILE: &str = "approvals.lock";
+pub(crate) const LOCK_FILE: &str = "approvals.lock";
 /// The file format this plughost reads and writes.
-pub const FORMAT_VERSION: u64 = 1;
+pub(crate) const FORMAT_VERSION: u64 = 1;
 
 const TEMP_FILE: &str = "approvals.json.tmp";
 
@@ -100,38 +100,38 @@ struct FileFormat {
 
 /// The approvals of one state folder. Cheap to create; holds no open file.
 #[derive(Debug, Clone)]
-pub struct ApprovalStore {
+pub(crate) struct ApprovalStore {
     dir: PathBuf,
 }
 
 impl ApprovalStore {
     /// The store of this state folder (`PluginHost::state_dir`). Nothing is
     /// read or created until it is used.
-    pub fn new(state_dir: impl Into<PathBuf>) -> ApprovalStore {
+    pub(crate) fn new(state_dir: impl Into<PathBuf>) -> ApprovalStore {
         ApprovalStore {
             dir: state_dir.into(),
         }
     }
 
     /// `<state_dir>/approvals.json`.
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.dir.join(APPROVALS_FILE)
     }
 
     /// `<state_dir>/approvals.lock`.
-    pub fn lock_path(&self) -> PathBuf {
+    pub(crate) fn lock_path(&self) -> PathBuf {
         self.dir.join(LOCK_FILE)
     }
 
     /// Reads every approval. A missing file (or state folder) gives none.
-    pub fn load(&self) -> Result<Approvals, ApprovalError> {
+    pub(crate) fn load(&self) -> Result<Approvals, ApprovalError> {
         read_file(&self.path())
     }
 
     /// Where `manifest` stands now. A tier-1 plugin is
     /// [`ApprovalState::Automatic`] without reading the file, so a broken
     /// approvals file never blocks plugins that need no approval.
-    pub fn state(&self, manifest: &Manifest) -> Result<ApprovalState, ApprovalError> {
+    pub(crate) fn state(&self, manifest: &Manifest) -> Result<ApprovalState, ApprovalError> {
         if super::tier(manifest) == Tier::Automatic {
             return Ok(ApprovalState::Automatic);
         }
@@ -141,7 +141,7 @@ impl ApprovalStore {
     /// Records that the user approved exactly what `manifest` asks for now
     /// (replacing any earlier grant of that plugin), and returns the grant.
     /// Creates the state folder if needed.
-    pub fn grant(&self, manifest: &Manifest) -> Result<Grant, ApprovalError> {
+    pub(crate) fn grant(&self, manifest: &Manifest) -> Result<Grant, ApprovalError> {
         let grant = Grant::of(manifest, super::now_secs());
         let recorded = grant.clone();
         self.update(move |approvals| {
@@ -152,7 +152,7 @@ impl ApprovalStore {
     }
 
     /// Forgets the approval of `plugin`. Returns whether there was one.
-    pub fn revoke(&self, plugin: &str) -> Result<bool, ApprovalError> {
+    pub(crate) fn revoke(&self, plugin: &str) -> Result<bool, ApprovalError> {
         if !self.dir.exists() {
             return Ok(false);
         }

@@ -29,12 +29,12 @@ pub struct Args {
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let log = Arc::new(super::log::Log::open(args.log_file.as_deref())?);
     let host = Arc::new(cli.host_with(|b| b.observer(log.clone()))?);
-    let catalog = host.catalog();
+    let listing = host.listing();
     log.line(&format!(
         "plugins from {}: {} loaded, {} rejected",
         host.plugins_dir().display(),
-        catalog.plugins().count(),
-        catalog.rejected().count()
+        listing.plugins.len(),
+        listing.rejected.len()
     ));
     let runtime = super::runtime();
     let result = runtime.block_on(async {
@@ -57,13 +57,13 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             }
             Some(addr) => {
                 let token =
-                    mcp::http::load_or_create_token(args.token_file.as_deref(), host.state_dir())?;
+                    mcp::load_or_create_token(args.token_file.as_deref(), host.state_dir())?;
                 let token_source = match &args.token_file {
                     Some(f) => f.display().to_string(),
                     None => host.state_dir().join("http-token").display().to_string(),
                 };
                 log.line(&format!("bearer token in {token_source}"));
-                mcp::http::serve(server, addr, token, args.allow_remote, stop, |m| {
+                mcp::serve_http(server, addr, token, args.allow_remote, stop, |m| {
                     log.line(m)
                 })
                 .await?;

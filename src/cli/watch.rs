@@ -15,15 +15,15 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
     let _watcher = host
         .watch()
         .map_err(|e| format!("cannot watch {}: {e}", host.plugins_dir().display()))?;
-    let catalog = host.catalog();
+    let listing = host.listing();
     emit(
         cli.json,
         &HostEvent::Notice {
             message: format!(
                 "watching {}: {} plugins loaded, {} rejected",
                 host.plugins_dir().display(),
-                catalog.plugins().count(),
-                catalog.rejected().count()
+                listing.plugins.len(),
+                listing.rejected.len()
             ),
         },
     );

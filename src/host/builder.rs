@@ -100,8 +100,9 @@ impl PluginHostBuilder {
 
     /// Make this process the reaper of orphaned plugin grandchildren, so that
     /// killed grandchildren do not stay zombies under an init that does not reap
-    /// (as in many containers). Process-wide (see [`executor::become_subreaper`]),
-    /// so off by default in the library; the `plughost` command turns it on.
+    /// (as in many containers). It is `PR_SET_CHILD_SUBREAPER`, a setting of the
+    /// whole process, so off by default in the library; the `plughost` command
+    /// turns it on. Linux only: elsewhere init reaps them.
     pub fn reap_orphans(mut self, yes: bool) -> Self {
         self.reap_orphans = yes;
         self

@@ -38,7 +38,7 @@ pub(super) struct TempDir {
 
 impl TempPool {
     /// A pooled folder for one call.
-    pub fn take(self: &Arc<Self>, state_dir: &Path) -> std::io::Result<TempDir> {
+    pub(super) fn take(self: &Arc<Self>, state_dir: &Path) -> std::io::Result<TempDir> {
         let pooled = self.free.lock().expect("temp pool lock").pop();
         let path = match pooled {
             Some(tmp) if tmp.is_dir() => tmp,
@@ -51,7 +51,7 @@ impl TempPool {
     }
 
     /// A new folder, not pooled: the caller removes it.
-    pub fn fresh(&self, state_dir: &Path) -> std::io::Result<PathBuf> {
+    pub(super) fn fresh(&self, state_dir: &Path) -> std::io::Result<PathBuf> {
         let n = self.made.fetch_add(1, Ordering::Relaxed);
         let tmp = state_dir
             .join("tmp")
@@ -73,7 +73,7 @@ impl TempPool {
 }
 
 impl TempDir {
-    pub fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         &self.path
     }
 }

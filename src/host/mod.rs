@@ -118,13 +118,8 @@ impl PluginHost {
     }
 
     /// The current snapshot.
-    pub fn catalog(&self) -> Arc<Catalog> {
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
         self.inner.catalog.read().expect("catalog lock").clone()
-    }
-
-    /// Swaps in a new snapshot; calls in flight keep the one they started with.
-    pub fn set_catalog(&self, catalog: Catalog) -> Arc<Catalog> {
-        self.inner.set_catalog(catalog)
     }
 
     /// Re-reads the whole plugins folder and publishes what changed.
@@ -154,7 +149,7 @@ impl PluginHost {
     /// change notification when `polling` is set (network file systems).
     pub fn watch_with(&self, polling: bool) -> std::io::Result<Watcher> {
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
-        Watcher::start_with(
+        Watcher::start(
             &self.inner.config.plugins_dir,
             polling,
             move |reload| match weak.upgrade() {
@@ -255,7 +250,7 @@ pub struct ToolInfo {
 }
 
 impl ToolInfo {
-    pub fn new(t: &ToolRef) -> ToolInfo {
+    pub(crate) fn new(t: &ToolRef) -> ToolInfo {
         let spec = &t.tool().spec;
         ToolInfo {
             name: spec.name.clone(),

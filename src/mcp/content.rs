@@ -16,7 +16,7 @@ use crate::run::outcome::ToolOutcome;
 const MAX_INLINE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The MCP result of a call that reached its plugin.
-pub fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
+pub(super) fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
     let mut content = vec![ContentBlock::text(outcome.result.clone())];
     content.extend(outcome.attachments.iter().map(attachment_content));
     let mut result = if outcome.is_error {
@@ -29,7 +29,7 @@ pub fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
 }
 
 /// The MCP result of a host error: `isError: true` with the kind and the reason.
-pub fn error_result(error: &CallError) -> CallToolResult {
+pub(super) fn error_result(error: &CallError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(format!(
         "error {}: {error}",
         error.kind()

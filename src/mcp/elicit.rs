@@ -14,18 +14,18 @@ use crate::plugins::manifest::Manifest;
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Whether the client declared the elicitation capability.
-pub fn supported(peer: &Peer<RoleServer>) -> bool {
+pub(super) fn supported(peer: &Peer<RoleServer>) -> bool {
     peer.peer_info()
         .is_some_and(|info| info.capabilities.elicitation.is_some())
 }
 
 /// Asks the MCP client's user; any failure or non-answer is a no.
-pub struct ElicitApprover {
+pub(super) struct ElicitApprover {
     peer: Peer<RoleServer>,
 }
 
 impl ElicitApprover {
-    pub fn new(peer: Peer<RoleServer>) -> ElicitApprover {
+    pub(super) fn new(peer: Peer<RoleServer>) -> ElicitApprover {
         ElicitApprover { peer }
     }
 }

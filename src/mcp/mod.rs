@@ -12,7 +12,7 @@
 
 mod content;
 mod elicit;
-pub mod http;
+mod http;
 mod stdio;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,8 +34,10 @@ use crate::plugins::catalog::{Plugin, ToolRef};
 use crate::plugins::manifest::Permission;
 use crate::protocol::{Invocation, Scope, Source};
 
-pub use content::{error_result, outcome_result};
-pub use stdio::{forward_catalog_changes, serve_stdio};
+use content::{error_result, outcome_result};
+pub use http::{load_or_create_token, serve as serve_http};
+use stdio::forward_catalog_changes;
+pub use stdio::serve_stdio;
 
 /// Serves one [`PluginHost`] to any number of MCP sessions.
 #[derive(Clone)]

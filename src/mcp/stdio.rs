@@ -67,7 +67,7 @@ pub async fn serve_stdio(server: McpServer) -> std::io::Result<()> {
 }
 
 /// Sends `notifications/tools/list_changed` after every catalog change.
-pub fn forward_catalog_changes(server: &McpServer) {
+pub(super) fn forward_catalog_changes(server: &McpServer) {
     let mut events = server.host().events();
     let server = server.clone();
     tokio::spawn(async move {

@@ -41,13 +41,13 @@ pub struct AuditRecord {
 /// Appends one [`AuditRecord`] per call to a file. Each line is written with a
 /// single `write` on a file opened for appending, so concurrent plughost
 /// processes sharing a log do not interleave lines.
-pub struct AuditLog {
+pub(crate) struct AuditLog {
     file: Mutex<File>,
     log_inputs: bool,
 }
 
 impl AuditLog {
-    pub fn open(path: &Path, log_inputs: bool) -> std::io::Result<AuditLog> {
+    pub(crate) fn open(path: &Path, log_inputs: bool) -> std::io::Result<AuditLog> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }

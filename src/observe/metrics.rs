@@ -49,19 +49,19 @@ pub struct WorkerStats {
 
 /// Per-tool call counters and per-plugin worker counters, readable at any time.
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     tools: Mutex<BTreeMap<String, ToolStats>>,
     workers: Mutex<BTreeMap<String, WorkerStats>>,
 }
 
 impl Metrics {
     /// The call counters so far, by tool name.
-    pub fn snapshot(&self) -> BTreeMap<String, ToolStats> {
+    pub(crate) fn snapshot(&self) -> BTreeMap<String, ToolStats> {
         self.tools.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
     /// The worker counters so far, by plugin name.
-    pub fn workers(&self) -> BTreeMap<String, WorkerStats> {
+    pub(crate) fn workers(&self) -> BTreeMap<String, WorkerStats> {
         self.workers.lock().map(|t| t.clone()).unwrap_or_default()
     }
 

@@ -6,9 +6,9 @@
 //! reload: the failure becomes a [`HostEvent::Notice`] for the host's event
 //! subscribers (not for observers, so a failing observer cannot feed itself).
 
-pub mod audit;
-pub mod metrics;
-pub mod policy;
+pub(crate) mod audit;
+pub(crate) mod metrics;
+pub(crate) mod policy;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -153,7 +153,7 @@ pub(crate) struct Bus {
 }
 
 impl Bus {
-    pub fn new(observers: &[Arc<dyn Observer>]) -> Bus {
+    pub(crate) fn new(observers: &[Arc<dyn Observer>]) -> Bus {
         let mut bus = Bus {
             events: broadcast::channel(1024).0,
             on_events: Vec::new(),
@@ -176,16 +176,16 @@ impl Bus {
     }
 
     /// A new subscriber to events from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<HostEvent> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<HostEvent> {
         self.events.subscribe()
     }
 
-    pub fn wants_progress(&self) -> bool {
+    pub(crate) fn wants_progress(&self) -> bool {
         !self.on_progress.is_empty()
     }
 
     /// Sends `event` to the observers and the subscribers.
-    pub fn publish(&self, event: HostEvent) {
+    pub(crate) fn publish(&self, event: HostEvent) {
         for o in &self.on_events {
             self.guarded("an event", || o.event(&event));
         }
@@ -198,19 +198,19 @@ impl Bus {
         let _ = self.events.send(HostEvent::Notice { message });
     }
 
-    pub fn call_started(&self, call: &CallInfo) {
+    pub(crate) fn call_started(&self, call: &CallInfo) {
         for o in &self.on_calls {
             self.guarded("call_started", || o.call_started(call));
         }
     }
 
-    pub fn call_progress(&self, call: &CallInfo, p: &Progress) {
+    pub(crate) fn call_progress(&self, call: &CallInfo, p: &Progress) {
         for o in &self.on_progress {
             self.guarded("call_progress", || o.call_progress(call, p));
         }
     }
 
-    pub fn call_ended(
+    pub(crate) fn call_ended(
         &self,
         call: &CallInfo,
         result: &Result<ToolOutcome, CallError>,

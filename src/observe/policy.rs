@@ -23,7 +23,7 @@ const WINDOW: Duration = Duration::from_secs(60);
 
 /// The counters behind a [`Policy`].
 #[derive(Debug, Default)]
-pub struct PolicyState {
+pub(crate) struct PolicyState {
     recent: Mutex<HashMap<String, VecDeque<Instant>>>,
     spent: Mutex<HashMap<String, u32>>,
 }
@@ -31,7 +31,7 @@ pub struct PolicyState {
 impl Policy {
     /// Counts a call of `plugin` in `session`, or says why it is refused.
     /// A refused call is not counted.
-    pub fn admit(
+    pub(crate) fn admit(
         &self,
         state: &PolicyState,
         plugin: &str,

@@ -23,7 +23,7 @@ use crate::plugins::validate::{CheckedPlugin, ManifestError};
 
 /// A plugin that passed validation.
 #[derive(Debug)]
-pub struct Plugin {
+pub(crate) struct Plugin {
     pub manifest: Manifest,
     /// Canonical plugin folder; the working directory of every call.
     pub dir: PathBuf,
@@ -35,7 +35,7 @@ pub struct Plugin {
 
 /// A tool with its input schema compiled once per snapshot.
 #[derive(Debug)]
-pub struct Tool {
+pub(crate) struct Tool {
     pub spec: ToolSpec,
     pub input: Validator,
     pub output: Option<Validator>,
@@ -43,7 +43,7 @@ pub struct Tool {
 
 impl Plugin {
     /// The plugin's name (also its folder name).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.manifest.name
     }
 }
@@ -114,24 +114,24 @@ impl fmt::Display for Collision {
 }
 
 /// What loading one folder gave.
-pub type FolderResult = Result<Arc<Plugin>, Rejected>;
+pub(crate) type FolderResult = Result<Arc<Plugin>, Rejected>;
 
 /// A resolved tool: its plugin and its index in the plugin's tools.
 #[derive(Debug, Clone)]
-pub struct ToolRef {
+pub(crate) struct ToolRef {
     pub plugin: Arc<Plugin>,
     index: usize,
 }
 
 impl ToolRef {
-    pub fn tool(&self) -> &Tool {
+    pub(crate) fn tool(&self) -> &Tool {
         &self.plugin.tools[self.index]
     }
 }
 
 /// An immutable snapshot of the plugins folder.
 #[derive(Debug, Default)]
-pub struct Catalog {
+pub(crate) struct Catalog {
     plugins: BTreeMap<String, Arc<Plugin>>,
     rejected: BTreeMap<String, Rejected>,
     tools: BTreeMap<String, ToolRef>,
@@ -140,7 +140,7 @@ pub struct Catalog {
 
 impl Catalog {
     /// Builds a snapshot from the result of each folder, keyed by folder name.
-    pub fn new(folders: impl IntoIterator<Item = (String, FolderResult)>) -> Catalog {
+    pub(crate) fn new(folders: impl IntoIterator<Item = (String, FolderResult)>) -> Catalog {
         let mut plugins = BTreeMap::new();
         let mut rejected = BTreeMap::new();
         for (folder, result) in folders {
@@ -158,7 +158,7 @@ impl Catalog {
 
     /// A new snapshot in which each changed folder is replaced by its new
     /// result, or removed when `None`. Every other plugin is shared with `self`.
-    pub fn with_folders(
+    pub(crate) fn with_folders(
         &self,
         changes: impl IntoIterator<Item = (String, Option<FolderResult>)>,
     ) -> Catalog {
@@ -180,13 +180,8 @@ impl Catalog {
         Self::index(plugins, rejected)
     }
 
-    /// [`Self::with_folders`] for one folder.
-    pub fn with_folder(&self, folder: &str, result: Option<FolderResult>) -> Catalog {
-        self.with_folders([(folder.to_owned(), result)])
-    }
-
     /// Names of every folder in the snapshot, loaded or rejected.
-    pub fn folders(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn folders(&self) -> impl Iterator<Item = &str> {
         self.plugins
             .keys()
             .chain(self.rejected.keys())
@@ -229,49 +224,49 @@ impl Catalog {
     }
 
     /// Loaded plugins, by name.
-    pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
+    pub(crate) fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
         self.plugins.values()
     }
 
     /// The loaded plugin in this folder.
-    pub fn plugin(&self, name: &str) -> Option<&Arc<Plugin>> {
+    pub(crate) fn plugin(&self, name: &str) -> Option<&Arc<Plugin>> {
         self.plugins.get(name)
     }
 
     /// Rejected folders, by folder name.
-    pub fn rejected(&self) -> impl Iterator<Item = &Rejected> {
+    pub(crate) fn rejected(&self) -> impl Iterator<Item = &Rejected> {
         self.rejected.values()
     }
 
     /// The rejected folder of this name.
-    pub fn rejected_folder(&self, folder: &str) -> Option<&Rejected> {
+    pub(crate) fn rejected_folder(&self, folder: &str) -> Option<&Rejected> {
         self.rejected.get(folder)
     }
 
     /// Tool names claimed twice, and who kept them.
-    pub fn collisions(&self) -> &[Collision] {
+    pub(crate) fn collisions(&self) -> &[Collision] {
         &self.collisions
     }
 
     /// Every callable tool, by name.
-    pub fn tools(&self) -> impl Iterator<Item = (&str, &ToolRef)> {
+    pub(crate) fn tools(&self) -> impl Iterator<Item = (&str, &ToolRef)> {
         self.tools.iter().map(|(k, v)| (k.as_str(), v))
     }
 
     /// The callable tool of this name.
-    pub fn tool(&self, name: &str) -> Option<&ToolRef> {
+    pub(crate) fn tool(&self, name: &str) -> Option<&ToolRef> {
         self.tools.get(name)
     }
 
     /// Whether `plugin`'s tool `tool` is offered (false when it lost a collision).
-    pub fn offers(&self, plugin: &str, tool: &str) -> bool {
+    pub(crate) fn offers(&self, plugin: &str, tool: &str) -> bool {
         self.tools
             .get(tool)
             .is_some_and(|t| t.plugin.name() == plugin)
     }
 
     /// The callable tool name closest to `name`, for "did you mean" hints.
-    pub fn nearest_tool(&self, name: &str) -> Option<&str> {
+    pub(crate) fn nearest_tool(&self, name: &str) -> Option<&str> {
         crate::plugins::validate::nearest(name, self.tools.keys().map(String::as_str))
     }
 }

@@ -146,7 +146,7 @@ impl fmt::Display for HostEvent {
 /// The events that lead from `old` to `new` for the folders in `changed`.
 /// A folder whose manifest and errors did not change yields nothing, so an
 /// editor's save of an unchanged file is silent.
-pub fn diff(old: &Catalog, new: &Catalog, changed: &[String]) -> Vec<HostEvent> {
+pub(crate) fn diff(old: &Catalog, new: &Catalog, changed: &[String]) -> Vec<HostEvent> {
     let mut events = Vec::new();
     for folder in changed {
         let before = old.plugin(folder);

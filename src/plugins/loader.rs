@@ -15,7 +15,7 @@ use crate::plugins::validate::{ManifestError, check_plugin};
 /// The name of the folder `dir`: its last component as written (a plugin
 /// folder symlinked into the plugins folder goes by the link's name), or for
 /// `.` and `..` the name of the folder they resolve to.
-pub fn folder_name(dir: &Path) -> String {
+pub(crate) fn folder_name(dir: &Path) -> String {
     dir.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .or_else(|| {
@@ -26,7 +26,7 @@ pub fn folder_name(dir: &Path) -> String {
 }
 
 /// Loads one plugin folder.
-pub fn load_folder(dir: &Path) -> FolderResult {
+pub(crate) fn load_folder(dir: &Path) -> FolderResult {
     let folder = folder_name(dir);
     match check_plugin(dir) {
         Ok(checked) => Ok(Arc::new(Plugin::from(checked))),
@@ -39,7 +39,7 @@ pub fn load_folder(dir: &Path) -> FolderResult {
 }
 
 /// Names of the plugin folders directly inside `root`, sorted.
-pub fn plugin_folders(root: &Path) -> io::Result<Vec<String>> {
+pub(crate) fn plugin_folders(root: &Path) -> io::Result<Vec<String>> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(root)? {
         let entry = entry?;
@@ -55,13 +55,13 @@ pub fn plugin_folders(root: &Path) -> io::Result<Vec<String>> {
 }
 
 /// Whether `root/name` is a folder the loader considers (not hidden, a directory).
-pub fn is_plugin_folder(root: &Path, name: &str) -> bool {
+pub(crate) fn is_plugin_folder(root: &Path, name: &str) -> bool {
     !name.starts_with('.') && std::fs::metadata(root.join(name)).is_ok_and(|m| m.is_dir())
 }
 
 /// Loads every plugin folder in `root` into a new catalog. Folders are checked on
 /// all cores, since a large plugins folder is dominated by schema compilation.
-pub fn scan(root: &Path) -> io::Result<Catalog> {
+pub(crate) fn scan(root: &Path) -> io::Result<Catalog> {
     let names = plugin_folders(root)?;
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -88,7 +88,7 @@ pub fn scan(root: &Path) -> io::Result<Catalog> {
 
 /// [`load_folder`], turning a panic (a bug in plughost, say in a schema
 /// library) into a rejection of that folder instead of losing it.
-pub fn load_guarded(dir: &Path) -> FolderResult {
+pub(crate) fn load_guarded(dir: &Path) -> FolderResult {
     std::panic::catch_unwind(|| load_folder(dir)).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
@@ -109,7 +109,7 @@ pub fn load_guarded(dir: &Path) -> FolderResult {
 }
 
 /// A rejection for a folder that could not even be listed or read.
-pub fn unreadable(dir: &Path, err: &io::Error) -> Rejected {
+pub(crate) fn unreadable(dir: &Path, err: &io::Error) -> Rejected {
     Rejected {
         folder: dir
             .file_name()

@@ -6,12 +6,12 @@
 //! with its tool index; [`watcher`] turns file-system changes into reloads and
 //! [`events`] says what changed between two snapshots.
 
-pub mod catalog;
-pub mod events;
-pub mod loader;
+pub(crate) mod catalog;
+pub(crate) mod events;
+pub(crate) mod loader;
 pub mod manifest;
-pub mod shebang;
+pub(crate) mod shebang;
 #[cfg(test)]
 mod tests;
-pub mod validate;
-pub mod watcher;
+pub(crate) mod validate;
+pub(crate) mod watcher;

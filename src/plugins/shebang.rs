@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The `#!` line of `file`, without the `#!`, if it has one.
-pub fn read_line(file: &Path) -> Option<String> {
+pub(crate) fn read_line(file: &Path) -> Option<String> {
     let mut head = [0u8; 512];
     let mut f = std::fs::File::open(file).ok()?;
     let n = f.read(&mut head).ok()?;
@@ -19,7 +19,7 @@ pub fn read_line(file: &Path) -> Option<String> {
 
 /// The program a `#!` line runs: the interpreter itself, or for `env` the first
 /// argument that is neither an option (`-S`) nor an assignment (`A=b`).
-pub fn interpreter(line: &str) -> Option<String> {
+pub(crate) fn interpreter(line: &str) -> Option<String> {
     let mut words = line.split_whitespace();
     let first = words.next()?;
     if Path::new(first).file_name().is_some_and(|n| n == "env") {
@@ -33,7 +33,11 @@ pub fn interpreter(line: &str) -> Option<String> {
 
 /// Where `program` is: a path as written (relative to the plugin folder), or the
 /// first executable file of that name on `PATH`.
-pub fn resolve(program: &str, path_var: Option<&OsString>, plugin_dir: &Path) -> Option<PathBuf> {
+pub(crate) fn resolve(
+    program: &str,
+    path_var: Option<&OsString>,
+    plugin_dir: &Path,
+) -> Option<PathBuf> {
     if program.contains('/') {
         let p = plugin_dir.join(program);
         return p.is_file().then_some(p);

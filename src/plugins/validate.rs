@@ -56,7 +56,7 @@ impl fmt::Display for ManifestError {
 
 /// A manifest that passed every check, with what the checks resolved.
 #[derive(Debug)]
-pub struct CheckedPlugin {
+pub(crate) struct CheckedPlugin {
     pub manifest: Manifest,
     /// Canonical plugin folder.
     pub dir: PathBuf,
@@ -69,7 +69,7 @@ pub struct CheckedPlugin {
 }
 
 /// Validates the plugin folder `dir`; on failure returns every problem found.
-pub fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
+pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
     let raw = read_manifest_json(&dir.join(MANIFEST_FILE)).map_err(|e| vec![e])?;
     let mut errors = schema_errors(&raw);
     if !errors.is_empty() {
@@ -459,7 +459,10 @@ fn escape_pointer(s: &str) -> String {
 }
 
 /// The candidate closest to `word`, when it is close enough to be a likely typo.
-pub fn nearest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn nearest<'a>(
+    word: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .map(|c| (strsim::damerau_levenshtein(word, c), c))
         .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))

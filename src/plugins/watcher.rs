@@ -27,7 +27,7 @@ use notify_debouncer_full::{
 /// How long the debouncer gathers raw events.
 const DEBOUNCE: Duration = Duration::from_millis(40);
 /// How long a plugin folder must be quiet before it is reloaded.
-pub const SETTLE: Duration = Duration::from_millis(100);
+pub(crate) const SETTLE: Duration = Duration::from_millis(100);
 /// How often the loop wakes up to check settled folders and the root.
 const TICK: Duration = Duration::from_millis(20);
 /// Polling interval of the fallback watcher.
@@ -35,7 +35,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(500);
 
 /// What the watcher asks its owner to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reload {
+pub(crate) enum Reload {
     /// Re-read these plugin folders (by name).
     Folders(Vec<String>),
     /// Re-read the whole plugins folder.
@@ -60,19 +60,12 @@ impl Drop for Watcher {
 }
 
 impl Watcher {
-    /// Starts watching `root`. `apply` is called on the watcher's thread for each
-    /// reload; it returns false when its owner is gone, which ends the watch.
-    /// A missing `root` is created first, and that is reported.
-    pub fn start(
-        root: &Path,
-        apply: impl FnMut(Reload) -> bool + Send + 'static,
-    ) -> std::io::Result<Watcher> {
-        Self::start_with(root, false, apply)
-    }
-
-    /// [`Self::start`], polling from the start when `polling` is set (for file
-    /// systems without change notification, such as some network mounts).
-    pub fn start_with(
+    /// Starts watching `root`, polling from the start when `polling` is set
+    /// (for file systems without change notification, such as some network
+    /// mounts). `apply` is called on the watcher's thread for each reload; it
+    /// returns false when its owner is gone, which ends the watch. A missing
+    /// `root` is created first, and that is reported.
+    pub(crate) fn start(
         root: &Path,
         polling: bool,
         mut apply: impl FnMut(Reload) -> bool + Send + 'static,

@@ -13,7 +13,7 @@ use crate::plugins::catalog::Plugin;
 /// Variables every plugin gets from the host's environment, when set. `LC_*` is
 /// matched as a prefix. The interpreter-manager variables keep pyenv and nvm
 /// installations working.
-pub const ALLOWLIST: &[&str] = &[
+pub(crate) const ALLOWLIST: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
@@ -32,7 +32,7 @@ pub const ALLOWLIST: &[&str] = &[
 ];
 
 /// Builds the environment of one call.
-pub fn plugin_env(
+pub(crate) fn plugin_env(
     plugin: &Plugin,
     data_dir: &Path,
     tmp_dir: &Path,

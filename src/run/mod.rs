@@ -5,8 +5,8 @@
 //! confinement, [`executor`] spawns it and enforces the limits, and
 //! [`outcome`] interprets its answer.
 
-pub mod env;
-pub mod executor;
-pub mod outcome;
-pub mod sandbox;
-pub mod worker;
+pub(crate) mod env;
+pub(crate) mod executor;
+pub(crate) mod outcome;
+pub(crate) mod sandbox;
+pub(crate) mod worker;

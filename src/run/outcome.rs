@@ -219,7 +219,7 @@ fn shebang(entrypoint: &Path) -> Option<String> {
 }
 
 /// A spawn failure in words: missing entrypoint, missing interpreter, not executable.
-pub fn explain_spawn_error(plugin: &Plugin, err: &io::Error) -> String {
+pub(crate) fn explain_spawn_error(plugin: &Plugin, err: &io::Error) -> String {
     let ep = plugin.entrypoint.display();
     match err.raw_os_error() {
         Some(libc::ENOENT) if !plugin.entrypoint.exists() => {

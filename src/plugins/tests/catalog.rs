@@ -59,10 +59,10 @@ fn collisions_resolve_the_same_whatever_the_reload_order() {
     // zzz alone first, then aaa arrives in a reload: aaa still wins.
     let only_zzz = Catalog::new([load("zzz")]);
     assert_eq!(only_zzz.tool("same_tool").unwrap().plugin.name(), "zzz");
-    let both = only_zzz.with_folder("aaa", Some(load("aaa").1));
+    let both = only_zzz.with_folders([("aaa".to_owned(), Some(load("aaa").1))]);
     assert_aaa_wins(&both);
     // aaa removed again: zzz gets its tool back.
-    let without = both.with_folder("aaa", None);
+    let without = both.with_folders([("aaa".to_owned(), None)]);
     assert_eq!(without.tool("same_tool").unwrap().plugin.name(), "zzz");
     assert!(without.collisions().is_empty());
 }

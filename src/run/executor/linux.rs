@@ -14,7 +14,7 @@ use super::unix::WaitThread;
 ///
 /// Process-wide: the CLI turns it on; a library embedder chooses with
 /// `PluginHostBuilder::reap_orphans`. Returns whether it took effect.
-pub fn become_subreaper() -> io::Result<bool> {
+pub(crate) fn become_subreaper() -> io::Result<bool> {
     // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag; no memory is passed.
     let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     if rc == 0 {
@@ -27,13 +27,13 @@ pub fn become_subreaper() -> io::Result<bool> {
 /// Becomes ready when a process exits, without reaping it: a pidfd registered
 /// with the runtime, or a waiting thread on kernels without pidfds.
 #[derive(Debug)]
-pub enum ExitWatch {
+pub(super) enum ExitWatch {
     Pidfd(AsyncFd<OwnedFd>),
     Thread(WaitThread),
 }
 
 impl ExitWatch {
-    pub fn new(pid: u32) -> ExitWatch {
+    pub(super) fn new(pid: u32) -> ExitWatch {
         // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
         let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
         if raw >= 0 {
@@ -51,7 +51,7 @@ impl ExitWatch {
     }
 
     /// Resolves once the process has exited (it stays unreaped).
-    pub async fn exited(&self) {
+    pub(super) async fn exited(&self) {
         match self {
             ExitWatch::Pidfd(fd) => {
                 let _ = fd.readable().await;
@@ -61,7 +61,7 @@ impl ExitWatch {
     }
 
     /// Whether the process has exited already, without waiting.
-    pub fn has_exited(&self) -> bool {
+    pub(super) fn has_exited(&self) -> bool {
         match self {
             ExitWatch::Pidfd(fd) => {
                 use std::os::fd::AsRawFd;

@@ -48,7 +48,7 @@ use crate::protocol::{ParseResponseError, Response};
 use std::time::{Duration, Instant};
 
 pub(crate) use exchange::{Answer, Exchange, Framing, ReadNow, Stop, exchange};
-pub use os::become_subreaper;
+pub(crate) use os::become_subreaper;
 pub(crate) use process::{End, Leader, Process, Spawn, end};
 pub use stderr::Progress;
 pub(crate) use stderr::StderrCollector;

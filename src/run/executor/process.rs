@@ -70,7 +70,7 @@ impl Process {
     ///
     /// Retries briefly on ETXTBSY: an entrypoint that was just written (a build,
     /// a copy) may still be open for writing in another process.
-    pub async fn spawn(spawn: Spawn<'_>) -> io::Result<Process> {
+    pub(crate) async fn spawn(spawn: Spawn<'_>) -> io::Result<Process> {
         let mut cmd = Command::new(spawn.program);
         cmd.args(spawn.args)
             .current_dir(spawn.cwd)
@@ -110,7 +110,7 @@ impl Process {
         })
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.group.pgid
     }
 }

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 /// The marker that starts a progress line.
-pub const PROGRESS_MARKER: &[u8] = b"::progress::";
+pub(super) const PROGRESS_MARKER: &[u8] = b"::progress::";
 
 /// Longest stderr line inspected for progress; longer lines are only kept as text.
 const MAX_LINE: usize = 1024;
@@ -49,7 +49,7 @@ pub(crate) struct StderrCollector {
 }
 
 impl StderrCollector {
-    pub fn new(limit: usize) -> StderrCollector {
+    pub(crate) fn new(limit: usize) -> StderrCollector {
         StderrCollector {
             half: limit / 2,
             head: Vec::new(),
@@ -62,7 +62,7 @@ impl StderrCollector {
     }
 
     /// Takes one chunk of stderr.
-    pub fn push(&mut self, chunk: &[u8], on_progress: &(dyn Fn(Progress) + Send + Sync)) {
+    pub(crate) fn push(&mut self, chunk: &[u8], on_progress: &(dyn Fn(Progress) + Send + Sync)) {
         self.keep(chunk);
         for part in chunk.split_inclusive(|b| *b == b'\n') {
             let complete = part.ends_with(b"\n");
@@ -131,7 +131,7 @@ impl StderrCollector {
     }
 
     /// The kept text; a marker shows where bytes were left out.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut s = String::from_utf8_lossy(&self.head).into_owned();
         if self.omitted > 0 {
             s.push_str(&format!(

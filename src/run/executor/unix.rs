@@ -19,18 +19,18 @@ use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::watch;
 
-pub const SIGTERM: i32 = libc::SIGTERM;
-pub const SIGKILL: i32 = libc::SIGKILL;
+pub(super) const SIGTERM: i32 = libc::SIGTERM;
+pub(super) const SIGKILL: i32 = libc::SIGKILL;
 
 /// Puts the child in a process group of its own. `process_group` keeps the
 /// standard library on `posix_spawn` (no fork of the host).
-pub fn configure(cmd: &mut Command) {
+pub(super) fn configure(cmd: &mut Command) {
     cmd.process_group(0);
 }
 
 /// Sends `signal` to every process in group `pgid`. Returns false when the group
 /// no longer exists.
-pub fn signal_group(pgid: u32, signal: i32) -> bool {
+pub(super) fn signal_group(pgid: u32, signal: i32) -> bool {
     // SAFETY: killpg takes plain integers and has no memory effects.
     let rc = unsafe { libc::killpg(pgid as libc::pid_t, signal) };
     rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
@@ -39,7 +39,7 @@ pub fn signal_group(pgid: u32, signal: i32) -> bool {
 /// Reaps, without blocking, every exited member of group `pgid` that is our
 /// child. Members become our children when their parent dies and this process
 /// is a child subreaper (see `become_subreaper`); otherwise this finds nothing.
-pub fn reap_group(pgid: u32) {
+pub(super) fn reap_group(pgid: u32) {
     loop {
         let mut status = 0;
         // SAFETY: waitpid writes only into `status`, a valid local.
@@ -54,7 +54,7 @@ pub fn reap_group(pgid: u32) {
 /// process forked during the first signal is caught by the next. Bounded: gives
 /// up after a few milliseconds when only zombies we cannot reap are left. An
 /// empty group costs one `killpg`.
-pub async fn kill_group_to_the_end(pgid: u32) {
+pub(super) async fn kill_group_to_the_end(pgid: u32) {
     for round in 0..6u64 {
         if !signal_group(pgid, SIGKILL) {
             return;
@@ -69,7 +69,7 @@ pub async fn kill_group_to_the_end(pgid: u32) {
 /// `WouldBlock` when nothing is there. Used after a persistent worker's
 /// answer, to take the progress lines it wrote to stderr before answering even
 /// when the runtime has not yet noticed them.
-pub fn read_now(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+pub(super) fn read_now(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole call,
     // and `fd` is a pipe this process owns (non-blocking, as tokio sets it).
     let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
@@ -84,17 +84,17 @@ pub fn read_now(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 /// dropping a call future, a worker or the runtime kill the plugin's whole
 /// tree; tokio's `kill_on_drop` would kill the direct child only.
 #[derive(Debug)]
-pub struct GroupGuard {
+pub(super) struct GroupGuard {
     pgid: Option<u32>,
 }
 
 impl GroupGuard {
-    pub fn new(pgid: u32) -> GroupGuard {
+    pub(super) fn new(pgid: u32) -> GroupGuard {
         GroupGuard { pgid: Some(pgid) }
     }
 
     /// The owner finished its own clean-up; nothing to do on drop.
-    pub fn disarm(&mut self) {
+    pub(super) fn disarm(&mut self) {
         self.pgid = None;
     }
 }
@@ -121,12 +121,12 @@ impl Drop for GroupGuard {
 /// pidfd it leaves the process unreaped. Costs a thread per watched process,
 /// so Linux uses it only where pidfds are missing (kernels before 5.3).
 #[derive(Debug)]
-pub struct WaitThread {
+pub(super) struct WaitThread {
     exited: watch::Receiver<bool>,
 }
 
 impl WaitThread {
-    pub fn new(pid: u32) -> WaitThread {
+    pub(super) fn new(pid: u32) -> WaitThread {
         let (tx, rx) = watch::channel(false);
         let spawned = std::thread::Builder::new()
             .name("plughost-exit-watch".into())
@@ -162,13 +162,13 @@ impl WaitThread {
     }
 
     /// Resolves once the process has exited (it stays unreaped).
-    pub async fn exited(&self) {
+    pub(super) async fn exited(&self) {
         let mut rx = self.exited.clone();
         let _ = rx.wait_for(|done| *done).await;
     }
 
     /// Whether the process has exited already.
-    pub fn has_exited(&self) -> bool {
+    pub(super) fn has_exited(&self) -> bool {
         *self.exited.borrow()
     }
 }

@@ -50,7 +50,7 @@ struct PathBeneathAttr {
 
 /// A sandbox ready to be applied to one child: the Landlock ruleset (as its file
 /// descriptor) and the seccomp program, both built in the parent.
-pub struct Prepared {
+pub(crate) struct Prepared {
     ruleset: Option<OwnedFd>,
     /// Rights on the child's own `/proc/PID`, added in the child (0: none).
     proc_self: u64,
@@ -71,7 +71,7 @@ impl fmt::Debug for Prepared {
 
 impl Prepared {
     /// What the child will have enforced, on this kernel.
-    pub fn enforcement(&self) -> &Enforcement {
+    pub(crate) fn enforcement(&self) -> &Enforcement {
         &self.enforcement
     }
 
@@ -89,12 +89,12 @@ impl Prepared {
     /// The ruleset descriptor is moved into the hook, so it stays open as long
     /// as `cmd` (every spawn of `cmd` is confined the same way); it is
     /// close-on-exec, so the plugin never sees it.
-    pub fn apply_to(self, cmd: &mut tokio::process::Command) {
+    pub(crate) fn apply_to(self, cmd: &mut tokio::process::Command) {
         self.apply_to_std(cmd.as_std_mut());
     }
 
     /// [`Prepared::apply_to`] for a standard library command.
-    pub fn apply_to_std(self, cmd: &mut std::process::Command) {
+    pub(crate) fn apply_to_std(self, cmd: &mut std::process::Command) {
         use std::os::unix::process::CommandExt;
 
         let Prepared {
@@ -201,7 +201,7 @@ fn allow_own_proc(ruleset: &OwnedFd, access: u64) -> io::Result<()> {
     result
 }
 
-pub fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
+pub(super) fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
     // What the kernel supports does not change while the host runs: probe once.
     static PROBES: std::sync::OnceLock<(Option<i32>, bool)> = std::sync::OnceLock::new();
     let &(abi, seccomp_ok) = PROBES.get_or_init(|| (landlock_abi(), seccomp_available()));
@@ -372,7 +372,7 @@ fn expected(
     e
 }
 
-pub fn support() -> SandboxSupport {
+pub(super) fn support() -> SandboxSupport {
     let abi = landlock_abi();
     let v = abi.unwrap_or(0);
     let seccomp_ok = seccomp_available();

@@ -78,11 +78,11 @@ mod os;
 #[cfg(all(test, target_os = "linux"))]
 mod tests;
 
-pub use os::Prepared;
+pub(crate) use os::Prepared;
 
 /// What a plugin may touch, derived from its granted permissions.
 #[derive(Debug, Clone, Copy)]
-pub struct Policy<'a> {
+pub(crate) struct Policy<'a> {
     /// The plugin's folder: readable, never writable without `filesystem:write`.
     pub plugin_dir: &'a Path,
     /// The plugin's persistent data folder: readable and writable.
@@ -110,7 +110,7 @@ impl Policy<'_> {
 /// when the restriction is both wanted (the permission was not granted) and
 /// supported here.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Enforcement {
+pub(crate) struct Enforcement {
     /// The Landlock ABI the ruleset was built for (`None`: no Landlock here).
     pub landlock_abi: Option<i32>,
     /// Reads are confined to the allowed folders (no `filesystem:read`).
@@ -158,7 +158,7 @@ impl SandboxSupport {
 /// Why a sandbox could not be prepared. The caller should fail the call
 /// (`not_allowed`) rather than run the plugin unconfined.
 #[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
+pub(crate) enum SandboxError {
     /// A folder the plugin must be able to use cannot be opened.
     #[error("cannot open {} for the sandbox: {source}", path.display())]
     Path {
@@ -172,11 +172,11 @@ pub enum SandboxError {
 }
 
 /// Builds the sandbox for one call, in the parent. See [`Prepared::apply_to`].
-pub fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
+pub(crate) fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
     os::prepare(policy)
 }
 
 /// What this kernel can enforce.
-pub fn support() -> SandboxSupport {
+pub(crate) fn support() -> SandboxSupport {
     os::support()
 }

@@ -37,7 +37,7 @@ pub struct WorkerInfo {
 }
 
 impl Workers {
-    pub fn new(bus: Arc<Bus>) -> Workers {
+    pub(crate) fn new(bus: Arc<Bus>) -> Workers {
         Workers {
             pools: Mutex::default(),
             bus,
@@ -47,7 +47,12 @@ impl Workers {
     /// The pool serving exactly this plugin version and grant. A pool of an
     /// older version, or started under another grant, is retired: its idle
     /// workers stop now, busy ones after their call.
-    pub fn pool(&self, plugin: &Arc<Plugin>, grant: &str, kill_grace: Duration) -> Arc<Pool> {
+    pub(crate) fn pool(
+        &self,
+        plugin: &Arc<Plugin>,
+        grant: &str,
+        kill_grace: Duration,
+    ) -> Arc<Pool> {
         let mut pools = self.pools.lock().expect("pools lock");
         if let Some(pool) = pools.get(plugin.name()) {
             if Arc::ptr_eq(&pool.plugin, plugin) && pool.grant == grant {
@@ -78,7 +83,7 @@ impl Workers {
     /// Retires the pool of `plugin` (removed or changed): its idle workers
     /// are told to finish (stdin closed, a grace, then the group kill) in the
     /// background, busy ones after their call.
-    pub fn retire(&self, plugin: &str, reason: &str) {
+    pub(crate) fn retire(&self, plugin: &str, reason: &str) {
         if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
             pool.retire(reason);
         }
@@ -86,7 +91,7 @@ impl Workers {
 
     /// Retires the pool of `plugin` and kills its idle workers' process
     /// groups before returning: for a revoked approval, which must not wait.
-    pub fn kill(&self, plugin: &str, reason: &str) {
+    pub(crate) fn kill(&self, plugin: &str, reason: &str) {
         if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
             pool.kill_idle(reason);
         }
@@ -94,7 +99,7 @@ impl Workers {
 
     /// Retires every pool and kills every idle worker before returning (host
     /// shutdown, which may happen with no runtime left to wait on).
-    pub fn kill_all(&self, reason: &str) {
+    pub(crate) fn kill_all(&self, reason: &str) {
         let pools: Vec<Arc<Pool>> = self
             .pools
             .lock()
@@ -109,7 +114,7 @@ impl Workers {
 
     /// Stops every idle worker and waits until they are gone; busy ones stop
     /// after their call.
-    pub async fn stop_all(&self, reason: &str) {
+    pub(crate) async fn stop_all(&self, reason: &str) {
         let pools: Vec<Arc<Pool>> = self
             .pools
             .lock()
@@ -126,7 +131,7 @@ impl Workers {
     }
 
     /// The running workers of each plugin.
-    pub fn running(&self) -> HashMap<String, Vec<WorkerInfo>> {
+    pub(crate) fn running(&self) -> HashMap<String, Vec<WorkerInfo>> {
         let pools = self.pools.lock().expect("pools lock");
         pools
             .iter()
@@ -176,7 +181,7 @@ pub(crate) struct Lease {
 impl Pool {
     /// Waits for a turn (in arrival order) and hands out an idle worker that is
     /// ready, if there is one. Workers found dead or out of step are stopped.
-    pub async fn lease(self: &Arc<Self>) -> Lease {
+    pub(crate) async fn lease(self: &Arc<Self>) -> Lease {
         let slot = self
             .slots
             .clone()
@@ -354,13 +359,13 @@ impl Pool {
 
 impl Lease {
     /// Whether the lease came with a running worker.
-    pub fn has_worker(&self) -> bool {
+    pub(crate) fn has_worker(&self) -> bool {
         self.worker.is_some()
     }
 
     /// Starts a worker for this lease, unless the plugin's workers keep dying
     /// at start-up and the backoff has not passed.
-    pub async fn start(&mut self, spec: WorkerSpec) -> Result<(), RunError> {
+    pub(crate) async fn start(&mut self, spec: WorkerSpec) -> Result<(), RunError> {
         self.pool.backoff()?;
         let worker = match Worker::start(spec).await {
             Ok(w) => w,
@@ -386,14 +391,14 @@ impl Lease {
     }
 
     /// The pid of the worker of this lease.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.worker.as_ref().map(Worker::pid)
     }
 
     /// Sends one request line and takes the answer. A worker that answered in
     /// step goes back to the pool; any other outcome stops it (its whole
     /// process group), so the next call gets a fresh one.
-    pub async fn call(
+    pub(crate) async fn call(
         mut self,
         line: &[u8],
         limits: &Limits,

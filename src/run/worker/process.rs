@@ -30,16 +30,16 @@ pub(crate) struct WorkerSpec {
 pub(crate) struct TmpFolder(Option<PathBuf>);
 
 impl TmpFolder {
-    pub fn new(path: PathBuf) -> TmpFolder {
+    pub(crate) fn new(path: PathBuf) -> TmpFolder {
         TmpFolder(Some(path))
     }
 
-    pub fn path(&self) -> &std::path::Path {
+    pub(crate) fn path(&self) -> &std::path::Path {
         self.0.as_deref().expect("a folder until removed")
     }
 
     /// Removes the folder on a blocking thread.
-    pub async fn remove(mut self) {
+    pub(crate) async fn remove(mut self) {
         if let Some(path) = self.0.take() {
             let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(path)).await;
         }
@@ -66,7 +66,7 @@ pub(crate) struct Worker {
 
 impl Worker {
     /// Starts the worker process.
-    pub async fn start(spec: WorkerSpec) -> io::Result<Worker> {
+    pub(super) async fn start(spec: WorkerSpec) -> io::Result<Worker> {
         let process = Process::spawn(Spawn {
             program: &spec.program,
             args: &spec.args,
@@ -83,12 +83,12 @@ impl Worker {
         })
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.process.pid()
     }
 
     /// One request: writes `line` (ending in `\n`) and reads the answer line.
-    pub async fn call(
+    pub(super) async fn call(
         &mut self,
         line: &[u8],
         limits: &Limits,
@@ -119,7 +119,7 @@ impl Worker {
 
     /// Whether the worker can take a request now: still running, its pipes
     /// open, and nothing on stdout that no request asked for. Otherwise, why not.
-    pub fn check_ready(&mut self) -> Result<(), String> {
+    pub(super) fn check_ready(&mut self) -> Result<(), String> {
         use crate::run::executor::Leader;
         if self.process.group.has_exited() {
             return Err("it exited between calls".into());
@@ -143,7 +143,7 @@ impl Worker {
     /// Stops the worker: `End::Finish` closes its stdin and gives it the grace
     /// to exit on its own; `End::Terminate` sends SIGTERM first. Then the group
     /// is killed to the end and the leader reaped. Returns how it ended.
-    pub async fn stop(self, how: End, grace: std::time::Duration) -> Option<ExitStatus> {
+    pub(super) async fn stop(self, how: End, grace: std::time::Duration) -> Option<ExitStatus> {
         let Worker { process, tmp, .. } = self;
         let Process { pipes, mut group } = process;
         drop(pipes);
