@@ -7,26 +7,26 @@ use std::io;
 use super::unix::WaitThread;
 
 /// No subreaper on this platform: killed grandchildren are reaped by init.
-pub fn become_subreaper() -> io::Result<bool> {
+pub(crate) fn become_subreaper() -> io::Result<bool> {
     Ok(false)
 }
 
 /// Becomes ready when a process exits, without reaping it.
 #[derive(Debug)]
-pub struct ExitWatch(WaitThread);
+pub(super) struct ExitWatch(WaitThread);
 
 impl ExitWatch {
-    pub fn new(pid: u32) -> ExitWatch {
+    pub(super) fn new(pid: u32) -> ExitWatch {
         ExitWatch(WaitThread::new(pid))
     }
 
     /// Resolves once the process has exited (it stays unreaped).
-    pub async fn exited(&self) {
+    pub(super) async fn exited(&self) {
         self.0.exited().await
     }
 
     /// Whether the process has exited already, without waiting.
-    pub fn has_exited(&self) -> bool {
+    pub(super) fn has_exited(&self) -> bool {
         self.0.has_exited()
     }
 }

@@ -82,6 +82,10 @@ pub(crate) use os::Prepared;
 
 /// What a plugin may touch, derived from its granted permissions.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(
+    not(target_os = "linux"),
+    expect(dead_code, reason = "only the Linux sandbox confines folders")
+)]
 pub(crate) struct Policy<'a> {
     /// The plugin's folder: readable, never writable without `filesystem:write`.
     pub plugin_dir: &'a Path,
@@ -158,6 +162,10 @@ impl SandboxSupport {
 /// Why a sandbox could not be prepared. The caller should fail the call
 /// (`not_allowed`) rather than run the plugin unconfined.
 #[derive(Debug, thiserror::Error)]
+#[cfg_attr(
+    not(target_os = "linux"),
+    expect(dead_code, reason = "only the Linux sandbox can fail to prepare")
+)]
 pub(crate) enum SandboxError {
     /// A folder the plugin must be able to use cannot be opened.
     #[error("cannot open {} for the sandbox: {source}", path.display())]

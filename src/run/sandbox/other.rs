@@ -6,24 +6,21 @@ use crate::plugins::manifest::Permission;
 
 /// A sandbox that enforces nothing on this platform.
 #[derive(Debug)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     enforcement: Enforcement,
 }
 
 impl Prepared {
     /// What the child will have enforced: nothing here.
-    pub fn enforcement(&self) -> &Enforcement {
+    pub(crate) fn enforcement(&self) -> &Enforcement {
         &self.enforcement
     }
 
     /// Adds nothing: there is nothing to enforce on this platform.
-    pub fn apply_to(self, _cmd: &mut tokio::process::Command) {}
-
-    /// Adds nothing: there is nothing to enforce on this platform.
-    pub fn apply_to_std(self, _cmd: &mut std::process::Command) {}
+    pub(crate) fn apply_to(self, _cmd: &mut tokio::process::Command) {}
 }
 
-pub fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
+pub(crate) fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
     let not_enforced = [
         Permission::FilesystemRead,
         Permission::FilesystemWrite,
@@ -41,7 +38,7 @@ pub fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
     })
 }
 
-pub fn support() -> SandboxSupport {
+pub(crate) fn support() -> SandboxSupport {
     SandboxSupport {
         landlock_abi: None,
         filesystem: false,
