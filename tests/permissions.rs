@@ -334,6 +334,62 @@ mod sandboxed {
     }
 
     #[tokio::test]
+    async fn a_scoped_grant_opens_exactly_its_folder() {
+        if !landlock() {
+            return;
+        }
+        let sandbox = Sandbox::new();
+        let scope = sandbox.root.path().join("scope");
+        let beside = sandbox.root.path().join("beside");
+        std::fs::create_dir_all(scope.join("sub")).unwrap();
+        std::fs::create_dir_all(&beside).unwrap();
+        std::fs::write(scope.join("sub/in.txt"), "in").unwrap();
+        std::fs::write(beside.join("secret.txt"), "s3cret").unwrap();
+        let script = format!(
+            "r1=$(cat '{s}/sub/in.txt' 2>/dev/null || echo refused)\n\
+             r2=$(cat '{b}/secret.txt' 2>/dev/null || echo refused)\n\
+             if echo w > '{s}/new.txt' 2>/dev/null; then w1=wrote; else w1=refused; fi\n\
+             if echo w > '{b}/new.txt' 2>/dev/null; then w2=wrote; else w2=refused; fi\n\
+             echo \"{{\\\"result\\\":\\\"$r1 $r2 $w1 $w2\\\"}}\"",
+            s = scope.display(),
+            b = beside.display()
+        );
+        let read = format!("filesystem:read:{}", scope.display());
+        let host = host_with(&sandbox, json!([read]), &script);
+        let o = host
+            .call("probe_run", json!({}), Invocation::default())
+            .await;
+        assert_eq!(o.unwrap().result, "in refused refused refused");
+
+        let write = format!("filesystem:write:{}", scope.display());
+        let host = host_with(&sandbox, json!([write]), &script);
+        let o = host
+            .call("probe_run", json!({}), Invocation::default())
+            .await;
+        assert_eq!(o.unwrap().result, "in refused wrote refused");
+        assert!(scope.join("new.txt").exists() && !beside.join("new.txt").exists());
+    }
+
+    #[tokio::test]
+    async fn a_scoped_folder_that_is_missing_fails_the_call_by_name() {
+        let sandbox = Sandbox::new();
+        let missing = sandbox.root.path().join("not-there");
+        let read = format!("filesystem:read:{}", missing.display());
+        let host = host_with(&sandbox, json!([read]), "echo '{\"result\":\"ran\"}'");
+        let s = plughost::SandboxSupport::here();
+        let result = host
+            .call("probe_run", json!({}), Invocation::default())
+            .await;
+        if s.filesystem {
+            let err = result.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::NotAllowed);
+            assert!(err.to_string().contains("not-there"), "{err}");
+        } else {
+            assert_eq!(result.unwrap().result, "ran");
+        }
+    }
+
+    #[tokio::test]
     async fn no_connection_without_network() {
         if !landlock() {
             return;

@@ -47,10 +47,7 @@ pub(crate) enum Tier {
 
 /// The tier of a manifest, from its permissions and `env` alone.
 pub(crate) fn tier(manifest: &Manifest) -> Tier {
-    let only_read = manifest
-        .permissions
-        .iter()
-        .all(|p| *p == Permission::FilesystemRead);
+    let only_read = manifest.permissions.iter().all(Permission::reads_only);
     if only_read && manifest.env.is_empty() {
         Tier::Automatic
     } else {
@@ -84,7 +81,7 @@ impl Grant {
     /// A grant of exactly what `manifest` asks for now.
     pub(crate) fn of(manifest: &Manifest, granted_at: u64) -> Grant {
         Grant {
-            permissions: manifest.permissions.iter().copied().collect(),
+            permissions: manifest.permissions.iter().cloned().collect(),
             env: manifest.env.iter().cloned().collect(),
             plugin_version: manifest.version.clone(),
             granted_at,
@@ -166,8 +163,8 @@ pub(crate) fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState
     let mut new_permissions: Vec<Permission> = manifest
         .permissions
         .iter()
-        .copied()
         .filter(|p| !grant.permissions.contains(p))
+        .cloned()
         .collect();
     new_permissions.sort();
     new_permissions.dedup();
@@ -255,7 +252,7 @@ fn items(permissions: &[Permission], env: &[EnvVarName]) -> String {
 fn item_list(permissions: &[Permission], env: &[EnvVarName]) -> Vec<String> {
     permissions
         .iter()
-        .map(|p| p.as_str().to_owned())
+        .map(ToString::to_string)
         .chain(env.iter().map(|e| format!("env {}", e.0)))
         .collect()
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::PluginHost;
 use crate::approval::Approvals;
 use crate::plugins::catalog::{Catalog, Collision, Plugin, Rejected};
-use crate::plugins::manifest::{MANIFEST_FILE, Permission, Persistent, Protocol};
+use crate::plugins::manifest::{MANIFEST_FILE, Persistent, Protocol};
 use crate::run::sandbox::{self, SandboxSupport};
 use crate::run::worker::WorkerInfo;
 
@@ -144,14 +144,7 @@ impl PluginHost {
             plugins: catalog.plugins().count(),
             rejected: catalog.rejected().count(),
             sandbox: sandbox::support(),
-            advisory_permissions: [
-                Permission::ShellExec,
-                Permission::Clipboard,
-                Permission::Notifications,
-            ]
-            .iter()
-            .map(|p| p.as_str())
-            .collect(),
+            advisory_permissions: vec!["shell:exec", "clipboard", "notifications"],
             problems,
         }
     }
@@ -224,11 +217,7 @@ fn entry(
         description: m.description.clone(),
         author: m.author.clone(),
         dir: p.dir.clone(),
-        permissions: m
-            .permissions
-            .iter()
-            .map(|p| p.as_str().to_owned())
-            .collect(),
+        permissions: m.permissions.iter().map(ToString::to_string).collect(),
         approval,
         persistent: m.worker_settings(),
         protocol: m.protocol,

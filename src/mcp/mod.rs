@@ -141,8 +141,8 @@ fn annotations(plugin: &Plugin) -> ToolAnnotations {
     let perms = &plugin.manifest.permissions;
     let has = |p: Permission| perms.contains(&p);
     ToolAnnotations::new()
-        .read_only(perms.iter().all(|p| *p == Permission::FilesystemRead))
-        .destructive(has(Permission::FilesystemWrite) || has(Permission::ShellExec))
+        .read_only(perms.iter().all(Permission::reads_only))
+        .destructive(perms.iter().any(Permission::writes) || has(Permission::ShellExec))
         .open_world(has(Permission::Network))
 }
 

@@ -165,70 +165,168 @@ pub struct ToolSpec {
 #[serde(transparent)]
 pub struct EnvVarName(#[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))] pub String);
 
-/// A capability a plugin asks for.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
+/// A capability a plugin asks for. `filesystem:read:PATH` and
+/// `filesystem:write:PATH` grant one folder (and what is under it) instead of
+/// every file: `PATH` is absolute or starts with `~` (the user's home).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Permission {
     /// Read files anywhere the user can.
-    #[serde(rename = "filesystem:read")]
     FilesystemRead,
     /// Write files anywhere the user can.
-    #[serde(rename = "filesystem:write")]
     FilesystemWrite,
     /// Open network connections and listen on ports.
-    #[serde(rename = "network")]
     Network,
     /// Run other programs (advisory).
-    #[serde(rename = "shell:exec")]
     ShellExec,
     /// Read and write the clipboard (advisory).
-    #[serde(rename = "clipboard")]
     Clipboard,
     /// Show desktop notifications (advisory).
-    #[serde(rename = "notifications")]
     Notifications,
+    /// Read the files in one folder: `filesystem:read:~/Documents`.
+    FilesystemReadIn(String),
+    /// Create, change and delete the files in one folder: `filesystem:write:~/Projects/site`.
+    FilesystemWriteIn(String),
 }
 
+/// What `filesystem:read:PATH` and `filesystem:write:PATH` start with.
+const READ_IN: &str = "filesystem:read:";
+const WRITE_IN: &str = "filesystem:write:";
+
 impl Permission {
-    /// Every permission, in manifest order.
-    pub const ALL: [Permission; 6] = [
-        Permission::FilesystemRead,
-        Permission::FilesystemWrite,
-        Permission::Network,
-        Permission::ShellExec,
-        Permission::Clipboard,
-        Permission::Notifications,
+    /// The manifest spellings of the permissions that take no folder.
+    pub const NAMES: [&'static str; 6] = [
+        "filesystem:read",
+        "filesystem:write",
+        "network",
+        "shell:exec",
+        "clipboard",
+        "notifications",
     ];
 
-    /// The manifest spelling, e.g. `filesystem:read`.
-    pub fn as_str(self) -> &'static str {
+    /// What granting it means, in words for an approval prompt.
+    pub fn grants(&self) -> String {
         match self {
-            Permission::FilesystemRead => "filesystem:read",
-            Permission::FilesystemWrite => "filesystem:write",
-            Permission::Network => "network",
-            Permission::ShellExec => "shell:exec",
-            Permission::Clipboard => "clipboard",
-            Permission::Notifications => "notifications",
+            Permission::FilesystemRead => "read any file your user can read".into(),
+            Permission::FilesystemWrite => {
+                "create, change and delete any file your user can".into()
+            }
+            Permission::Network => "connect to other machines and listen on ports".into(),
+            Permission::ShellExec => "run other programs on your behalf".into(),
+            Permission::Clipboard => "read and change your clipboard".into(),
+            Permission::Notifications => "show desktop notifications".into(),
+            Permission::FilesystemReadIn(path) => {
+                format!("read the files in {path} and the folders below it")
+            }
+            Permission::FilesystemWriteIn(path) => format!(
+                "read, create, change and delete the files in {path} and the folders below it"
+            ),
         }
     }
 
-    /// What granting it means, in words for an approval prompt.
-    pub fn grants(self) -> &'static str {
+    /// The folder a scoped permission grants, as written.
+    pub fn scope(&self) -> Option<&str> {
         match self {
-            Permission::FilesystemRead => "read any file your user can read",
-            Permission::FilesystemWrite => "create, change and delete any file your user can",
-            Permission::Network => "connect to other machines and listen on ports",
-            Permission::ShellExec => "run other programs on your behalf",
-            Permission::Clipboard => "read and change your clipboard",
-            Permission::Notifications => "show desktop notifications",
+            Permission::FilesystemReadIn(p) | Permission::FilesystemWriteIn(p) => Some(p),
+            _ => None,
         }
+    }
+
+    /// The folder a scoped permission grants, with `~` resolved against `home`.
+    pub fn folder(&self, home: Option<&Path>) -> Option<std::path::PathBuf> {
+        let scope = self.scope()?;
+        match scope.strip_prefix('~') {
+            Some(rest) => {
+                let rest = rest.trim_start_matches('/');
+                let home = home?;
+                Some(if rest.is_empty() {
+                    home.to_path_buf()
+                } else {
+                    home.join(rest)
+                })
+            }
+            None => Some(Path::new(scope).to_path_buf()),
+        }
+    }
+
+    /// Whether it only lets the plugin read files (and so needs no approval).
+    pub fn reads_only(&self) -> bool {
+        matches!(
+            self,
+            Permission::FilesystemRead | Permission::FilesystemReadIn(_)
+        )
+    }
+
+    /// Whether it lets the plugin change files.
+    pub fn writes(&self) -> bool {
+        matches!(
+            self,
+            Permission::FilesystemWrite | Permission::FilesystemWriteIn(_)
+        )
     }
 }
 
 impl fmt::Display for Permission {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        match self {
+            Permission::FilesystemRead => f.write_str("filesystem:read"),
+            Permission::FilesystemWrite => f.write_str("filesystem:write"),
+            Permission::Network => f.write_str("network"),
+            Permission::ShellExec => f.write_str("shell:exec"),
+            Permission::Clipboard => f.write_str("clipboard"),
+            Permission::Notifications => f.write_str("notifications"),
+            Permission::FilesystemReadIn(p) => write!(f, "{READ_IN}{p}"),
+            Permission::FilesystemWriteIn(p) => write!(f, "{WRITE_IN}{p}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Permission {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "filesystem:read" => Permission::FilesystemRead,
+            "filesystem:write" => Permission::FilesystemWrite,
+            "network" => Permission::Network,
+            "shell:exec" => Permission::ShellExec,
+            "clipboard" => Permission::Clipboard,
+            "notifications" => Permission::Notifications,
+            _ => match (s.strip_prefix(READ_IN), s.strip_prefix(WRITE_IN)) {
+                (Some(p), _) if !p.is_empty() => Permission::FilesystemReadIn(p.to_owned()),
+                (_, Some(p)) if !p.is_empty() => Permission::FilesystemWriteIn(p.to_owned()),
+                _ => return Err(format!("unknown permission \"{s}\"")),
+            },
+        })
+    }
+}
+
+impl Serialize for Permission {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Permission {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Permission {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Permission".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A capability the plugin asks for. `filesystem:read:PATH` and `filesystem:write:PATH` grant one folder and what is under it; PATH is absolute or starts with `~` (your home folder).",
+            "type": "string",
+            "anyOf": [
+                {"enum": Permission::NAMES},
+                {"pattern": "^filesystem:(read|write):(~|~/.*|/.*)$"}
+            ]
+        })
     }
 }
 

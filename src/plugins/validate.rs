@@ -119,11 +119,14 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
 
     let mut seen_perms = HashSet::new();
     for (i, p) in manifest.permissions.iter().enumerate() {
-        if !seen_perms.insert(*p) {
+        if !seen_perms.insert(p) {
             errors.push(ManifestError::new(
                 format!("/permissions/{i}"),
                 format!("\"{p}\" is listed twice; list each permission once"),
             ));
+        }
+        if let Some(Err(m)) = p.scope().map(check_scope) {
+            errors.push(ManifestError::new(format!("/permissions/{i}"), m));
         }
     }
     let mut seen_env = HashSet::new();
@@ -278,6 +281,25 @@ fn too_large(len: u64) -> ManifestError {
     )
 }
 
+/// A scoped permission's folder: `~`, `~/…` or absolute, no `..`, no globs.
+fn check_scope(scope: &str) -> Result<(), String> {
+    let path = Path::new(scope);
+    if path.components().any(|c| c == Component::ParentDir) {
+        return Err(format!(
+            "\"{scope}\" must not contain \"..\": name the folder itself"
+        ));
+    }
+    if scope.contains(['*', '?', '[', ']', '{', '}']) {
+        return Err(format!(
+            "\"{scope}\" is a pattern; a scoped permission names one folder (no globs)"
+        ));
+    }
+    if scope == "/" {
+        return Err("\"/\" is every file: use filesystem:read or filesystem:write instead".into());
+    }
+    Ok(())
+}
+
 /// Resolves the entrypoint and checks it stays inside the plugin folder.
 fn check_entrypoint(dir: &Path, entrypoint: &str) -> Result<PathBuf, String> {
     let rel = Path::new(entrypoint);
@@ -397,11 +419,13 @@ fn explain(e: &jsonschema::ValidationError<'_>) -> Vec<ManifestError> {
             TypeKind::Multiple(_) => e.masked().to_string(),
         }),
         ValidationErrorKind::Pattern { .. } => one(pattern_hint(&at, e.instance())),
-        // schemars writes the permission enum as a `oneOf` of `const`s.
-        ValidationErrorKind::Enum { .. } | ValidationErrorKind::OneOfNotValid { .. }
+        // A permission is one of the names, or a scoped `filesystem:…:PATH`.
+        ValidationErrorKind::Enum { .. }
+        | ValidationErrorKind::OneOfNotValid { .. }
+        | ValidationErrorKind::AnyOf { .. }
             if at.starts_with("/permissions/") =>
         {
-            let all = crate::plugins::manifest::Permission::ALL.map(|p| p.as_str());
+            let all = crate::plugins::manifest::Permission::NAMES;
             let Some(found) = e.instance().as_str() else {
                 return one(format!(
                     "must be a string, one of: {} (found {})",
@@ -409,10 +433,19 @@ fn explain(e: &jsonschema::ValidationError<'_>) -> Vec<ManifestError> {
                     crate::protocol::json_type_name(e.instance())
                 ));
             };
-            let mut m = format!("unknown permission \"{found}\"; known: {}", all.join(", "));
+            let scoped = "filesystem:read:PATH, filesystem:write:PATH";
+            if found.starts_with("filesystem:read:") || found.starts_with("filesystem:write:") {
+                return one(format!(
+                    "\"{found}\" does not name a folder: use an absolute path or one that starts with ~ (like \"filesystem:read:~/Documents\")"
+                ));
+            }
+            let mut m = format!(
+                "unknown permission \"{found}\"; known: {}, {scoped}",
+                all.join(", ")
+            );
             if let Some(near) = nearest(found, all.into_iter()) {
                 m = format!(
-                    "unknown permission \"{found}\"; did you mean \"{near}\"? (known: {})",
+                    "unknown permission \"{found}\"; did you mean \"{near}\"? (known: {}, {scoped})",
                     all.join(", ")
                 );
             }

@@ -147,12 +147,16 @@ fn check_attachment(
         .canonicalize()
         .map_err(|e| format!("attachment {} cannot be opened: {e}", path.display()))?;
     let own = |dir: &Path| dir.canonicalize().is_ok_and(|d| real.starts_with(d));
-    if !plugin
-        .manifest
-        .permissions
-        .contains(&Permission::FilesystemRead)
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let permissions = &plugin.manifest.permissions;
+    let granted = permissions
+        .iter()
+        .filter_map(|p| p.folder(home.as_deref()))
+        .any(|folder| own(&folder));
+    if !permissions.contains(&Permission::FilesystemRead)
         && !own(data_dir)
         && !own(&plugin.dir)
+        && !granted
     {
         return Err(format!(
             "attachment {} is outside the plugin's data folder; without filesystem:read a plugin attaches only its own files",

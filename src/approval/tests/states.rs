@@ -165,3 +165,38 @@ fn not_allowed_messages_and_labels() {
         "plughost --plugins-dir '/tmp/my plugins' --state-dir /tmp/state approve kv-store"
     );
 }
+
+#[test]
+fn scoped_grants_tier_and_a_changed_scope_asks_again() {
+    let read_docs = manifest("notes", &["filesystem:read:~/Documents"], &[]);
+    assert_eq!(
+        approval::tier(&read_docs),
+        Tier::Automatic,
+        "reading needs no approval"
+    );
+
+    let dir = state_dir();
+    let store = ApprovalStore::new(dir.path());
+    let site = manifest("notes", &["filesystem:write:~/Projects/site"], &[]);
+    assert_eq!(approval::tier(&site), Tier::NeedsApproval);
+    store.grant(&site).unwrap();
+    assert_eq!(store.state(&site).unwrap(), ApprovalState::Approved);
+
+    let moved = manifest("notes", &["filesystem:write:~/Projects/blog"], &[]);
+    assert_eq!(
+        store.state(&moved).unwrap(),
+        ApprovalState::NeedsReapproval {
+            new_permissions: vec![Permission::FilesystemWriteIn("~/Projects/blog".into())],
+            new_env: vec![],
+        },
+        "another folder is another grant"
+    );
+    let everything = manifest("notes", &["filesystem:write"], &[]);
+    assert!(!store.state(&everything).unwrap().allows_call());
+
+    let text = prompt::text(&moved, &store.state(&moved).unwrap());
+    assert!(
+        text.contains("filesystem:write:~/Projects/blog: read, create, change and delete the files in ~/Projects/blog"),
+        "{text}"
+    );
+}

@@ -116,6 +116,14 @@ pub(crate) fn allowed(policy: &Policy<'_>) -> Vec<Allow> {
     for device in DEVICES {
         push(device.into(), true, true, false);
     }
+    // Scoped grants: exactly these folders. Required: a missing folder fails
+    // the call with its name rather than running with less than was granted.
+    let home = var(policy, "HOME").map(PathBuf::from);
+    for p in policy.permissions {
+        if let Some(folder) = p.folder(home.as_deref()) {
+            push(folder, true, p.writes(), true);
+        }
+    }
     if policy.grants(Permission::FilesystemRead) {
         // Read everywhere, except the other processes' /proc entries.
         if let Ok(entries) = std::fs::read_dir("/") {
@@ -137,7 +145,6 @@ pub(crate) fn allowed(policy: &Policy<'_>) -> Vec<Allow> {
     if let Ok(real) = policy.entrypoint.canonicalize() {
         push(real, true, false, false);
     }
-    let home = var(policy, "HOME").map(PathBuf::from);
     let home = home.as_deref();
     for dir in manager_dirs(policy, home) {
         push(dir, true, false, false);
