@@ -182,6 +182,7 @@ impl PluginHost {
     }
 
     /// The approvals of this host's state folder.
+    #[cfg(feature = "mcp")]
     pub(crate) fn approvals_store(&self) -> &ApprovalStore {
         &self.inner.approvals
     }
