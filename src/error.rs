@@ -173,6 +173,17 @@ pub enum Refusal {
     /// The sandbox could not be built (a folder it needs cannot be opened…).
     #[error("plugin \"{plugin}\": the sandbox could not be prepared: {reason}")]
     SandboxFailed { plugin: String, reason: String },
+    /// An MCP server's tool differs from what the user approved (or is new):
+    /// it is withheld until approved again.
+    #[error(
+        "tool \"{tool}\" of plugin \"{plugin}\" is withheld: {change}; review it and run: {command}"
+    )]
+    ToolChanged {
+        plugin: String,
+        tool: String,
+        change: crate::approval::ToolChange,
+        command: String,
+    },
     /// The approvals file cannot be read or written, so nothing counts as approved.
     #[error("{message}")]
     ApprovalsUnreadable { path: PathBuf, message: String },

@@ -74,7 +74,9 @@ mod schemas;
 )]
 mod test_support;
 
-pub use approval::{ApprovalError, ApprovalState, Approver, BoxFuture, TerminalApprover};
+pub use approval::{
+    ApprovalError, ApprovalState, Approver, BoxFuture, TerminalApprover, ToolChange, WithheldTool,
+};
 pub use error::{BuildError, CallError, ErrorKind, Refusal};
 pub use host::{
     Approval, ApproveError, CallOptions, DEFAULT_CONCURRENCY, Doctor, Listing, PluginHost,

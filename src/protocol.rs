@@ -85,10 +85,58 @@ pub struct Response {
     /// Machine-readable result; checked against the tool's `output_schema` when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
+    /// With `is_error`: what kind of failure the tool hit, so a caller can tell
+    /// a missing record from bad input or a refused action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolError>,
+}
+
+/// The kind of a tool's own failure, reported by the plugin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolError {
+    pub kind: ToolErrorKind,
+    /// The failure in words; the response's `result` is what the agent sees.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// What kind of failure a tool reports for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    /// The input was well-formed but not acceptable to the tool.
+    InvalidArgs,
+    /// What the input names does not exist.
+    NotFound,
+    /// The tool refused the action.
+    NotAllowed,
+    /// Anything else that went wrong.
+    Failed,
+    /// Something the tool waited on did not answer in time.
+    Timeout,
+}
+
+impl ToolErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorKind::InvalidArgs => "invalid_args",
+            ToolErrorKind::NotFound => "not_found",
+            ToolErrorKind::NotAllowed => "not_allowed",
+            ToolErrorKind::Failed => "failed",
+            ToolErrorKind::Timeout => "timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for ToolErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A file or media item returned with a response. Give `path` (relative paths
-/// are resolved against the plugin's data folder) or `url`.
+/// are resolved against the plugin's data folder), `url`, or the bytes in `data`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Attachment {
     /// What kind of media it is.
@@ -102,6 +150,10 @@ pub struct Attachment {
     /// A URL where the item can be fetched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The item itself, base64-encoded (what an MCP server returns for images
+    /// and audio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
     /// Short description for people and models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caption: Option<String>,

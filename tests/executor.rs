@@ -341,7 +341,7 @@ async fn the_request_carries_the_context_and_the_environment_is_filtered() {
     let sandbox = Sandbox::new().with_fixtures(&["echo-request"]);
     let host = host(&sandbox);
     // The fixture names an environment variable, so it needs approval.
-    host.approve("echo-request").unwrap();
+    host.approve("echo-request").await.unwrap();
     let invocation = Invocation {
         request_id: Some("req-1".into()),
         session_id: Some("sess-9".into()),

@@ -154,8 +154,10 @@ async fn add_edit_break_fix_rename_and_delete_a_plugin() {
     assert_quiet(&mut rx).await;
 
     std::fs::remove_dir_all(sandbox.plugins().join("forecast")).unwrap();
+    let event = next_event(&mut rx).await;
     assert!(
-        matches!(next_event(&mut rx).await, HostEvent::PluginRemoved { plugin } if plugin == "forecast")
+        matches!(&event, HostEvent::PluginRemoved { plugin } if plugin == "forecast"),
+        "{event:?}"
     );
     assert_quiet(&mut rx).await;
     let listing = host.listing();

@@ -246,7 +246,11 @@ mod sandboxed {
     }
 
     /// A bash plugin asking for `permissions`, running `script` after reading its request.
-    fn host_with(sandbox: &Sandbox, permissions: serde_json::Value, script: &str) -> PluginHost {
+    async fn host_with(
+        sandbox: &Sandbox,
+        permissions: serde_json::Value,
+        script: &str,
+    ) -> PluginHost {
         let mut m = util::manifest("probe", "probe_run");
         m["permissions"] = permissions;
         sandbox.write_plugin(
@@ -259,7 +263,7 @@ mod sandboxed {
             .state_dir(sandbox.state())
             .build()
             .unwrap();
-        host.approve("probe").unwrap();
+        host.approve("probe").await.unwrap();
         host
     }
 
@@ -275,7 +279,7 @@ mod sandboxed {
              if echo x > '{}' 2>/dev/null; then echo '{{\"result\":\"escaped\"}}'; else echo '{{\"result\":\"refused\"}}'; fi",
             outside.display()
         );
-        let host = host_with(&sandbox, json!([]), &script);
+        let host = host_with(&sandbox, json!([]), &script).await;
         let o = host
             .call("probe_run", json!({}), Invocation::default())
             .await
@@ -290,7 +294,7 @@ mod sandboxed {
             "the data folder is writable"
         );
 
-        let host = host_with(&sandbox, json!(["filesystem:write"]), &script);
+        let host = host_with(&sandbox, json!(["filesystem:write"]), &script).await;
         let o = host
             .call("probe_run", json!({}), Invocation::default())
             .await
@@ -315,7 +319,7 @@ mod sandboxed {
              echo \"{{\\\"result\\\":\\\"$own $r\\\"}}\"",
             secret.display()
         );
-        let host = host_with(&sandbox, json!([]), &script);
+        let host = host_with(&sandbox, json!([]), &script).await;
         assert_eq!(
             host.call("probe_run", json!({}), Invocation::default())
                 .await
@@ -323,7 +327,7 @@ mod sandboxed {
                 .result,
             "{ refused"
         );
-        let host = host_with(&sandbox, json!(["filesystem:read"]), &script);
+        let host = host_with(&sandbox, json!(["filesystem:read"]), &script).await;
         assert_eq!(
             host.call("probe_run", json!({}), Invocation::default())
                 .await
@@ -355,14 +359,14 @@ mod sandboxed {
             b = beside.display()
         );
         let read = format!("filesystem:read:{}", scope.display());
-        let host = host_with(&sandbox, json!([read]), &script);
+        let host = host_with(&sandbox, json!([read]), &script).await;
         let o = host
             .call("probe_run", json!({}), Invocation::default())
             .await;
         assert_eq!(o.unwrap().result, "in refused refused refused");
 
         let write = format!("filesystem:write:{}", scope.display());
-        let host = host_with(&sandbox, json!([write]), &script);
+        let host = host_with(&sandbox, json!([write]), &script).await;
         let o = host
             .call("probe_run", json!({}), Invocation::default())
             .await;
@@ -375,7 +379,7 @@ mod sandboxed {
         let sandbox = Sandbox::new();
         let missing = sandbox.root.path().join("not-there");
         let read = format!("filesystem:read:{}", missing.display());
-        let host = host_with(&sandbox, json!([read]), "echo '{\"result\":\"ran\"}'");
+        let host = host_with(&sandbox, json!([read]), "echo '{\"result\":\"ran\"}'").await;
         let s = plughost::SandboxSupport::here();
         let result = host
             .call("probe_run", json!({}), Invocation::default())
@@ -402,7 +406,7 @@ mod sandboxed {
             "if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then r=connected; else r=refused; fi\n\
              echo \"{{\\\"result\\\":\\\"$r\\\"}}\""
         );
-        let host = host_with(&sandbox, json!([]), &script);
+        let host = host_with(&sandbox, json!([]), &script).await;
         assert_eq!(
             host.call("probe_run", json!({}), Invocation::default())
                 .await
@@ -413,7 +417,7 @@ mod sandboxed {
         std::thread::sleep(Duration::from_millis(50));
         assert!(listener.accept().is_err(), "the listener saw no connection");
 
-        let host = host_with(&sandbox, json!(["network"]), &script);
+        let host = host_with(&sandbox, json!(["network"]), &script).await;
         assert_eq!(
             host.call("probe_run", json!({}), Invocation::default())
                 .await

@@ -378,7 +378,7 @@ async fn revoking_stops_the_workers_before_any_further_call() {
     m["permissions"] = json!(["network"]);
     std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
     let host = host_with(&sandbox, Duration::from_secs(10));
-    host.approve(PLUGIN).unwrap();
+    host.approve(PLUGIN).await.unwrap();
     count(&host).await;
     assert!(!processes_in(&dir(&sandbox)).is_empty());
     assert!(host.revoke(PLUGIN).unwrap());

@@ -15,6 +15,7 @@
 //! [`Approver`] one question at a time, save a yes with [`ApprovalStore::grant`].
 
 mod approver;
+pub(crate) mod pins;
 pub(crate) mod prompt;
 pub(crate) mod store;
 #[cfg(test)]
@@ -26,7 +27,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Refusal;
-use crate::plugins::manifest::{EnvVarName, Manifest, Permission};
+use crate::plugins::manifest::{EnvVarName, Manifest, Permission, Protocol, ToolSpec};
+pub use pins::ToolChange;
 
 pub use approver::{Approver, BoxFuture, TerminalApprover};
 pub use store::ApprovalError;
@@ -48,7 +50,9 @@ pub(crate) enum Tier {
 /// The tier of a manifest, from its permissions and `env` alone.
 pub(crate) fn tier(manifest: &Manifest) -> Tier {
     let only_read = manifest.permissions.iter().all(Permission::reads_only);
-    if only_read && manifest.env.is_empty() {
+    // An MCP server is a long-running program with a tool list of its own: it
+    // is always approved by the user.
+    if only_read && manifest.env.is_empty() && manifest.protocol != Protocol::Mcp {
         Tier::Automatic
     } else {
         Tier::NeedsApproval
@@ -75,6 +79,9 @@ pub(crate) struct Grant {
     pub plugin_version: String,
     /// When it was approved, in seconds since the Unix epoch.
     pub granted_at: u64,
+    /// An MCP server's tools as they were approved (see [`pins`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<pins::Pins>,
 }
 
 impl Grant {
@@ -85,6 +92,7 @@ impl Grant {
             env: manifest.env.iter().cloned().collect(),
             plugin_version: manifest.version.clone(),
             granted_at,
+            tools: None,
         }
     }
 }
@@ -122,12 +130,48 @@ pub enum ApprovalState {
         new_permissions: Vec<Permission>,
         new_env: Vec<EnvVarName>,
     },
+    /// An MCP server, approved, now offers tools that differ from the
+    /// approved ones: those are withheld until approved again; the others run.
+    ToolsChanged { tools: Vec<WithheldTool> },
+}
+
+/// A tool withheld until the user approves again, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct WithheldTool {
+    pub tool: String,
+    pub change: ToolChange,
+    /// Its description now, for the user to review.
+    pub description: String,
 }
 
 impl ApprovalState {
-    /// Whether a call may run without asking.
+    /// Whether the plugin may run without asking (an MCP server whose tools
+    /// changed may: only the changed tools wait for approval).
     pub fn allows_call(&self) -> bool {
-        matches!(self, ApprovalState::Automatic | ApprovalState::Approved)
+        matches!(
+            self,
+            ApprovalState::Automatic | ApprovalState::Approved | ApprovalState::ToolsChanged { .. }
+        )
+    }
+
+    /// Why `tool` is withheld, if it is.
+    pub fn withheld(&self, tool: &str) -> Option<ToolChange> {
+        match self {
+            ApprovalState::ToolsChanged { tools } => {
+                tools.iter().find(|t| t.tool == tool).map(|t| t.change)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether approving now would grant something (a call of `tool`, when
+    /// given, needs only that tool).
+    pub(crate) fn wants_approval(&self, tool: Option<&str>) -> bool {
+        match self {
+            ApprovalState::Automatic | ApprovalState::Approved => false,
+            ApprovalState::ToolsChanged { .. } => tool.is_none_or(|t| self.withheld(t).is_some()),
+            ApprovalState::NeedsApproval | ApprovalState::NeedsReapproval { .. } => true,
+        }
     }
 
     /// A short label for listings: `automatic`, `approved`, `needs approval`,
@@ -144,6 +188,14 @@ impl ApprovalState {
                 "needs re-approval: new permissions {}",
                 items(new_permissions, new_env)
             ),
+            ApprovalState::ToolsChanged { tools } => format!(
+                "approved; withheld until approved again: {}",
+                tools
+                    .iter()
+                    .map(|t| format!("{} ({})", t.tool, t.change.short()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 }
@@ -153,6 +205,35 @@ impl ApprovalState {
 /// A tier-1 manifest is [`ApprovalState::Automatic`] whatever was stored. Every
 /// permission counts when comparing with the grant, `filesystem:read` included:
 /// a plugin approved for `network` that now also wants to read every file asks again.
+/// [`state`] for an MCP server offering `tools` now: the tools that differ
+/// from the approved ones make it [`ApprovalState::ToolsChanged`].
+pub(crate) fn state_with_tools<'a>(
+    manifest: &Manifest,
+    grant: Option<&Grant>,
+    tools: impl IntoIterator<Item = &'a ToolSpec>,
+) -> ApprovalState {
+    let plain = state(manifest, grant);
+    let (ApprovalState::Approved, Some(pins)) = (&plain, grant.and_then(|g| g.tools.as_ref()))
+    else {
+        return plain;
+    };
+    let withheld: Vec<WithheldTool> = tools
+        .into_iter()
+        .filter_map(|spec| {
+            pins::change(pins, spec).map(|change| WithheldTool {
+                tool: spec.name.clone(),
+                change,
+                description: spec.description.clone(),
+            })
+        })
+        .collect();
+    if withheld.is_empty() {
+        plain
+    } else {
+        ApprovalState::ToolsChanged { tools: withheld }
+    }
+}
+
 pub(crate) fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState {
     if tier(manifest) == Tier::Automatic {
         return ApprovalState::Automatic;
@@ -160,6 +241,10 @@ pub(crate) fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState
     let Some(grant) = grant else {
         return ApprovalState::NeedsApproval;
     };
+    // An MCP server's approval is complete once its tools were listed and pinned.
+    if manifest.protocol == Protocol::Mcp && grant.tools.is_none() {
+        return ApprovalState::NeedsApproval;
+    }
     let mut new_permissions: Vec<Permission> = manifest
         .permissions
         .iter()
@@ -221,7 +306,9 @@ pub(crate) fn refusal(
     approve_command: &str,
 ) -> Option<Refusal> {
     let (permissions, env, again) = match state {
-        ApprovalState::Automatic | ApprovalState::Approved => return None,
+        ApprovalState::Automatic | ApprovalState::Approved | ApprovalState::ToolsChanged { .. } => {
+            return None;
+        }
         ApprovalState::NeedsApproval => {
             let mut permissions = manifest.permissions.clone();
             permissions.sort();

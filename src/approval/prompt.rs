@@ -14,7 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 
 use super::{ApprovalState, SHELL_NETWORK_WARNING, shell_and_network};
-use crate::plugins::manifest::{EnvVarName, Manifest, Permission};
+use crate::plugins::manifest::{EnvVarName, Manifest, Permission, Protocol};
 
 /// The controlling terminal.
 pub(crate) const TTY: &str = "/dev/tty";
@@ -128,9 +128,39 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
     );
 
     let _ = writeln!(t, "\nTools:");
-    for tool in &manifest.tools {
-        let first = tool.description.lines().next().unwrap_or("");
-        let _ = writeln!(t, "  {}: {}", tool.name, one_line(first, MAX_TOOL_LINE));
+    match (manifest.protocol, state) {
+        (_, ApprovalState::ToolsChanged { tools }) => {
+            let _ = writeln!(
+                t,
+                "  The MCP server offers tools that differ from the ones you approved:"
+            );
+            for w in tools {
+                let _ = writeln!(
+                    t,
+                    "  {}: {}  ({})",
+                    one_line(&w.tool, MAX_TOOL_LINE),
+                    one_line(&w.description, MAX_DESCRIPTION),
+                    w.change.short()
+                );
+            }
+        }
+        (Protocol::Mcp, _) => {
+            let command = std::iter::once(manifest.entrypoint.as_str())
+                .chain(manifest.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let _ = writeln!(
+                t,
+                "  This plugin is the MCP server {}. It starts once you approve, with the\n  permissions below, and its tools are listed then; a tool it later adds or\n  changes waits for your approval again.",
+                one_line(&command, MAX_TOOL_LINE)
+            );
+        }
+        (Protocol::StdioJson, _) => {
+            for tool in &manifest.tools {
+                let first = tool.description.lines().next().unwrap_or("");
+                let _ = writeln!(t, "  {}: {}", tool.name, one_line(first, MAX_TOOL_LINE));
+            }
+        }
     }
 
     let mut permissions = manifest.permissions.clone();

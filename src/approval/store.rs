@@ -151,6 +151,22 @@ impl ApprovalStore {
         Ok(recorded)
     }
 
+    /// Pins an MCP server's tools in the grant of `plugin`, replacing any
+    /// earlier pins. Returns whether the plugin has a grant to pin them in.
+    pub(crate) fn set_tools(
+        &self,
+        plugin: &str,
+        pins: super::pins::Pins,
+    ) -> Result<bool, ApprovalError> {
+        self.update(move |approvals| match approvals.plugins.get_mut(plugin) {
+            Some(grant) => {
+                grant.tools = Some(pins);
+                true
+            }
+            None => false,
+        })
+    }
+
     /// Forgets the approval of `plugin`. Returns whether there was one.
     pub(crate) fn revoke(&self, plugin: &str) -> Result<bool, ApprovalError> {
         if !self.dir.exists() {

@@ -25,7 +25,7 @@ pub fn approve(cli: &Cli, args: &ApproveArgs) -> Result<ExitCode, String> {
     let host = cli.host()?;
     let name = &args.name;
     let approval = if args.yes {
-        host.approve(name)
+        super::runtime().block_on(host.approve(name))
     } else {
         let state = host.approval_state(name);
         let needs_asking = matches!(&state, Some(Ok(s)) if !s.allows_call());

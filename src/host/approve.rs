@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{Inner, PluginHost};
-use crate::approval::{self, ApprovalError, ApprovalState, Approver, Tier};
+use crate::approval::{self, ApprovalError, ApprovalState, Approver, BoxFuture, Tier};
 use crate::plugins::catalog::Plugin;
 use crate::plugins::events::HostEvent;
+use crate::plugins::manifest::Manifest;
 
 /// How an approval ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,12 @@ pub enum ApproveError {
     /// The approvals file cannot be read or written.
     #[error(transparent)]
     Approvals(#[from] ApprovalError),
+    /// An MCP server was approved but could not be started to list its
+    /// tools; they are listed (and approved) by the next `approve`.
+    #[error(
+        "plugin \"{plugin}\" is approved, but its MCP server could not list its tools: {reason}"
+    )]
+    ServerFailed { plugin: String, reason: String },
 }
 
 /// What the approval flow decided.
@@ -64,17 +71,10 @@ impl PluginHost {
     }
 
     /// Grants a loaded plugin what its manifest asks for now, without asking
-    /// anyone (`plughost approve --yes`), and tells observers.
-    pub fn approve(&self, plugin: &str) -> Result<Approval, ApproveError> {
-        let p = self.loaded(plugin)?;
-        if approval::tier(&p.manifest) == Tier::Automatic {
-            return Ok(Approval::NotNeeded);
-        }
-        if self.inner.approvals.state(&p.manifest)? == ApprovalState::Approved {
-            return Ok(Approval::AlreadyApproved);
-        }
-        self.inner.grant(&p)?;
-        Ok(Approval::Approved)
+    /// anyone (`plughost approve --yes`), and tells observers. An MCP server is
+    /// started to list its tools, which are pinned with the grant.
+    pub async fn approve(&self, plugin: &str) -> Result<Approval, ApproveError> {
+        self.approve_with(plugin, &Yes).await
     }
 
     /// Asks `approver` whether a loaded plugin may get what its manifest asks
@@ -86,7 +86,7 @@ impl PluginHost {
         approver: &dyn Approver,
     ) -> Result<Approval, ApproveError> {
         let p = self.loaded(plugin)?;
-        match self.inner.ask_approval(&p, Some(approver)).await? {
+        match self.inner.ask_approval(&p, None, Some(approver)).await? {
             Asked::Done(approval) => Ok(approval),
             Asked::NobodyToAsk(_) => unreachable!("an approver was given"),
         }
@@ -138,21 +138,32 @@ impl PluginHost {
     }
 }
 
+/// The approver of `approve --yes`.
+struct Yes;
+
+impl Approver for Yes {
+    fn approve<'a>(&'a self, _: &'a Manifest, _: &'a ApprovalState) -> BoxFuture<'a, bool> {
+        Box::pin(async { true })
+    }
+}
+
 impl Inner {
     /// The approval flow: nothing to do when the plugin needs no approval or
-    /// has it; otherwise asks `approver` (one question at a time, the file
-    /// read again after waiting for the turn) and saves a yes. File I/O runs
-    /// off the runtime's threads.
+    /// has it (for a call of `tool`, an MCP server's other changed tools do
+    /// not matter); otherwise asks `approver` (one question at a time, the
+    /// file read again after waiting for the turn) and saves a yes. File I/O
+    /// runs off the runtime's threads.
     pub(super) async fn ask_approval(
         &self,
         plugin: &Arc<Plugin>,
+        tool: Option<&str>,
         approver: Option<&dyn Approver>,
-    ) -> Result<Asked, ApprovalError> {
+    ) -> Result<Asked, ApproveError> {
         if approval::tier(&plugin.manifest) == Tier::Automatic {
             return Ok(Asked::Done(Approval::NotNeeded));
         }
         let state = self.approval_state_of(plugin).await?;
-        if state.allows_call() {
+        if !state.wants_approval(tool) {
             return Ok(Asked::Done(Approval::AlreadyApproved));
         }
         let Some(approver) = approver.or(self.config.approver.as_deref()) else {
@@ -161,40 +172,58 @@ impl Inner {
         let _one_question = self.asking.lock().await;
         // Another question may have approved it while this one waited.
         let state = self.approval_state_of(plugin).await?;
-        if state.allows_call() {
+        if !state.wants_approval(tool) {
             return Ok(Asked::Done(Approval::AlreadyApproved));
         }
         if !approver.approve(&plugin.manifest, &state).await {
             return Ok(Asked::Done(Approval::Declined));
         }
-        let (inner_store, granted) = (self.approvals.clone(), plugin.clone());
-        blocking(move || inner_store.grant(&granted.manifest)).await?;
-        self.bus.publish(HostEvent::ApprovalGranted {
-            plugin: plugin.name().to_owned(),
-        });
+        self.grant(plugin, &state).await?;
         Ok(Asked::Done(Approval::Approved))
     }
 
-    pub(super) async fn approval_state_of(
-        &self,
-        plugin: &Arc<Plugin>,
-    ) -> Result<ApprovalState, ApprovalError> {
-        let (store, plugin) = (self.approvals.clone(), plugin.clone());
-        blocking(move || store.state(&plugin.manifest)).await
-    }
-
-    fn grant(&self, plugin: &Plugin) -> Result<(), ApprovalError> {
-        self.approvals.grant(&plugin.manifest)?;
+    /// Saves what the user approved. For an MCP server, its tools are pinned
+    /// as the user saw them: the tools listed when the server's changes were
+    /// shown, or, on a first approval, the tools it lists when it is started
+    /// now (a server is never started before its first approval).
+    async fn grant(&self, plugin: &Arc<Plugin>, seen: &ApprovalState) -> Result<(), ApproveError> {
+        let (store, granted) = (self.approvals.clone(), plugin.clone());
+        blocking(move || store.grant(&granted.manifest)).await?;
+        #[cfg(feature = "mcp")]
+        if plugin.manifest.protocol == crate::plugins::manifest::Protocol::Mcp {
+            self.pin_tools(plugin, seen).await?;
+        }
+        #[cfg(not(feature = "mcp"))]
+        let _ = seen;
         self.bus.publish(HostEvent::ApprovalGranted {
             plugin: plugin.name().to_owned(),
         });
         Ok(())
     }
+
+    /// The plugin's approval state; an MCP server's is measured against the
+    /// tools it offers now.
+    pub(super) async fn approval_state_of(
+        &self,
+        plugin: &Arc<Plugin>,
+    ) -> Result<ApprovalState, ApprovalError> {
+        let (store, plugin) = (self.approvals.clone(), plugin.clone());
+        blocking(move || {
+            let approvals = store.load()?;
+            let grant = approvals.get(plugin.name());
+            Ok(approval::state_with_tools(
+                &plugin.manifest,
+                grant,
+                plugin.tools.iter().map(|t| &t.spec),
+            ))
+        })
+        .await
+    }
 }
 
 /// Runs `f` on a blocking thread, so file I/O and locks stay off the
 /// runtime's workers.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+pub(super) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f)
         .await
         .expect("an approvals task does not panic")

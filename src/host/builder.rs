@@ -157,9 +157,11 @@ impl PluginHostBuilder {
             // Best effort: without it, killed grandchildren are reaped by init.
             let _ = executor::become_subreaper();
         }
-        let catalog = load_catalog(&self.plugins_dir).map_err(|source| BuildError::PluginsDir {
-            path: self.plugins_dir.clone(),
-            source,
+        let catalog = load_catalog(&self.plugins_dir, &self.state_dir).map_err(|source| {
+            BuildError::PluginsDir {
+                path: self.plugins_dir.clone(),
+                source,
+            }
         })?;
         let metrics = Arc::new(Metrics::default());
         let mut observers: Vec<Arc<dyn Observer>> = vec![metrics.clone()];
@@ -182,7 +184,8 @@ impl PluginHostBuilder {
             bus.publish(event);
         }
         Ok(PluginHost {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|me| Inner {
+                me: me.clone(),
                 catalog: RwLock::new(Arc::new(catalog)),
                 permits: Semaphore::new(self.concurrency),
                 workers: Workers::new(bus.clone()),
@@ -202,9 +205,31 @@ impl PluginHostBuilder {
     }
 }
 
-pub(super) fn load_catalog(dir: &Path) -> std::io::Result<Catalog> {
-    match crate::plugins::loader::scan(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Catalog::default()),
-        other => other,
+/// Loads the plugins folder; an MCP server's tools come from its cached listing.
+pub(super) fn load_catalog(dir: &Path, state_dir: &Path) -> std::io::Result<Catalog> {
+    let catalog = match crate::plugins::loader::scan(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Catalog::default(),
+        other => other?,
+    };
+    #[cfg(feature = "mcp")]
+    {
+        use crate::plugins::manifest::Protocol;
+        use crate::plugins::mcp_tools::attach_cached;
+        let servers: Vec<_> = catalog
+            .plugins()
+            .filter(|p| p.manifest.protocol == Protocol::Mcp)
+            .map(|p| {
+                (
+                    p.name().to_owned(),
+                    Some(attach_cached(Ok(p.clone()), state_dir)),
+                )
+            })
+            .collect();
+        if !servers.is_empty() {
+            return Ok(catalog.with_folders(servers));
+        }
     }
+    #[cfg(not(feature = "mcp"))]
+    let _ = state_dir;
+    Ok(catalog)
 }

@@ -14,6 +14,7 @@ use super::{CallOptions, Inner};
 use crate::error::CallError;
 use crate::observe::{CallInfo, CallSummary};
 use crate::plugins::catalog::{Catalog, Plugin, ToolRef};
+use crate::plugins::manifest::Protocol;
 use crate::protocol::{Context, Request};
 use crate::run::env::plugin_env;
 use crate::run::executor::{self, Finished, Limits, Progress, RunError, Spawn};
@@ -21,11 +22,11 @@ use crate::run::outcome::{ToolOutcome, explain_spawn_error, interpret};
 use crate::run::worker::{TmpFolder, WorkerSpec};
 
 /// What one call needs once the checks have passed.
-struct Prepared<'a> {
-    plugin: &'a std::sync::Arc<Plugin>,
-    data: std::path::PathBuf,
-    request: Vec<u8>,
-    limits: Limits,
+pub(super) struct Prepared<'a> {
+    pub(super) plugin: &'a std::sync::Arc<Plugin>,
+    pub(super) data: std::path::PathBuf,
+    pub(super) request: Vec<u8>,
+    pub(super) limits: Limits,
 }
 
 impl Inner {
@@ -90,7 +91,7 @@ impl Inner {
                 options.invocation.session_id.as_deref(),
             )
             .map_err(|refusal| CallError::NotAllowed { refusal })?;
-        self.ensure_approved(plugin, options.approver.as_deref())
+        self.ensure_approved(plugin, tool, options.approver.as_deref())
             .await?;
 
         let data = data_dir(&self.config.state_dir, plugin).map_err(|e| CallError::Failed {
@@ -139,9 +140,14 @@ impl Inner {
                 f(p);
             }
         };
-        let reply = match plugin.manifest.worker_settings() {
-            None => self.run_per_call(&call, stop, &on_progress).await,
-            Some(_) => self.run_on_worker(&call, stop, &on_progress, worker).await,
+        let reply = match (plugin.manifest.protocol, plugin.manifest.worker_settings()) {
+            #[cfg(feature = "mcp")]
+            (Protocol::Mcp, _) => {
+                self.run_on_mcp(&call, tool_ref, input, stop, &on_progress, worker)
+                    .await
+            }
+            (_, None) => self.run_per_call(&call, stop, &on_progress).await,
+            (_, Some(_)) => self.run_on_worker(&call, stop, &on_progress, worker).await,
         };
         finish(tool_ref, reply, &call.limits, &call.data)
     }
@@ -204,10 +210,12 @@ impl Inner {
             _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
         };
         if !lease.has_worker() {
-            let spec = self.worker_spec(call).map_err(|e| match e {
-                Ok(io) => Failure::Run(RunError::Spawn(io)),
-                Err(refused) => Failure::Refused(refused),
-            })?;
+            let spec = self
+                .worker_spec(call.plugin, &call.data, true)
+                .map_err(|e| match e {
+                    Ok(io) => Failure::Run(RunError::Spawn(io)),
+                    Err(refused) => Failure::Refused(refused),
+                })?;
             lease.start(spec).await.map_err(Failure::Run)?;
         }
         *worker = lease.pid();
@@ -220,10 +228,13 @@ impl Inner {
             .map_err(Failure::Run)
     }
 
-    /// The environment, sandbox and temp folder of a new worker.
-    fn worker_spec(
+    /// The environment, sandbox and temp folder of a new worker;
+    /// `PLUGHOST_PERSISTENT=1` for the line protocol.
+    pub(super) fn worker_spec(
         &self,
-        call: &Prepared<'_>,
+        plugin: &Plugin,
+        data: &Path,
+        lines: bool,
     ) -> Result<WorkerSpec, Result<std::io::Error, CallError>> {
         let tmp = self.temp_pool.fresh(&self.config.state_dir).map_err(|e| {
             Ok(std::io::Error::new(
@@ -232,15 +243,17 @@ impl Inner {
             ))
         })?;
         let tmp = TmpFolder::new(tmp);
-        let mut env = plugin_env(call.plugin, &call.data, tmp.path(), self.config.inherit_env);
-        env.push(("PLUGHOST_PERSISTENT".into(), "1".into()));
+        let mut env = plugin_env(plugin, data, tmp.path(), self.config.inherit_env);
+        if lines {
+            env.push(("PLUGHOST_PERSISTENT".into(), "1".into()));
+        }
         let sandbox = self
-            .sandbox_for(call.plugin, &call.data, tmp.path(), &env)
+            .sandbox_for(plugin, data, tmp.path(), &env)
             .map_err(Err)?;
         Ok(WorkerSpec {
-            program: call.plugin.entrypoint.clone(),
-            args: call.plugin.manifest.args.clone(),
-            cwd: call.plugin.dir.clone(),
+            program: plugin.entrypoint.clone(),
+            args: plugin.manifest.args.clone(),
+            cwd: plugin.dir.clone(),
             env,
             sandbox,
             tmp,
@@ -249,7 +262,7 @@ impl Inner {
 }
 
 /// Why a run produced no answer: refused before starting, or the run failed.
-enum Failure {
+pub(super) enum Failure {
     Refused(CallError),
     Run(RunError),
 }
@@ -311,5 +324,18 @@ fn finish(
             stderr,
         })) => Err(failed(detail, exit_code, stderr)),
         Err(Failure::Run(RunError::Backoff(message))) => Err(failed(message, None, String::new())),
+        // JSON-RPC's "invalid params": the server refused the input.
+        Err(Failure::Run(RunError::ServerError {
+            code: -32602,
+            message,
+        })) => Err(CallError::InvalidArgs {
+            tool,
+            violations: vec![format!("the MCP server refused the input: {message}")],
+        }),
+        Err(Failure::Run(RunError::ServerError { code, message })) => Err(failed(
+            format!("the MCP server answered with error {code}: {message}"),
+            None,
+            String::new(),
+        )),
     }
 }

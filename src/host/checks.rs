@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use std::sync::Arc;
 
-use super::approve::{Approval, Asked};
+use super::approve::{Approval, ApproveError, Asked};
 use super::{Inner, SandboxMode};
 use crate::approval::{self, ApprovalError, Approver, Tier};
 use crate::error::{CallError, Refusal};
@@ -24,15 +24,24 @@ impl Inner {
     pub(super) async fn ensure_approved(
         &self,
         plugin: &Arc<Plugin>,
+        tool: &str,
         approver: Option<&dyn Approver>,
     ) -> Result<(), CallError> {
         if approval::tier(&plugin.manifest) == Tier::Automatic {
             return Ok(());
         }
-        let asked = self
-            .ask_approval(plugin, approver)
-            .await
-            .map_err(unreadable)?;
+        let asked = match self.ask_approval(plugin, Some(tool), approver).await {
+            Ok(asked) => asked,
+            Err(ApproveError::Approvals(e)) => return Err(unreadable(e)),
+            Err(e) => {
+                return Err(CallError::Failed {
+                    tool: tool.to_owned(),
+                    reason: e.to_string(),
+                    exit_code: None,
+                    stderr_tail: String::new(),
+                });
+            }
+        };
         let command = || self.approve_command(plugin.name());
         let refusal = match asked {
             Asked::Done(Approval::NotNeeded | Approval::AlreadyApproved | Approval::Approved) => {
@@ -42,8 +51,21 @@ impl Inner {
                 plugin: plugin.name().to_owned(),
                 command: command(),
             },
-            Asked::NobodyToAsk(state) => approval::refusal(&plugin.manifest, &state, &command())
-                .expect("a state that needs approval has a refusal"),
+            Asked::NobodyToAsk(state) => match state.withheld(tool) {
+                Some(change) => {
+                    // The other tools of the server go on: its workers too.
+                    return Err(CallError::NotAllowed {
+                        refusal: Refusal::ToolChanged {
+                            plugin: plugin.name().to_owned(),
+                            tool: tool.to_owned(),
+                            change,
+                            command: command(),
+                        },
+                    });
+                }
+                None => approval::refusal(&plugin.manifest, &state, &command())
+                    .expect("a state that needs approval has a refusal"),
+            },
         };
         self.workers.kill(plugin.name(), "its approval changed");
         Err(CallError::NotAllowed { refusal })

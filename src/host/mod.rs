@@ -10,6 +10,8 @@ mod builder;
 mod call;
 mod checks;
 mod dirs;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod reload;
 mod reports;
 
@@ -74,6 +76,8 @@ pub struct PluginHost {
 }
 
 struct Inner {
+    /// This host, for callbacks that must not keep it alive.
+    me: Weak<Inner>,
     config: PluginHostBuilder,
     catalog: RwLock<Arc<Catalog>>,
     permits: Semaphore,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::Inner;
 use crate::plugins::catalog::Catalog;
+use crate::plugins::catalog::FolderResult;
 use crate::plugins::events::{HostEvent, diff};
 use crate::plugins::loader::{is_plugin_folder, load_guarded, plugin_folders};
 use crate::plugins::watcher::Reload;
@@ -42,7 +43,7 @@ impl Inner {
             .map(|f| {
                 (
                     f.clone(),
-                    is_plugin_folder(root, f).then(|| load_guarded(&root.join(f))),
+                    is_plugin_folder(root, f).then(|| self.load_folder(&root.join(f))),
                 )
             })
             .collect();
@@ -61,6 +62,15 @@ impl Inner {
         let events = diff(&old, &new, &folders);
         self.publish(&events);
         events
+    }
+
+    /// One plugin folder as the catalog holds it: an MCP server's tools come
+    /// from its cached listing.
+    fn load_folder(&self, dir: &std::path::Path) -> FolderResult {
+        let loaded = load_guarded(dir);
+        #[cfg(feature = "mcp")]
+        let loaded = crate::plugins::mcp_tools::attach_cached(loaded, &self.config.state_dir);
+        loaded
     }
 
     fn publish(&self, events: &[HostEvent]) {

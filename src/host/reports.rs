@@ -41,6 +41,10 @@ pub struct PluginListing {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistent: Option<Persistent>,
     pub protocol: Protocol,
+    /// Problems that did not reject it (an MCP server's tools that cannot be
+    /// used, an unreadable tool cache).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Its running workers (a long-running host only: `serve`, a library host).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<WorkerInfo>,
@@ -128,6 +132,9 @@ impl PluginHost {
                         self.approve_command(p.name())
                     ));
                 }
+            }
+            for note in &p.notes {
+                problems.push(format!("{}: {note}", p.name()));
             }
             if let Some(note) = shim_note(&p.entrypoint) {
                 problems.push(format!("{}: {note}", p.name()));
@@ -221,6 +228,7 @@ fn entry(
         approval,
         persistent: m.worker_settings(),
         protocol: m.protocol,
+        notes: p.notes.clone(),
         workers,
         tools: p
             .tools

@@ -17,7 +17,12 @@ const MAX_INLINE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The MCP result of a call that reached its plugin.
 pub(super) fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
-    let mut content = vec![ContentBlock::text(outcome.result.clone())];
+    // A plugin-reported kind leads the text, as host errors' kinds do.
+    let text = match &outcome.error {
+        Some(e) if outcome.is_error => format!("error {}: {}", e.kind, outcome.result),
+        _ => outcome.result.clone(),
+    };
+    let mut content = vec![ContentBlock::text(text)];
     content.extend(outcome.attachments.iter().map(attachment_content));
     let mut result = if outcome.is_error {
         CallToolResult::error(content)
@@ -41,6 +46,12 @@ fn attachment_content(a: &Attachment) -> ContentBlock {
         .mime_type
         .clone()
         .unwrap_or_else(|| default_mime(a.media_type).to_owned());
+    if let (Some(data), MediaType::Image | MediaType::Audio) = (&a.data, a.media_type) {
+        return match a.media_type {
+            MediaType::Image => ContentBlock::image(data.clone(), mime),
+            _ => ContentBlock::audio(data.clone(), mime),
+        };
+    }
     if let (Some(path), MediaType::Image | MediaType::Audio) = (&a.path, a.media_type) {
         let small =
             std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= MAX_INLINE_BYTES);

@@ -34,6 +34,9 @@ pub struct AuditRecord {
     /// The pid of the persistent worker that served the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<u32>,
+    /// With outcome `tool_error`: the kind the plugin reported, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
 }
@@ -72,6 +75,7 @@ impl AuditLog {
             outcome: summary.outcome().to_owned(),
             duration_ms: (summary.duration.as_secs_f64() * 1e6).round() / 1e3,
             worker: summary.worker,
+            error_kind: summary.tool_error.map(|k| k.as_str().to_owned()),
             input: self.log_inputs.then(|| call.input.clone()),
         };
         let mut line = serde_json::to_vec(&record).map_err(|e| e.to_string())?;

@@ -19,7 +19,7 @@ use tokio::sync::broadcast;
 
 use crate::error::{CallError, ErrorKind};
 use crate::plugins::events::HostEvent;
-use crate::protocol::Invocation;
+use crate::protocol::{Invocation, ToolErrorKind};
 use crate::run::executor::Progress;
 use crate::run::outcome::ToolOutcome;
 
@@ -75,6 +75,8 @@ pub struct CallSummary {
     pub is_error: bool,
     /// The pid of the persistent worker that served the call, if one did.
     pub worker: Option<u32>,
+    /// The kind the plugin reported for its own failure (`is_error`).
+    pub tool_error: Option<ToolErrorKind>,
 }
 
 impl CallSummary {
@@ -93,6 +95,11 @@ impl CallSummary {
             error_kind: result.as_ref().err().map(CallError::kind),
             is_error: result.as_ref().is_ok_and(|o| o.is_error),
             worker,
+            tool_error: result
+                .as_ref()
+                .ok()
+                .and_then(|o| o.error.as_ref())
+                .map(|e| e.kind),
         }
     }
 

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use jsonschema::Validator;
 use serde::Serialize;
@@ -29,8 +30,14 @@ pub(crate) struct Plugin {
     pub dir: PathBuf,
     /// Canonical path of the executable.
     pub entrypoint: PathBuf,
-    /// Compiled tools, in manifest order.
+    /// Compiled tools: the manifest's, or those an MCP server listed.
     pub tools: Vec<Tool>,
+    /// Which load of the folder this is: a reload makes a new generation,
+    /// while an MCP server's new tool list does not (its workers go on).
+    pub generation: u64,
+    /// Problems that did not reject the plugin (tools an MCP server offered
+    /// that cannot be used, an unreadable tool cache), one sentence each.
+    pub notes: Vec<String>,
 }
 
 /// A tool with its input schema compiled once per snapshot.
@@ -39,12 +46,28 @@ pub(crate) struct Tool {
     pub spec: ToolSpec,
     pub input: Validator,
     pub output: Option<Validator>,
+    /// For an MCP server's tool: its name on the server (without `tool_prefix`).
+    pub remote_name: Option<String>,
 }
+
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
 impl Plugin {
     /// The plugin's name (also its folder name).
     pub(crate) fn name(&self) -> &str {
         &self.manifest.name
+    }
+
+    /// The same load of the plugin with other tools (an MCP server's list).
+    pub(crate) fn with_tools(&self, tools: Vec<Tool>, notes: Vec<String>) -> Plugin {
+        Plugin {
+            manifest: self.manifest.clone(),
+            dir: self.dir.clone(),
+            entrypoint: self.entrypoint.clone(),
+            tools,
+            generation: self.generation,
+            notes,
+        }
     }
 }
 
@@ -61,6 +84,7 @@ impl From<CheckedPlugin> for Plugin {
                 spec,
                 input,
                 output,
+                remote_name: None,
             })
             .collect();
         Plugin {
@@ -68,6 +92,8 @@ impl From<CheckedPlugin> for Plugin {
             dir: c.dir,
             entrypoint: c.entrypoint,
             tools,
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+            notes: Vec::new(),
         }
     }
 }

@@ -51,6 +51,13 @@ pub enum HostEvent {
     ApprovalRevoked {
         plugin: String,
     },
+    /// An MCP server offers a tool that differs from the one the user
+    /// approved (or a new one): it is withheld until approved again.
+    ToolWithheld {
+        plugin: String,
+        tool: String,
+        change: String,
+    },
     /// A persistent plugin's worker started; `worker` is its pid.
     WorkerStarted {
         plugin: String,
@@ -122,6 +129,14 @@ impl fmt::Display for HostEvent {
             HostEvent::ToolCollisionResolved { tool, kept_by } => write!(
                 f,
                 "resolved: tool \"{tool}\" is offered by \"{kept_by}\" alone again"
+            ),
+            HostEvent::ToolWithheld {
+                plugin,
+                tool,
+                change,
+            } => write!(
+                f,
+                "withheld tool \"{tool}\" of {plugin}: {change}; run plughost approve {plugin} to review it"
             ),
             HostEvent::ApprovalGranted { plugin } => write!(f, "approved {plugin}"),
             HostEvent::ApprovalRevoked { plugin } => write!(f, "revoked  {plugin}"),

@@ -10,6 +10,8 @@ pub(crate) mod catalog;
 pub(crate) mod events;
 pub(crate) mod loader;
 pub mod manifest;
+#[cfg(feature = "mcp")]
+pub(crate) mod mcp_tools;
 pub(crate) mod shebang;
 #[cfg(test)]
 mod tests;

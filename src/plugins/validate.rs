@@ -144,6 +144,11 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
             "/tools",
             "an MCP server's tools come from the server itself: remove \"tools\" (plughost lists them when you approve the plugin)",
         )),
+        #[cfg(not(feature = "mcp"))]
+        Protocol::Mcp => errors.push(ManifestError::new(
+            "/protocol",
+            "this plughost was built without MCP support (the \"mcp\" feature): it cannot run MCP servers",
+        )),
         Protocol::StdioJson if manifest.tool_prefix.is_some() => errors.push(ManifestError::new(
             "/tool_prefix",
             "only an MCP server's tools get a prefix: remove \"tool_prefix\", or add \"protocol\": \"mcp\"",
@@ -211,7 +216,7 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
 /// Compiles a plugin-supplied JSON Schema, with the JSON pointer of a problem
 /// inside it. Remote and file `$ref`s are refused: a plugin's schema never makes
 /// the host fetch a URL or read another file.
-fn compile_schema_at(schema: &Value) -> Result<Validator, (String, String)> {
+pub(crate) fn compile_schema_at(schema: &Value) -> Result<Validator, (String, String)> {
     jsonschema::options().offline().build(schema).map_err(|e| {
         (
             e.instance_path().as_str().to_owned(),

@@ -7,6 +7,8 @@
 
 pub(crate) mod env;
 pub(crate) mod executor;
+#[cfg(feature = "mcp")]
+pub(crate) mod mcp;
 pub(crate) mod outcome;
 pub(crate) mod sandbox;
 pub(crate) mod worker;

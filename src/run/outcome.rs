@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::error::CallError;
 use crate::plugins::catalog::{Plugin, ToolRef};
 use crate::plugins::manifest::Permission;
-use crate::protocol::{Attachment, parse_response};
+use crate::protocol::{Attachment, ToolError, parse_response};
 use crate::run::executor::Finished;
 
 /// A call that reached its plugin and got a response back. `is_error` is the
@@ -25,6 +25,9 @@ pub struct ToolOutcome {
     /// The text the agent sees.
     pub result: String,
     pub is_error: bool,
+    /// With `is_error`: the kind of failure the plugin reported, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolError>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Attachment>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,6 +119,8 @@ pub(crate) fn interpret(
         plugin: tool_ref.plugin.name().to_owned(),
         result: response.result_text(),
         is_error: response.is_error,
+        // A kind only means something on the tool's own failure.
+        error: response.error.filter(|_| response.is_error),
         attachments,
         structured: response.structured,
         exit_code: finished.status.and_then(|s| s.code()),

@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) use exchange::{Answer, Exchange, Framing, ReadNow, Stop, exchange};
 pub(crate) use os::become_subreaper;
-pub(crate) use process::{End, Leader, Process, Spawn, end};
+pub(crate) use process::{End, Group, Leader, Pipes, Process, Spawn, end};
 pub use stderr::Progress;
 pub(crate) use stderr::StderrCollector;
 
@@ -114,6 +114,11 @@ pub(crate) enum RunError {
     /// A worker keeps exiting at start-up; it is not started again before
     /// its backoff ends.
     Backoff(String),
+    /// An MCP server answered with a JSON-RPC error instead of a result.
+    ServerError {
+        code: i32,
+        message: String,
+    },
 }
 
 /// The per-call protocol: starts `spawn`, writes `request` and closes stdin,

@@ -109,9 +109,11 @@ impl Process {
             },
         })
     }
+}
 
+impl Group {
     pub(crate) fn pid(&self) -> u32 {
-        self.group.pgid
+        self.pgid
     }
 }
 

@@ -55,10 +55,11 @@ impl Workers {
     ) -> Arc<Pool> {
         let mut pools = self.pools.lock().expect("pools lock");
         if let Some(pool) = pools.get(plugin.name()) {
-            if Arc::ptr_eq(&pool.plugin, plugin) && pool.grant == grant {
+            let same_load = pool.plugin.generation == plugin.generation;
+            if same_load && pool.grant == grant {
                 return pool.clone();
             }
-            pool.retire(if Arc::ptr_eq(&pool.plugin, plugin) {
+            pool.retire(if same_load {
                 "its approval changed"
             } else {
                 "the plugin changed"
@@ -357,6 +358,88 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// A call that ended without an answer: its worker is stopped (its whole
+    /// process group), and the stop is turned into the call's error. A worker
+    /// that died before its first answer counts towards the backoff.
+    async fn failed(
+        &self,
+        worker: Worker,
+        stop: Stop,
+        stderr: String,
+        limits: &Limits,
+    ) -> RunError {
+        let first = worker.calls == 0;
+        let (how, reason) = match &stop {
+            // An MCP server was sent notifications/cancelled: it may wind down.
+            Stop::Timeout => (End::Terminate, "the call timed out"),
+            Stop::Cancelled => (End::Terminate, "the call was cancelled"),
+            Stop::OutputTooLarge => (End::Terminate, "its answer was too large"),
+            Stop::Died { exited: true, .. } => (End::Now, "it exited before answering"),
+            Stop::Died { .. } => (End::Terminate, "it closed its stdout before answering"),
+        };
+        let (pid, calls) = (worker.pid(), worker.calls);
+        let status = worker.stop(how, limits.kill_grace).await;
+        self.bus.publish(HostEvent::WorkerStopped {
+            plugin: self.plugin.name().to_owned(),
+            worker: pid,
+            reason: reason.to_owned(),
+            calls,
+        });
+        self.state
+            .lock()
+            .expect("pool lock")
+            .busy
+            .retain(|(p, _)| *p != pid);
+        match stop {
+            Stop::Timeout => RunError::Timeout { stderr },
+            Stop::Cancelled => RunError::Cancelled,
+            Stop::OutputTooLarge => RunError::OutputTooLarge,
+            Stop::Died { stdout, exited } => {
+                let mut detail = match (exited, status) {
+                    (true, Some(status)) => {
+                        format!("the worker {} before answering", describe(status))
+                    }
+                    _ => "the worker closed its stdout before answering".to_owned(),
+                };
+                if !stdout.is_empty() {
+                    let head = String::from_utf8_lossy(&stdout[..stdout.len().min(200)]);
+                    detail.push_str(&format!(" (it wrote {head:?} without a newline)"));
+                }
+                if first {
+                    self.start_failed(&detail, &stderr);
+                }
+                RunError::Died {
+                    detail,
+                    exit_code: status.and_then(|s| s.code()),
+                    stderr,
+                }
+            }
+        }
+    }
+
+    /// A worker that answered: back to the pool, and any start-up failure
+    /// streak is over.
+    fn answered(self: &Arc<Self>, worker: Worker) {
+        {
+            let mut state = self.state.lock().expect("pool lock");
+            state.failures = 0;
+            state.retry_at = None;
+        }
+        self.check_in(worker);
+    }
+
+    /// Registers a just-started worker and reports it.
+    fn started(&self, worker: &Worker) {
+        let pid = worker.pid();
+        self.state.lock().expect("pool lock").busy.push((pid, 0));
+        self.bus.publish(HostEvent::WorkerStarted {
+            plugin: self.plugin.name().to_owned(),
+            worker: pid,
+        });
+    }
+}
+
 impl Lease {
     /// Whether the lease came with a running worker.
     pub(crate) fn has_worker(&self) -> bool {
@@ -375,19 +458,16 @@ impl Lease {
                 return Err(RunError::Spawn(e));
             }
         };
-        let pid = worker.pid();
-        self.pool
-            .state
-            .lock()
-            .expect("pool lock")
-            .busy
-            .push((pid, 0));
-        self.pool.bus.publish(HostEvent::WorkerStarted {
-            plugin: self.pool.plugin.name().to_owned(),
-            worker: pid,
-        });
+        self.pool.started(&worker);
         self.worker = Some(worker);
         Ok(())
+    }
+
+    /// Gives a worker that was started but not called back to the pool.
+    pub(crate) fn give_back(mut self) {
+        if let Some(worker) = self.worker.take() {
+            self.pool.check_in(worker);
+        }
     }
 
     /// The pid of the worker of this lease.
@@ -414,59 +494,7 @@ impl Lease {
         let pool = self.pool.clone();
         let answer = match result {
             Ok(answer) => answer,
-            Err(stop) => {
-                let first = worker.calls == 0;
-                let (how, reason) = match &stop {
-                    Stop::Timeout => (End::Terminate, "the call timed out"),
-                    Stop::Cancelled => (End::Terminate, "the call was cancelled"),
-                    Stop::OutputTooLarge => (End::Terminate, "its answer was too large"),
-                    Stop::Died { exited: true, .. } => (End::Now, "it exited before answering"),
-                    Stop::Died { .. } => (End::Terminate, "it closed its stdout before answering"),
-                };
-                let pid = worker.pid();
-                let status = {
-                    let calls = worker.calls;
-                    let status = worker.stop(how, limits.kill_grace).await;
-                    pool.bus.publish(HostEvent::WorkerStopped {
-                        plugin: pool.plugin.name().to_owned(),
-                        worker: pid,
-                        reason: reason.to_owned(),
-                        calls,
-                    });
-                    status
-                };
-                pool.state
-                    .lock()
-                    .expect("pool lock")
-                    .busy
-                    .retain(|(p, _)| *p != pid);
-                let stderr = err.render();
-                return Err(match stop {
-                    Stop::Timeout => RunError::Timeout { stderr },
-                    Stop::Cancelled => RunError::Cancelled,
-                    Stop::OutputTooLarge => RunError::OutputTooLarge,
-                    Stop::Died { stdout, exited } => {
-                        let mut detail = match (exited, status) {
-                            (true, Some(status)) => {
-                                format!("the worker {} before answering", describe(status))
-                            }
-                            _ => "the worker closed its stdout before answering".to_owned(),
-                        };
-                        if !stdout.is_empty() {
-                            let head = String::from_utf8_lossy(&stdout[..stdout.len().min(200)]);
-                            detail.push_str(&format!(" (it wrote {head:?} without a newline)"));
-                        }
-                        if first {
-                            pool.start_failed(&detail, &stderr);
-                        }
-                        RunError::Died {
-                            detail,
-                            exit_code: status.and_then(|s| s.code()),
-                            stderr,
-                        }
-                    }
-                });
-            }
+            Err(stop) => return Err(pool.failed(worker, stop, err.render(), limits).await),
         };
         let mut stdout = answer.stdout;
         let parsed = parse_response(&stdout);
@@ -511,6 +539,88 @@ impl Lease {
             duration: started.elapsed(),
             parsed,
         })
+    }
+}
+
+#[cfg(feature = "mcp")]
+impl Lease {
+    /// Starts an MCP server for this lease: spawn, handshake, first tool list
+    /// (returned). `on_tools` receives the lists that follow.
+    pub(crate) async fn start_mcp(
+        &mut self,
+        spec: WorkerSpec,
+        limits: &Limits,
+        on_tools: crate::run::mcp::OnTools,
+    ) -> Result<Vec<crate::plugins::mcp_tools::ListedTool>, RunError> {
+        use super::process::StartError;
+        self.pool.backoff()?;
+        match Worker::start_mcp(spec, limits.timeout, limits.max_stdout, on_tools).await {
+            Ok((worker, tools)) => {
+                self.pool.started(&worker);
+                self.worker = Some(worker);
+                Ok(tools)
+            }
+            Err(StartError::Spawn(e)) => {
+                self.pool
+                    .start_failed(&format!("it could not start: {e}"), "");
+                Err(RunError::Spawn(e))
+            }
+            Err(StartError::Connect {
+                mut detail,
+                stderr,
+                status,
+            }) => {
+                if let Some(status) = status.filter(|s| !s.success() || s.code().is_none()) {
+                    detail.push_str(&format!(" (it {})", describe(status)));
+                }
+                self.pool.start_failed(&detail, &stderr);
+                Err(RunError::Died {
+                    detail,
+                    exit_code: status.and_then(|s| s.code()),
+                    stderr,
+                })
+            }
+        }
+    }
+
+    /// One `tools/call` on the lease's MCP server. A server that answered
+    /// (with a result or a JSON-RPC error) goes back to the pool; any other
+    /// end stops it.
+    pub(crate) async fn call_mcp(
+        mut self,
+        tool: &str,
+        arguments: rmcp::model::JsonObject,
+        limits: &Limits,
+        cancel: impl std::future::Future<Output = ()>,
+        on_progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<Finished, RunError> {
+        use crate::run::mcp::McpAnswer;
+        let started = Instant::now();
+        let mut worker = self.worker.take().expect("a lease calls with a worker");
+        let (ended, stderr) = worker
+            .call_mcp(tool, arguments, limits, cancel, on_progress)
+            .await;
+        let pool = self.pool.clone();
+        match ended {
+            Ok(McpAnswer::Result(response)) => {
+                pool.answered(worker);
+                Ok(Finished {
+                    stdout: Vec::new(),
+                    stderr,
+                    status: None,
+                    duration: started.elapsed(),
+                    parsed: Some(Ok(response)),
+                })
+            }
+            Ok(McpAnswer::Error(e)) => {
+                pool.answered(worker);
+                Err(RunError::ServerError {
+                    code: e.code.0,
+                    message: e.message.into_owned(),
+                })
+            }
+            Err(stop) => Err(pool.failed(worker, stop, stderr, limits).await),
+        }
     }
 }
 

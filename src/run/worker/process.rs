@@ -7,10 +7,16 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Instant;
 
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+
+#[cfg(feature = "mcp")]
+use crate::plugins::mcp_tools::ListedTool;
 use crate::run::executor::{
-    Answer, End, Exchange, Framing, Limits, Process, Progress, ReadNow, Spawn, StderrCollector,
-    Stop, end, exchange,
+    Answer, End, Exchange, Framing, Group, Leader, Limits, Pipes, Process, Progress, ReadNow,
+    Spawn, StderrCollector, Stop, end, exchange,
 };
+#[cfg(feature = "mcp")]
+use crate::run::mcp::{McpAnswer, McpSession, OnTools};
 use crate::run::sandbox::Prepared;
 
 /// What a worker is started with; the host prepares it (environment,
@@ -56,7 +62,8 @@ impl Drop for TmpFolder {
 
 /// A running worker.
 pub(crate) struct Worker {
-    process: Process,
+    group: Group,
+    io: Io,
     tmp: TmpFolder,
     /// Calls answered so far.
     pub calls: u64,
@@ -64,9 +71,73 @@ pub(crate) struct Worker {
     pub idle_since: Instant,
 }
 
+/// How a worker is spoken to.
+enum Io {
+    /// Request and response lines over its pipes.
+    Lines(Pipes<ChildStdin, ChildStdout, ChildStderr>),
+    /// MCP over its pipes, through rmcp's client.
+    #[cfg(feature = "mcp")]
+    Mcp(McpSession),
+}
+
 impl Worker {
-    /// Starts the worker process.
+    /// Starts a worker of the line protocol.
     pub(super) async fn start(spec: WorkerSpec) -> io::Result<Worker> {
+        let (process, tmp) = Self::spawn(spec).await?;
+        let Process { pipes, group } = process;
+        Ok(Worker::new(group, Io::Lines(pipes), tmp))
+    }
+
+    /// Starts an MCP server, does the handshake and lists its tools (within
+    /// `timeout`). `on_tools` receives every later list.
+    #[cfg(feature = "mcp")]
+    pub(super) async fn start_mcp(
+        spec: WorkerSpec,
+        timeout: std::time::Duration,
+        max_message: usize,
+        on_tools: OnTools,
+    ) -> Result<(Worker, Vec<ListedTool>), StartError> {
+        let (process, tmp) = Self::spawn(spec).await.map_err(StartError::Spawn)?;
+        let Process { pipes, mut group } = process;
+        let Pipes {
+            stdin: Some(stdin),
+            stdout: Some(stdout),
+            stderr,
+        } = pipes
+        else {
+            unreachable!("a just-spawned process has its pipes");
+        };
+        let connected = McpSession::connect(
+            stdin,
+            stdout,
+            stderr,
+            group.exited(),
+            timeout,
+            max_message,
+            on_tools,
+        )
+        .await;
+        match connected {
+            Ok((session, tools)) => Ok((Worker::new(group, Io::Mcp(session), tmp), tools)),
+            Err(failure) => {
+                let status = end(
+                    &mut group,
+                    End::Terminate,
+                    std::time::Duration::from_millis(500),
+                )
+                .await
+                .ok();
+                tmp.remove().await;
+                Err(StartError::Connect {
+                    detail: failure.detail,
+                    stderr: failure.stderr,
+                    status,
+                })
+            }
+        }
+    }
+
+    async fn spawn(spec: WorkerSpec) -> io::Result<(Process, TmpFolder)> {
         let process = Process::spawn(Spawn {
             program: &spec.program,
             args: &spec.args,
@@ -75,19 +146,25 @@ impl Worker {
             sandbox: spec.sandbox,
         })
         .await?;
-        Ok(Worker {
-            process,
-            tmp: spec.tmp,
+        Ok((process, spec.tmp))
+    }
+
+    fn new(group: Group, io: Io, tmp: TmpFolder) -> Worker {
+        Worker {
+            group,
+            io,
+            tmp,
             calls: 0,
             idle_since: Instant::now(),
-        })
+        }
     }
 
     pub(super) fn pid(&self) -> u32 {
-        self.process.pid()
+        self.group.pid()
     }
 
-    /// One request: writes `line` (ending in `\n`) and reads the answer line.
+    /// One request of the line protocol: writes `line` (ending in `\n`) and
+    /// reads the answer line.
     pub(super) async fn call(
         &mut self,
         line: &[u8],
@@ -96,9 +173,12 @@ impl Worker {
         stderr: &mut StderrCollector,
         on_progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<Answer, Stop> {
+        let Io::Lines(pipes) = &mut self.io else {
+            unreachable!("a line call goes to a line worker");
+        };
         let answer = exchange(
-            &mut self.process.pipes,
-            &self.process.group,
+            pipes,
+            &self.group,
             Exchange {
                 input: line,
                 framing: Framing::Line,
@@ -117,26 +197,65 @@ impl Worker {
         answer
     }
 
+    /// One `tools/call` to an MCP server. Returns how it ended and its stderr.
+    #[cfg(feature = "mcp")]
+    pub(super) async fn call_mcp(
+        &mut self,
+        tool: &str,
+        arguments: rmcp::model::JsonObject,
+        limits: &Limits,
+        cancel: impl std::future::Future<Output = ()>,
+        on_progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> (Result<McpAnswer, Stop>, String) {
+        let Io::Mcp(session) = &self.io else {
+            unreachable!("an MCP call goes to an MCP worker");
+        };
+        let ended = session
+            .call(
+                tool,
+                arguments,
+                tokio::time::Instant::now() + limits.timeout,
+                limits.max_stderr,
+                cancel,
+                self.group.exited(),
+                on_progress,
+            )
+            .await;
+        if ended.0.is_ok() {
+            self.calls += 1;
+        }
+        ended
+    }
+
     /// Whether the worker can take a request now: still running, its pipes
-    /// open, and nothing on stdout that no request asked for. Otherwise, why not.
+    /// open, and (line protocol) nothing on stdout that no request asked for.
+    /// Otherwise, why not.
     pub(super) fn check_ready(&mut self) -> Result<(), String> {
-        use crate::run::executor::Leader;
-        if self.process.group.has_exited() {
+        if self.group.has_exited() {
             return Err("it exited between calls".into());
         }
-        let pipes = &mut self.process.pipes;
-        let (Some(_), Some(stdout)) = (&pipes.stdin, &mut pipes.stdout) else {
-            return Err("it closed its pipes".into());
-        };
-        let mut probe = [0u8; 1];
-        match stdout.read_now(&mut probe) {
-            Ok(0) => Err("it closed its stdout between calls".into()),
-            Ok(_) => Err(
-                "it wrote to stdout between calls; answer each request with exactly one line"
-                    .into(),
-            ),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
-            Err(e) => Err(format!("its stdout failed: {e}")),
+        match &mut self.io {
+            Io::Lines(pipes) => {
+                let (Some(_), Some(stdout)) = (&pipes.stdin, &mut pipes.stdout) else {
+                    return Err("it closed its pipes".into());
+                };
+                let mut probe = [0u8; 1];
+                match stdout.read_now(&mut probe) {
+                    Ok(0) => Err("it closed its stdout between calls".into()),
+                    Ok(_) => Err(
+                        "it wrote to stdout between calls; answer each request with exactly one line"
+                            .into(),
+                    ),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+                    Err(e) => Err(format!("its stdout failed: {e}")),
+                }
+            }
+            #[cfg(feature = "mcp")]
+            Io::Mcp(session) if session.is_closed() => {
+                Err("its MCP connection closed between calls".into())
+            }
+            #[cfg(feature = "mcp")]
+            Io::Mcp(_) => Ok(()),
         }
     }
 
@@ -144,11 +263,27 @@ impl Worker {
     /// to exit on its own; `End::Terminate` sends SIGTERM first. Then the group
     /// is killed to the end and the leader reaped. Returns how it ended.
     pub(super) async fn stop(self, how: End, grace: std::time::Duration) -> Option<ExitStatus> {
-        let Worker { process, tmp, .. } = self;
-        let Process { pipes, mut group } = process;
-        drop(pipes);
+        let Worker {
+            mut group, io, tmp, ..
+        } = self;
+        match io {
+            Io::Lines(pipes) => drop(pipes),
+            #[cfg(feature = "mcp")]
+            Io::Mcp(session) => session.close().await,
+        }
         let status = end(&mut group, how, grace).await.ok();
         tmp.remove().await;
         status
     }
+}
+
+/// Why an MCP server could not be started.
+#[cfg(feature = "mcp")]
+pub(crate) enum StartError {
+    Spawn(io::Error),
+    Connect {
+        detail: String,
+        stderr: String,
+        status: Option<ExitStatus>,
+    },
 }
