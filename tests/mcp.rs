@@ -450,28 +450,9 @@ async fn unapproved_tools_say_so_and_elicitation_approves() {
     s.client.cancel().await.unwrap();
 }
 
-/// The official Python MCP SDK, installed by `.ci/run` into `target/pydeps`.
-/// Without it the HTTP test is skipped with a message, except under CI, where
-/// it must run.
-fn python_mcp_sdk() -> Option<std::path::PathBuf> {
-    let deps = std::env::var_os("PLUGHOST_PYDEPS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| util::repo().join("target/pydeps"));
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import mcp.client.streamable_http"])
-        .env("PYTHONPATH", &deps)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let what = format!(
-        "the Python MCP SDK in {} (pip install --target target/pydeps 'mcp==2.3.0')",
-        deps.display()
-    );
-    util::prerequisite(&what, ok).then_some(deps)
-}
-
 #[test]
 fn http_requires_the_token_and_serves_a_real_client() {
-    let Some(pydeps) = python_mcp_sdk() else {
+    let Some(pydeps) = util::python_mcp_sdk() else {
         return;
     };
     let sandbox = Sandbox::new().with_examples();

@@ -113,6 +113,15 @@ impl Approvals {
     pub(crate) fn state(&self, manifest: &Manifest) -> ApprovalState {
         state(manifest, self.get(&manifest.name))
     }
+
+    /// Where a loaded plugin stands, an MCP server's tools included.
+    pub(crate) fn state_of(&self, plugin: &crate::plugins::catalog::Plugin) -> ApprovalState {
+        state_with_tools(
+            &plugin.manifest,
+            self.get(plugin.name()),
+            plugin.tools.iter().map(|t| &t.spec),
+        )
+    }
 }
 
 /// Where a plugin stands.

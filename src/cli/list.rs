@@ -61,10 +61,10 @@ pub fn print_text(l: &Listing) {
         }
         let width = p.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
         for t in &p.tools {
-            let skipped = if t.offered {
-                ""
-            } else {
-                "  [skipped: name taken by another plugin]"
+            let skipped = match (&t.withheld, t.offered) {
+                (Some(why), _) => format!("  [withheld: {why}]"),
+                (None, false) => "  [skipped: name taken by another plugin]".to_owned(),
+                (None, true) => String::new(),
             };
             println!(
                 "  - {:width$}  {}{skipped}",

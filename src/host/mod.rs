@@ -166,10 +166,21 @@ impl PluginHost {
         )
     }
 
-    /// Every callable tool, sorted by name.
+    /// Every callable tool, sorted by name. An MCP server's tool that changed
+    /// since the user approved it is left out until approved again.
     pub fn tools(&self) -> Vec<ToolInfo> {
-        self.catalog()
+        let catalog = self.catalog();
+        let servers = catalog
+            .plugins()
+            .any(|p| p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp);
+        let approvals = servers.then(|| self.inner.approvals.load().ok()).flatten();
+        catalog
             .tools()
+            .filter(|(name, t)| {
+                approvals
+                    .as_ref()
+                    .is_none_or(|a| a.state_of(&t.plugin).withheld(name).is_none())
+            })
             .map(|(_, t)| ToolInfo::new(t))
             .collect()
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::PluginHost;
-use crate::approval::Approvals;
+use crate::approval::{ApprovalState, Approvals};
 use crate::plugins::catalog::{Catalog, Collision, Plugin, Rejected};
 use crate::plugins::manifest::{MANIFEST_FILE, Persistent, Protocol};
 use crate::run::sandbox::{self, SandboxSupport};
@@ -58,6 +58,9 @@ pub struct ToolListing {
     pub description: String,
     /// False when another plugin kept this tool name.
     pub offered: bool,
+    /// Why an MCP server's tool waits for approval again, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<String>,
 }
 
 /// What `plughost validate` found: `ok` when nothing was rejected and no tool
@@ -123,7 +126,7 @@ impl PluginHost {
         }
         for p in catalog.plugins() {
             if let Ok(a) = &approvals {
-                let state = a.state(&p.manifest);
+                let state = a.state_of(p);
                 if !state.allows_call() {
                     problems.push(format!(
                         "{}: {}; run: {}",
@@ -194,14 +197,18 @@ fn listing(
         plugins: catalog
             .plugins()
             .map(|p| {
-                let approval = match approvals {
-                    Ok(a) => a.state(&p.manifest).label(),
-                    Err(e) => format!("unknown: {e}"),
+                let (approval, state) = match approvals {
+                    Ok(a) => {
+                        let state = a.state_of(p);
+                        (state.label(), Some(state))
+                    }
+                    Err(e) => (format!("unknown: {e}"), None),
                 };
                 entry(
                     catalog,
                     p,
                     approval,
+                    state.as_ref(),
                     workers.get(p.name()).cloned().unwrap_or_default(),
                 )
             })
@@ -215,6 +222,7 @@ fn entry(
     catalog: &Catalog,
     p: &Plugin,
     approval: String,
+    state: Option<&ApprovalState>,
     workers: Vec<WorkerInfo>,
 ) -> PluginListing {
     let m = &p.manifest;
@@ -237,6 +245,9 @@ fn entry(
                 name: t.spec.name.clone(),
                 description: t.spec.description.clone(),
                 offered: catalog.offers(&m.name, &t.spec.name),
+                withheld: state
+                    .and_then(|s| s.withheld(&t.spec.name))
+                    .map(|c| c.to_string()),
             })
             .collect(),
     }

@@ -112,8 +112,12 @@ impl McpServer {
         if approval::tier(&plugin.manifest) == Tier::Automatic {
             return None;
         }
-        match approvals.as_ref().map(|a| a.state(&plugin.manifest)) {
-            Ok(ApprovalState::Automatic | ApprovalState::Approved) => None,
+        match approvals.as_ref().map(|a| a.state_of(plugin)) {
+            Ok(
+                ApprovalState::Automatic
+                | ApprovalState::Approved
+                | ApprovalState::ToolsChanged { .. },
+            ) => None,
             Ok(state) => Some(format!(
                 "{}: run {}",
                 state.label(),
@@ -130,6 +134,17 @@ impl McpServer {
             .load()
             .map_err(|e| e.to_string())
     }
+}
+
+/// Whether an MCP server's tool changed since the user approved it: such a
+/// tool is not offered (its new description could be a prompt injection);
+/// `plughost list` shows it and `plughost approve` releases it.
+fn withheld(t: &ToolRef, approvals: &Result<Approvals, String>) -> bool {
+    approvals.as_ref().is_ok_and(|a| {
+        a.state_of(&t.plugin)
+            .withheld(&t.tool().spec.name)
+            .is_some()
+    })
 }
 
 /// Hints for clients, from the plugin's permissions: read-only when it asks for
@@ -174,6 +189,7 @@ impl ServerHandler for McpServer {
         Ok(ListToolsResult::with_all_items(
             catalog
                 .tools()
+                .filter(|(_, t)| !withheld(t, &approvals))
                 .map(|(_, t)| self.tool(t, &approvals))
                 .collect(),
         ))
@@ -182,7 +198,8 @@ impl ServerHandler for McpServer {
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let catalog = self.host.catalog();
         let t = catalog.tool(name)?;
-        Some(self.tool(t, &self.approvals()))
+        let approvals = self.approvals();
+        (!withheld(t, &approvals)).then(|| self.tool(t, &approvals))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -318,3 +318,31 @@ pub fn prerequisite(what: &str, available: bool) -> bool {
     eprintln!("SKIPPED (missing: {what}); CI runs this test");
     false
 }
+
+/// The official Python MCP SDK, installed by `.ci/run` into `target/pydeps`
+/// (`PLUGHOST_PYDEPS` names another folder). Without it a test that needs it
+/// is skipped with a message, except under CI, where it fails.
+pub fn python_mcp_sdk() -> Option<PathBuf> {
+    let deps = std::env::var_os("PLUGHOST_PYDEPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/pydeps"));
+    let ok = Command::new("python3")
+        .args(["-c", "import mcp.client.streamable_http"])
+        .env("PYTHONPATH", &deps)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let what = format!(
+        "the Python MCP SDK in {} (pip install --target target/pydeps 'mcp==2.3.0')",
+        deps.display()
+    );
+    prerequisite(&what, ok).then_some(deps)
+}
+
+/// The python3 on `PATH` as the file it really is (not a pyenv shim).
+pub fn real_python3() -> PathBuf {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
