@@ -1,140 +1,18 @@
 //! `plughost serve` driven by a real MCP client (rmcp's), over stdio.
 #![cfg(feature = "mcp")]
 
+#[path = "util/mcp_client.rs"]
+mod mcp_client;
 mod util;
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
-    ProgressNotificationParam, ServerResult,
-};
-use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RequestContext, RequestHandle, RunningService,
-};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, ServiceExt};
+use mcp_client::{call, connect, start_call, text};
+use rmcp::model::ServerResult;
+use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use util::Sandbox;
-
-/// A client that records progress and list_changed, and answers elicitations.
-#[derive(Clone)]
-struct TestClient {
-    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
-    list_changed: mpsc::UnboundedSender<()>,
-    approve: Arc<Mutex<Option<bool>>>,
-    asked: Arc<Mutex<Vec<String>>>,
-}
-
-impl ClientHandler for TestClient {
-    fn get_info(&self) -> ClientConfig {
-        let caps = if self.approve.lock().unwrap().is_some() {
-            ClientCapabilities::builder().enable_elicitation().build()
-        } else {
-            ClientCapabilities::default()
-        };
-        ClientConfig::new(caps, Implementation::new("plughost-tests", "0.0.0"))
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.progress.send(params);
-    }
-
-    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
-        let _ = self.list_changed.send(());
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, McpError> {
-        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
-        };
-        self.asked.lock().unwrap().push(message);
-        let yes = self.approve.lock().unwrap().unwrap_or(false);
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({ "approve": yes })))
-    }
-}
-
-struct Session {
-    client: RunningService<RoleClient, TestClient>,
-    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
-    list_changed: mpsc::UnboundedReceiver<()>,
-    asked: Arc<Mutex<Vec<String>>>,
-}
-
-/// Starts `plughost serve` on the sandbox and connects a client. `approve`:
-/// `None` for a client without elicitation, `Some(answer)` with it.
-async fn connect(sandbox: &Sandbox, approve: Option<bool>) -> Session {
-    let (ptx, progress) = mpsc::unbounded_channel();
-    let (ltx, list_changed) = mpsc::unbounded_channel();
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let handler = TestClient {
-        progress: ptx,
-        list_changed: ltx,
-        approve: Arc::new(Mutex::new(approve)),
-        asked: asked.clone(),
-    };
-    let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plughost")).configure(|c| {
-        c.arg("--plugins-dir")
-            .arg(sandbox.plugins())
-            .arg("--state-dir")
-            .arg(sandbox.state())
-            .arg("serve");
-    });
-    let (transport, _stderr) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let client = handler
-        .serve(transport)
-        .await
-        .expect("the MCP session starts");
-    Session {
-        client,
-        progress,
-        list_changed,
-        asked,
-    }
-}
-
-fn call(name: &str, args: Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().unwrap().clone())
-}
-
-/// Sends a `tools/call` (no arguments) and returns its handle: for progress
-/// tokens and cancellation, which `call_tool` does not expose.
-async fn start_call(
-    s: &Session,
-    tool: &str,
-    options: PeerRequestOptions,
-) -> RequestHandle<RoleClient> {
-    s.client
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(call(tool, json!({})))),
-            options,
-        )
-        .await
-        .unwrap()
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initialize_list_and_call_every_example() {

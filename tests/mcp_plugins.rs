@@ -6,6 +6,8 @@
 //! server, and later hosts list the tools from the cache.
 #![cfg(feature = "mcp")]
 
+#[path = "util/mcp_client.rs"]
+mod mcp_client;
 mod util;
 
 use std::path::{Path, PathBuf};
@@ -402,4 +404,204 @@ async fn the_server_is_confined_by_its_permissions() {
         .await
         .unwrap();
     assert!(o.result.starts_with("refused"), "{}", o.result);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_serve_a_client_sees_the_server_beside_the_plugins() {
+    use rmcp::model::ServerResult;
+    use rmcp::service::PeerRequestOptions;
+    let Some((sandbox, host)) = approved(&[]).await else {
+        return;
+    };
+    drop(host);
+    util::copy_dir(
+        &util::repo().join("plugins-examples/hello-world"),
+        &sandbox.plugins().join("hello-world"),
+    );
+    let dir = sandbox.plugins().join(PLUGIN);
+    let mut s = mcp_client::connect(&sandbox, None).await;
+    let tools: Vec<String> = s
+        .client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.into_owned())
+        .collect();
+    assert!(tools.contains(&"hello_greet".to_owned()) && tools.contains(&"py_echo".to_owned()));
+
+    // Progress of the wrapped server reaches this client, before the result.
+    let handle = mcp_client::start_call_with(
+        &s,
+        "py_slow",
+        json!({"steps": 3, "delay_ms": 20}),
+        PeerRequestOptions::no_options(),
+    )
+    .await;
+    let ServerResult::CallToolResult(r) = handle.await_response().await.unwrap() else {
+        panic!("not a tool result");
+    };
+    assert_eq!(mcp_client::text(&r), "done after 3 steps");
+    let mut steps = Vec::new();
+    while let Ok(p) = s.progress.try_recv() {
+        steps.push(p.progress);
+    }
+    assert_eq!(steps, [1.0, 2.0, 3.0]);
+
+    // Cancellation from this client reaches the server's process tree.
+    let handle = mcp_client::start_call_with(
+        &s,
+        "py_slow",
+        json!({"steps": 100, "delay_ms": 50}),
+        PeerRequestOptions::no_options(),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    handle.cancel(Some("enough".into())).await.unwrap();
+    assert_no_processes_in(&dir);
+
+    // The client goes away: plughost and everything it started go too.
+    let r = s
+        .client
+        .call_tool(mcp_client::call("py_echo", json!({"text": "x"})))
+        .await
+        .unwrap();
+    assert_eq!(mcp_client::text(&r), "x");
+    assert!(!processes_in(&dir).is_empty());
+    drop(s);
+    assert_no_processes_in(&dir);
+}
+
+#[tokio::test]
+async fn the_npm_filesystem_server_is_confined_to_its_scoped_folder() {
+    let server = util::repo()
+        .join("target/npm/server-filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let installed = server.is_file();
+    if !util::prerequisite(
+        "@modelcontextprotocol/server-filesystem in target/npm/server-filesystem (npm install --prefix target/npm/server-filesystem @modelcontextprotocol/server-filesystem@2026.8.31)",
+        installed,
+    ) {
+        return;
+    }
+    let support = plughost::SandboxSupport::here();
+    if !util::prerequisite("Landlock", support.filesystem) {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let root = sandbox.root.path().canonicalize().unwrap();
+    let scope = root.join("projects/site");
+    let ssh = root.join("home/.ssh");
+    std::fs::create_dir_all(&scope).unwrap();
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(scope.join("index.html"), "<h1>hello</h1>").unwrap();
+    std::fs::write(ssh.join("id_rsa"), "PRIVATE KEY").unwrap();
+    // The server is told it may use two folders; the grant says one.
+    let dir = sandbox.plugins().join("files");
+    std::fs::create_dir_all(&dir).unwrap();
+    let install = util::repo().join("target/npm/server-filesystem");
+    std::fs::write(
+        dir.join("plugin.json"),
+        json!({
+            "name": "files",
+            "version": "1.0.0",
+            "description": "The filesystem MCP server, confined.",
+            "entrypoint": "server.sh",
+            "protocol": "mcp",
+            "tool_prefix": "fs_",
+            "args": [scope, root.join("home")],
+            "permissions": [
+                format!("filesystem:read:{}", install.display()),
+                format!("filesystem:write:{}", scope.display()),
+            ],
+        })
+        .to_string(),
+    )
+    .unwrap();
+    util::write_executable(
+        &dir.join("server.sh"),
+        &format!(
+            "#!/bin/sh
+exec node '{}' \"$@\"\n",
+            server.display()
+        ),
+    );
+    let host = host(&sandbox);
+    host.approve("files").await.unwrap();
+    assert!(tool_names(&host).contains(&"fs_read_text_file".to_owned()));
+
+    let inside = scope.join("index.html");
+    let o = call(&host, "fs_read_text_file", json!({"path": inside}))
+        .await
+        .unwrap();
+    assert_eq!((o.result.as_str(), o.is_error), ("<h1>hello</h1>", false));
+    let o = call(
+        &host,
+        "fs_write_file",
+        json!({"path": scope.join("new.txt"), "content": "written"}),
+    )
+    .await
+    .unwrap();
+    assert!(!o.is_error, "{}", o.result);
+    assert_eq!(
+        std::fs::read_to_string(scope.join("new.txt")).unwrap(),
+        "written"
+    );
+
+    let o = call(
+        &host,
+        "fs_read_text_file",
+        json!({"path": ssh.join("id_rsa")}),
+    )
+    .await
+    .unwrap();
+    assert!(o.is_error, "the key was read: {}", o.result);
+    assert!(!o.result.contains("PRIVATE KEY"));
+    let o = call(
+        &host,
+        "fs_write_file",
+        json!({"path": root.join("home/planted.txt"), "content": "x"}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        o.is_error && !root.join("home/planted.txt").exists(),
+        "{}",
+        o.result
+    );
+    drop(host);
+    assert_no_processes_in(&dir);
+}
+
+#[tokio::test]
+async fn a_corrupt_tool_cache_is_reported_and_never_trusted() {
+    let Some((sandbox, host)) = approved(&[]).await else {
+        return;
+    };
+    drop(host);
+    let cache = sandbox.state().join(format!("mcp/{PLUGIN}.json"));
+    std::fs::write(&cache, "{\"version\": 1, \"tools\": [{\"name\": ").unwrap();
+    let host = self::host(&sandbox);
+    assert!(host.tools().is_empty(), "nothing from a corrupt cache");
+    let listing = host.listing();
+    let notes = &listing.plugins[0].notes;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("unreadable") && n.contains(&*cache.to_string_lossy())),
+        "{notes:?}"
+    );
+    assert!(
+        host.doctor()
+            .problems
+            .iter()
+            .any(|p| p.contains("unreadable"))
+    );
+    // Approving again lists the tools from the server and rewrites the cache.
+    assert_eq!(
+        host.approve(PLUGIN).await.unwrap(),
+        plughost::Approval::AlreadyApproved
+    );
+    assert!(tool_names(&host).contains(&"py_echo".to_owned()));
+    let cached: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    assert!(cached["tools"].as_array().is_some());
 }

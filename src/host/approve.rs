@@ -86,10 +86,27 @@ impl PluginHost {
         approver: &dyn Approver,
     ) -> Result<Approval, ApproveError> {
         let p = self.loaded(plugin)?;
-        match self.inner.ask_approval(&p, None, Some(approver)).await? {
-            Asked::Done(approval) => Ok(approval),
+        let approval = match self.inner.ask_approval(&p, None, Some(approver)).await? {
+            Asked::Done(approval) => approval,
             Asked::NobodyToAsk(_) => unreachable!("an approver was given"),
+        };
+        // An approved MCP server whose tool list is missing (its cache was
+        // deleted or unreadable) is started to list them again; what it lists
+        // is measured against the pins as always.
+        #[cfg(feature = "mcp")]
+        if approval == Approval::AlreadyApproved
+            && p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp
+            && p.tools.is_empty()
+        {
+            self.inner
+                .relist(&p)
+                .await
+                .map_err(|reason| ApproveError::ServerFailed {
+                    plugin: plugin.to_owned(),
+                    reason,
+                })?;
         }
+        Ok(approval)
     }
 
     /// The command that approves `plugin` for this host's folders.

@@ -188,6 +188,11 @@ impl Inner {
         Ok(())
     }
 
+    /// Lists an approved server's tools again (its cache was lost).
+    pub(super) async fn relist(&self, plugin: &Arc<Plugin>) -> Result<(), String> {
+        self.start_and_list(plugin).await.map(drop)
+    }
+
     /// Starts the server of `plugin` (if none of its workers is idle) and
     /// returns the plugin as it is listed now.
     async fn start_and_list(&self, plugin: &Arc<Plugin>) -> Result<Arc<Plugin>, String> {

@@ -70,6 +70,7 @@ pub struct Manifest {
     /// Keep the entrypoint running between calls as a worker that answers one
     /// request line with one response line (`{}` for the defaults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Persistent")]
     pub persistent: Option<Persistent>,
     /// How plughost talks to the entrypoint: `stdio-json` (default: one JSON
     /// request on stdin, one JSON response on stdout) or `mcp` (the entrypoint

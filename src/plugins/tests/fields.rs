@@ -526,3 +526,74 @@ fn scoped_permissions_that_do_not_name_one_folder() {
         );
     }
 }
+
+#[test]
+fn an_mcp_server_needs_no_tools_and_may_have_a_prefix_and_arguments() {
+    let sb = Sandbox::new();
+    let mut m = manifest(NAME, TOOL);
+    remove(&mut m, "tools");
+    m["protocol"] = json!("mcp");
+    m["tool_prefix"] = json!("demo_");
+    m["args"] = json!(["--root", "/srv"]);
+    let dir = sb.write_plugin(NAME, &m, SCRIPT);
+    let checked = check_plugin(&dir).unwrap_or_else(|e| panic!("rejected: {e:?}"));
+    assert!(checked.manifest.tools.is_empty());
+    assert_eq!(
+        checked.manifest.worker_settings(),
+        Some(crate::plugins::manifest::Persistent::default()),
+        "an MCP server always runs as a worker"
+    );
+}
+
+#[test]
+fn an_mcp_server_does_not_declare_tools_and_a_prefix_needs_mcp() {
+    assert_errors(
+        &broken(|m| m["protocol"] = json!("mcp")),
+        &[(
+            "/tools",
+            "an MCP server's tools come from the server itself",
+        )],
+    );
+    assert_errors(
+        &broken(|m| m["tool_prefix"] = json!("demo_")),
+        &[("/tool_prefix", "only an MCP server's tools get a prefix")],
+    );
+    assert_errors(
+        &broken(|m| {
+            remove(m, "tools");
+            m["protocol"] = json!("mcp");
+            m["tool_prefix"] = json!("Demo-");
+        }),
+        &[("/tool_prefix", "\"Demo-\" is not allowed")],
+    );
+    assert_errors(
+        &broken(|m| m["protocol"] = json!("grpc")),
+        &[("/protocol", "")],
+    );
+}
+
+#[test]
+fn persistent_settings_are_bounded() {
+    let sb = Sandbox::new();
+    let mut m = manifest(NAME, TOOL);
+    m["persistent"] = json!({});
+    let dir = sb.write_plugin(NAME, &m, SCRIPT);
+    let checked = check_plugin(&dir).unwrap_or_else(|e| panic!("rejected: {e:?}"));
+    let p = checked.manifest.persistent.unwrap();
+    assert_eq!(
+        (p.idle_timeout_secs, p.max_workers),
+        (300, 1),
+        "the defaults"
+    );
+    assert_errors(
+        &broken(|m| m["persistent"] = json!({"max_workers": 0})),
+        &[("/persistent/max_workers", "")],
+    );
+    assert_errors(
+        &broken(|m| m["persistent"] = json!({"idle_timeout_secs": 0, "workers": 2})),
+        &[
+            ("/persistent/idle_timeout_secs", ""),
+            ("/persistent/workers", "unknown field \"workers\""),
+        ],
+    );
+}
