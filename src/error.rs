@@ -51,8 +51,14 @@ impl fmt::Display for ErrorKind {
 /// `invalid_output`, where it usually explains the garbage.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CallError {
-    #[error("no tool named \"{tool}\"{}", hint.as_ref().map(|h| format!("; did you mean \"{h}\"?")).unwrap_or_default())]
-    NotFound { tool: String, hint: Option<String> },
+    /// No loaded plugin offers the tool. When a rejected plugin declares it,
+    /// `rejected` names that plugin and its first problem.
+    #[error("{}", not_found(tool, hint.as_deref(), rejected.as_ref()))]
+    NotFound {
+        tool: String,
+        hint: Option<String>,
+        rejected: Option<RejectedTool>,
+    },
 
     #[error("input for \"{tool}\" does not match its input_schema: {}", violations.join("; "))]
     InvalidArgs {
@@ -96,6 +102,25 @@ pub enum CallError {
         exit_code: Option<i32>,
         stderr_tail: String,
     },
+}
+
+/// A tool declared by a plugin that was rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectedTool {
+    pub plugin: String,
+    /// Its first problem.
+    pub reason: String,
+}
+
+fn not_found(tool: &str, hint: Option<&str>, rejected: Option<&RejectedTool>) -> String {
+    match (rejected, hint) {
+        (Some(r), _) => format!(
+            "no tool named \"{tool}\" is offered: plugin \"{}\" declares it but was rejected ({}); run: plughost validate {}",
+            r.plugin, r.reason, r.plugin
+        ),
+        (None, Some(h)) => format!("no tool named \"{tool}\"; did you mean \"{h}\"?"),
+        (None, None) => format!("no tool named \"{tool}\""),
+    }
 }
 
 fn head_suffix(head: &str) -> String {

@@ -77,7 +77,7 @@ mod test_support;
 pub use approval::{
     ApprovalError, ApprovalState, Approver, BoxFuture, TerminalApprover, ToolChange, WithheldTool,
 };
-pub use error::{BuildError, CallError, ErrorKind, Refusal};
+pub use error::{BuildError, CallError, ErrorKind, Refusal, RejectedTool};
 pub use host::{
     Approval, ApproveError, CallOptions, DEFAULT_CONCURRENCY, Doctor, Listing, PluginHost,
     PluginHostBuilder, PluginListing, SandboxMode, ToolInfo, ToolListing, Validation,

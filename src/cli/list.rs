@@ -52,6 +52,9 @@ pub fn print_text(l: &Listing) {
             facts.join("; "),
             p.description
         );
+        for note in &p.notes {
+            println!("  warning: {note}");
+        }
         for w in &p.workers {
             let state = match w.idle_secs {
                 Some(s) => format!("idle {s}s"),

@@ -10,12 +10,21 @@ use super::Cli;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A plugin folder or a plugins folder (default: the plugins folder).
+    /// A plugin folder, a plugins folder, or the name of a plugin in the
+    /// plugins folder (default: the whole plugins folder).
     dir: Option<PathBuf>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
-    let dir = args.dir.clone().unwrap_or_else(|| cli.plugins_dir());
+    let dir = match &args.dir {
+        None => cli.plugins_dir(),
+        // `plughost validate weather` from anywhere: the plugin of that name.
+        Some(d) if !d.exists() && d.components().count() == 1 => {
+            let named = cli.plugins_dir().join(d);
+            if named.exists() { named } else { d.clone() }
+        }
+        Some(d) => d.clone(),
+    };
     let host = cli.host()?;
     let validation = host.validate(&dir);
     if cli.json {
@@ -40,6 +49,9 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 p.version,
                 if n == 1 { "" } else { "s" }
             );
+            for note in &p.notes {
+                println!("warning  {}: {note}", p.name);
+            }
         }
         for r in &report.rejected {
             println!("invalid  {}", r.folder);

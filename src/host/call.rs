@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::dirs::data_dir;
 use super::{CallOptions, Inner};
-use crate::error::CallError;
+use crate::error::{CallError, RejectedTool};
 use crate::observe::{CallInfo, CallSummary};
 use crate::plugins::catalog::{Catalog, Plugin, ToolRef};
 use crate::plugins::manifest::Protocol;
@@ -79,6 +79,14 @@ impl Inner {
             return Err(CallError::NotFound {
                 tool: tool.to_owned(),
                 hint: catalog.nearest_tool(tool).map(str::to_owned),
+                rejected: catalog.rejected_tool(tool).map(|r| RejectedTool {
+                    plugin: r.folder.clone(),
+                    reason: r
+                        .errors
+                        .first()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                }),
             });
         };
         check_input(tool_ref, input)?;

@@ -127,7 +127,7 @@ impl PluginHost {
         for p in catalog.plugins() {
             if let Ok(a) = &approvals {
                 let state = a.state_of(p);
-                if !state.allows_call() {
+                if !state.allows_call() || matches!(state, ApprovalState::ToolsChanged { .. }) {
                     problems.push(format!(
                         "{}: {}; run: {}",
                         p.name(),
@@ -136,7 +136,7 @@ impl PluginHost {
                     ));
                 }
             }
-            for note in &p.notes {
+            for note in p.all_notes() {
                 problems.push(format!("{}: {note}", p.name()));
             }
             if let Some(note) = shim_note(&p.entrypoint) {
@@ -236,7 +236,7 @@ fn entry(
         approval,
         persistent: m.worker_settings(),
         protocol: m.protocol,
-        notes: p.notes.clone(),
+        notes: p.all_notes().cloned().collect(),
         workers,
         tools: p
             .tools

@@ -217,7 +217,7 @@ impl ServerHandler for McpServer {
             // One forwarding task per call keeps the notifications in order.
             let (tx, mut rx) = mpsc::unbounded_channel::<crate::Progress>();
             let peer = peer.clone();
-            tokio::spawn(async move {
+            let forwarder = tokio::spawn(async move {
                 while let Some(p) = rx.recv().await {
                     let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
                     if let Some(total) = p.total {
@@ -229,8 +229,9 @@ impl ServerHandler for McpServer {
                     let _ = peer.notify_progress(param).await;
                 }
             });
-            tx
+            (tx, forwarder)
         });
+        let (progress, forwarder) = progress.unzip();
         let approver = elicit::supported(&peer)
             .then(|| Arc::new(elicit::ElicitApprover::new(peer)) as Arc<dyn Approver>);
         let options = CallOptions {
@@ -248,6 +249,11 @@ impl ServerHandler for McpServer {
             approver,
         };
         let result = self.host.call_with(&request.name, input, options).await;
+        // The call's end dropped the last sender: once the forwarder has sent
+        // what is left, every progress notification precedes the result.
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
         Ok(match result {
             Ok(outcome) => outcome_result(&outcome),
             Err(e) => error_result(&e),

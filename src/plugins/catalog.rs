@@ -35,9 +35,12 @@ pub(crate) struct Plugin {
     /// Which load of the folder this is: a reload makes a new generation,
     /// while an MCP server's new tool list does not (its workers go on).
     pub generation: u64,
-    /// Problems that did not reject the plugin (tools an MCP server offered
-    /// that cannot be used, an unreadable tool cache), one sentence each.
+    /// Problems that did not reject the plugin (an interpreter not found),
+    /// one sentence each.
     pub notes: Vec<String>,
+    /// Problems with an MCP server's tool list (tools that cannot be used, an
+    /// unreadable tool cache).
+    pub tool_notes: Vec<String>,
 }
 
 /// A tool with its input schema compiled once per snapshot.
@@ -59,15 +62,21 @@ impl Plugin {
     }
 
     /// The same load of the plugin with other tools (an MCP server's list).
-    pub(crate) fn with_tools(&self, tools: Vec<Tool>, notes: Vec<String>) -> Plugin {
+    pub(crate) fn with_tools(&self, tools: Vec<Tool>, tool_notes: Vec<String>) -> Plugin {
         Plugin {
             manifest: self.manifest.clone(),
             dir: self.dir.clone(),
             entrypoint: self.entrypoint.clone(),
             tools,
             generation: self.generation,
-            notes,
+            notes: self.notes.clone(),
+            tool_notes,
         }
+    }
+
+    /// Every problem that did not reject it.
+    pub(crate) fn all_notes(&self) -> impl Iterator<Item = &String> {
+        self.notes.iter().chain(&self.tool_notes)
     }
 }
 
@@ -93,7 +102,8 @@ impl From<CheckedPlugin> for Plugin {
             entrypoint: c.entrypoint,
             tools,
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
-            notes: Vec::new(),
+            notes: c.notes,
+            tool_notes: Vec::new(),
         }
     }
 }
@@ -105,6 +115,9 @@ pub struct Rejected {
     pub folder: String,
     pub dir: PathBuf,
     pub errors: Vec<ManifestError>,
+    /// The tools its manifest declares, as far as it can be read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
 }
 
 impl fmt::Display for Rejected {
@@ -289,6 +302,13 @@ impl Catalog {
         self.tools
             .get(tool)
             .is_some_and(|t| t.plugin.name() == plugin)
+    }
+
+    /// The rejected plugin that declares tool `name`, if one does.
+    pub(crate) fn rejected_tool(&self, name: &str) -> Option<&Rejected> {
+        self.rejected
+            .values()
+            .find(|r| r.tools.iter().any(|t| t == name))
     }
 
     /// The callable tool name closest to `name`, for "did you mean" hints.

@@ -34,6 +34,7 @@ pub(crate) fn load_folder(dir: &Path) -> FolderResult {
             folder,
             dir: dir.to_path_buf(),
             errors,
+            tools: crate::plugins::validate::declared_tools(dir),
         }),
     }
 }
@@ -104,6 +105,7 @@ pub(crate) fn load_guarded(dir: &Path) -> FolderResult {
                     "plughost failed while checking this folder ({what}); this is a bug in plughost, please report it with the folder's plugin.json"
                 ),
             }],
+            tools: Vec::new(),
         })
     })
 }
@@ -120,5 +122,6 @@ pub(crate) fn unreadable(dir: &Path, err: &io::Error) -> Rejected {
             pointer: String::new(),
             message: format!("cannot read the folder: {err}"),
         }],
+        tools: Vec::new(),
     }
 }

@@ -17,6 +17,70 @@ pub(crate) fn read_line(file: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(line).trim().to_owned())
 }
 
+/// What is wrong with an entrypoint's first line, seen as the kernel sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FirstLine {
+    /// `#!` and an interpreter, or a binary: runnable as far as the line goes.
+    Fine,
+    /// The `#!` line ends in `\r` (Windows line endings): the kernel looks
+    /// for an interpreter whose name ends in a carriage return.
+    Crlf { line: String },
+    /// A UTF-8 byte-order mark before `#!`: the kernel sees no `#!` at all.
+    Bom,
+    /// The `#!` line is not UTF-8.
+    NotUtf8,
+    /// Neither a `#!` line nor a binary this system runs.
+    NoInterpreter,
+}
+
+/// Looks at the first bytes of `file`.
+pub(crate) fn first_line(file: &Path) -> FirstLine {
+    let mut head = [0u8; 512];
+    let Ok(n) = std::fs::File::open(file).and_then(|mut f| f.read(&mut head)) else {
+        return FirstLine::Fine;
+    };
+    let head = &head[..n];
+    if head.starts_with(b"\xEF\xBB\xBF") {
+        return FirstLine::Bom;
+    }
+    let Some(rest) = head.strip_prefix(b"#!") else {
+        // ELF (Linux, the BSDs) and Mach-O (macOS) binaries.
+        let binary = head.starts_with(b"\x7fELF")
+            || head.starts_with(&[0xCF, 0xFA, 0xED, 0xFE])
+            || head.starts_with(&[0xCA, 0xFE, 0xBA, 0xBE]);
+        return if binary || head.is_empty() {
+            FirstLine::Fine
+        } else {
+            FirstLine::NoInterpreter
+        };
+    };
+    let line = rest.split(|&b| b == b'\n').next().unwrap_or_default();
+    match std::str::from_utf8(line) {
+        Err(_) => FirstLine::NotUtf8,
+        Ok(text) if text.ends_with('\r') => FirstLine::Crlf {
+            line: format!("#!{}", text.trim_end_matches('\r')),
+        },
+        Ok(_) => FirstLine::Fine,
+    }
+}
+
+/// The problem of a first line, in words with the fix; `None` when it is fine.
+pub(crate) fn explain(first: &FirstLine, entrypoint: &str) -> Option<String> {
+    Some(match first {
+        FirstLine::Fine => return None,
+        FirstLine::Crlf { line } => format!(
+            "the first line of \"{entrypoint}\", \"{line}\", ends with \"\\r\" (Windows line endings), so the system looks for an interpreter whose name ends in \"\\r\"; convert it to Unix line endings: sed -i 's/\\r$//' {entrypoint} (or dos2unix {entrypoint})"
+        ),
+        FirstLine::Bom => format!(
+            "\"{entrypoint}\" starts with a UTF-8 byte-order mark, which hides its #! line from the system; save it as UTF-8 without a BOM"
+        ),
+        FirstLine::NotUtf8 => format!("the #! line of \"{entrypoint}\" is not UTF-8"),
+        FirstLine::NoInterpreter => format!(
+            "\"{entrypoint}\" has no #! line and is not a binary for this system; add one, like #!/bin/sh"
+        ),
+    })
+}
+
 /// The program a `#!` line runs: the interpreter itself, or for `env` the first
 /// argument that is neither an option (`-S`) nor an assignment (`A=b`).
 pub(crate) fn interpreter(line: &str) -> Option<String> {
@@ -29,6 +93,20 @@ pub(crate) fn interpreter(line: &str) -> Option<String> {
     } else {
         Some(first.to_owned())
     }
+}
+
+/// A note when the interpreter the entrypoint's `#!` line names is not found
+/// (on this process's `PATH`, which plugins get too).
+pub(crate) fn missing_interpreter(entrypoint: &Path, plugin_dir: &Path) -> Option<String> {
+    let line = read_line(entrypoint)?;
+    let program = interpreter(&line)?;
+    let found = resolve(&program, std::env::var_os("PATH").as_ref(), plugin_dir).is_some();
+    (!found).then(|| {
+        format!(
+            "the interpreter \"{program}\" named on the entrypoint's first line (\"#!{line}\") is not found{}; install it, or name one that exists",
+            if program.contains('/') { "" } else { " on PATH" }
+        )
+    })
 }
 
 /// Where `program` is: a path as written (relative to the plugin folder), or the

@@ -23,6 +23,7 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 
 use crate::plugins::manifest::{MANIFEST_FILE, Manifest, Protocol};
+use crate::plugins::shebang;
 use crate::schemas;
 
 /// Largest `plugin.json` the loader reads.
@@ -66,6 +67,8 @@ pub(crate) struct CheckedPlugin {
     pub input_validators: Vec<Validator>,
     /// One compiled output validator per tool that declares `output_schema`.
     pub output_validators: Vec<Option<Validator>>,
+    /// Problems that do not reject it (an interpreter not found yet).
+    pub notes: Vec<String>,
 }
 
 /// Validates the plugin folder `dir`; on failure returns every problem found.
@@ -116,6 +119,17 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
             None
         }
     };
+    // The first line decides how the system runs it: a CRLF or a BOM there
+    // never runs; a missing interpreter may be installed later.
+    let mut notes = Vec::new();
+    if let Some(path) = &entrypoint {
+        let first = shebang::first_line(path);
+        if let Some(problem) = shebang::explain(&first, &manifest.entrypoint) {
+            errors.push(ManifestError::new("/entrypoint", problem));
+        } else if let Some(note) = shebang::missing_interpreter(path, &dir) {
+            notes.push(note);
+        }
+    }
 
     let mut seen_perms = HashSet::new();
     for (i, p) in manifest.permissions.iter().enumerate() {
@@ -208,6 +222,7 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
             entrypoint,
             input_validators,
             output_validators,
+            notes,
         }),
         _ => Err(errors),
     }
@@ -223,6 +238,24 @@ pub(crate) fn compile_schema_at(schema: &Value) -> Result<Validator, (String, St
             format!("is not a valid JSON Schema: {}", e.masked()),
         )
     })
+}
+
+/// The tool names a manifest declares, read as far as it can be: for the
+/// message of a call to a tool whose plugin was rejected.
+pub(crate) fn declared_tools(dir: &Path) -> Vec<String> {
+    let Ok(raw) = read_manifest_json(&dir.join(MANIFEST_FILE)) else {
+        return Vec::new();
+    };
+    raw.get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t.get("name").and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Reads and parses `plugin.json` without ever blocking or reading without bound.

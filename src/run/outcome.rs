@@ -230,6 +230,11 @@ fn shebang(entrypoint: &Path) -> Option<String> {
 /// A spawn failure in words: missing entrypoint, missing interpreter, not executable.
 pub(crate) fn explain_spawn_error(plugin: &Plugin, err: &io::Error) -> String {
     let ep = plugin.entrypoint.display();
+    // A file changed since it was loaded: its first line may be why.
+    let first = crate::plugins::shebang::first_line(&plugin.entrypoint);
+    if let Some(problem) = crate::plugins::shebang::explain(&first, &plugin.manifest.entrypoint) {
+        return problem;
+    }
     match err.raw_os_error() {
         Some(libc::ENOENT) if !plugin.entrypoint.exists() => {
             format!(
