@@ -20,7 +20,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .plugins_dir("plugins-examples")
         .state_dir(&state)
         .build()?;
-    let system_prompt = match export(&host.tools(), Format::Prompt) {
+    let system_prompt = match export(&host.tools(), Format::Prompt)? {
         Value::String(text) => text,
         _ => unreachable!("the prompt format is text"),
     };

@@ -1,6 +1,9 @@
 //! Tool specs in the shapes LLM providers expect for function calling, and the
 //! `<tool_call>` text convention for models without native tool calling.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -22,26 +25,61 @@ pub enum Format {
     Prompt,
 }
 
-/// The tools in `format`: JSON for the provider formats, text for `prompt`.
-pub fn export(tools: &[ToolInfo], format: Format) -> Value {
+/// The name a provider accepts for a tool. plughost's names may use MCP's
+/// characters (`A-Z a-z 0-9 _ - .`); OpenAI and Anthropic refuse the dot
+/// (it becomes `_`), Gemini a leading digit or dash (`_` is put first). Find
+/// the tool a model called with [`tool_for`].
+pub fn provider_name(format: Format, name: &str) -> Cow<'_, str> {
     match format {
+        Format::Openai | Format::Anthropic if name.contains('.') => {
+            Cow::Owned(name.replace('.', "_"))
+        }
+        Format::Gemini if name.starts_with(|c: char| c.is_ascii_digit() || c == '-') => {
+            Cow::Owned(format!("_{name}"))
+        }
+        _ => Cow::Borrowed(name),
+    }
+}
+
+/// The tool a model called by its provider name (see [`provider_name`]).
+pub fn tool_for<'a>(format: Format, called: &str, tools: &'a [ToolInfo]) -> Option<&'a ToolInfo> {
+    tools
+        .iter()
+        .find(|t| provider_name(format, &t.name) == called)
+}
+
+/// The tools in `format`: JSON for the provider formats, text for `prompt`.
+/// Fails when two tool names become one under the provider's rules.
+pub fn export(tools: &[ToolInfo], format: Format) -> Result<Value, String> {
+    let mut seen: BTreeMap<Cow<'_, str>, &str> = BTreeMap::new();
+    for t in tools {
+        let name = provider_name(format, &t.name);
+        if let Some(other) = seen.insert(name.clone(), &t.name) {
+            return Err(format!(
+                "tools \"{other}\" and \"{}\" both become \"{name}\" for {format:?}, which refuses some of their characters; rename one of them",
+                t.name
+            ));
+        }
+    }
+    let name = |t: &ToolInfo| provider_name(format, &t.name).into_owned();
+    Ok(match format {
         Format::Openai => Value::Array(
             tools
                 .iter()
                 .map(|t| {
                     json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.input_schema}})
+                        "name": name(t), "description": t.description, "parameters": t.input_schema}})
                 })
                 .collect(),
         ),
         Format::Anthropic => Value::Array(
             tools
                 .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+                .map(|t| json!({"name": name(t), "description": t.description, "input_schema": t.input_schema}))
                 .collect(),
         ),
         Format::Gemini => json!([{ "functionDeclarations": tools.iter().map(|t| json!({
-            "name": t.name, "description": t.description, "parameters": gemini_schema(&t.input_schema)
+            "name": name(t), "description": t.description, "parameters": gemini_schema(&t.input_schema)
         })).collect::<Vec<_>>() }]),
         Format::Mcp => json!({ "tools": tools.iter().map(|t| {
             let mut tool = json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema});
@@ -51,7 +89,7 @@ pub fn export(tools: &[ToolInfo], format: Format) -> Value {
             tool
         }).collect::<Vec<_>>() }),
         Format::Prompt => Value::String(prompt(tools)),
-    }
+    })
 }
 
 /// Keywords Gemini's OpenAPI-style `Schema` does not accept; they are dropped
@@ -186,7 +224,7 @@ mod tests {
 
     #[test]
     fn openai_shape() {
-        let v = export(&tools(), Format::Openai);
+        let v = export(&tools(), Format::Openai).unwrap();
         assert_eq!(v[0]["type"], "function");
         assert_eq!(v[0]["function"]["name"], "hello_greet");
         assert_eq!(v[0]["function"]["parameters"]["required"], json!(["name"]));
@@ -194,7 +232,7 @@ mod tests {
 
     #[test]
     fn anthropic_shape() {
-        let v = export(&tools(), Format::Anthropic);
+        let v = export(&tools(), Format::Anthropic).unwrap();
         assert_eq!(v[0]["name"], "hello_greet");
         assert_eq!(v[0]["input_schema"]["type"], "object");
         assert_eq!(v[0].as_object().unwrap().len(), 3);
@@ -202,7 +240,7 @@ mod tests {
 
     #[test]
     fn gemini_shape_drops_unsupported_keywords_everywhere() {
-        let v = export(&tools(), Format::Gemini);
+        let v = export(&tools(), Format::Gemini).unwrap();
         let decl = &v[0]["functionDeclarations"][0];
         assert_eq!(decl["name"], "hello_greet");
         let params = &decl["parameters"];
@@ -217,14 +255,14 @@ mod tests {
 
     #[test]
     fn mcp_shape() {
-        let v = export(&tools(), Format::Mcp);
+        let v = export(&tools(), Format::Mcp).unwrap();
         assert_eq!(v["tools"][0]["inputSchema"]["type"], "object");
         assert_eq!(v["tools"][0]["outputSchema"], json!({"type": "object"}));
     }
 
     #[test]
     fn prompt_round_trip() {
-        let text = export(&tools(), Format::Prompt);
+        let text = export(&tools(), Format::Prompt).unwrap();
         let text = text.as_str().unwrap();
         assert!(text.contains("## hello_greet") && text.contains(CALL_OPEN));
         let reply = "Sure.\n<tool_call>\n{\"name\": \"hello_greet\", \"arguments\": {\"name\": \"Ada\"}}\n</tool_call>";
@@ -260,5 +298,49 @@ mod tests {
                 .contains("closing")
         );
         assert!(parse_tool_calls("no calls here").unwrap().is_empty());
+    }
+}
+
+#[cfg(test)]
+mod names {
+    use super::*;
+
+    fn tool(name: &str) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: "A tool.".into(),
+            plugin: "p".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+        }
+    }
+
+    #[test]
+    fn names_a_provider_refuses_are_mapped_and_found_again() {
+        let tools = [tool("files.read"), tool("9lives"), tool("get-weather")];
+        let openai = export(&tools, Format::Openai).unwrap();
+        assert_eq!(openai[0]["function"]["name"], "files_read");
+        assert_eq!(openai[2]["function"]["name"], "get-weather");
+        let anthropic = export(&tools, Format::Anthropic).unwrap();
+        assert_eq!(anthropic[0]["name"], "files_read");
+        let gemini = export(&tools, Format::Gemini).unwrap();
+        assert_eq!(gemini[0]["functionDeclarations"][0]["name"], "files.read");
+        assert_eq!(gemini[0]["functionDeclarations"][1]["name"], "_9lives");
+        assert_eq!(
+            tool_for(Format::Openai, "files_read", &tools).unwrap().name,
+            "files.read"
+        );
+        assert_eq!(
+            tool_for(Format::Gemini, "_9lives", &tools).unwrap().name,
+            "9lives"
+        );
+    }
+
+    #[test]
+    fn names_that_collide_once_mapped_are_an_error() {
+        let tools = [tool("files.read"), tool("files_read")];
+        let err = export(&tools, Format::Openai).unwrap_err();
+        assert!(err.contains("\"files.read\" and \"files_read\""), "{err}");
+        assert!(export(&tools, Format::Mcp).is_ok(), "MCP takes both names");
     }
 }

@@ -161,10 +161,15 @@ async fn a_grandchild_holding_stdout_does_not_hold_the_call() {
 async fn a_plugin_that_never_reads_a_large_input_cannot_deadlock() {
     let big = "x".repeat(10 * 1024 * 1024);
     let sandbox = Sandbox::new().with_fixtures(&["ignores-stdin"]);
-    // The fixture sleeps 1 s before answering: give it room.
+    // The fixture sleeps 1 s before answering: give it room. The input is
+    // over the default 1 MiB cap on purpose.
     let host = PluginHost::builder()
         .plugins_dir(sandbox.plugins())
         .state_dir(sandbox.state())
+        .limits(Limits {
+            max_input: 64 << 20,
+            ..Limits::default()
+        })
         .build()
         .unwrap();
     let start = Instant::now();
@@ -184,7 +189,19 @@ async fn a_plugin_that_never_reads_a_large_input_cannot_deadlock() {
 #[tokio::test]
 async fn a_plugin_that_exits_before_reading_stdin_still_answers() {
     let big = "y".repeat(4 * 1024 * 1024);
-    let (_, r, _) = call_fixture("early-exit", "early_exit", json!({ "blob": big })).await;
+    let sandbox = Sandbox::new().with_fixtures(&["early-exit"]);
+    let host = PluginHost::builder()
+        .plugins_dir(sandbox.plugins())
+        .state_dir(sandbox.state())
+        .limits(Limits {
+            max_input: 64 << 20,
+            ..Limits::default()
+        })
+        .build()
+        .unwrap();
+    let r = host
+        .call("early_exit", json!({ "blob": big }), Invocation::default())
+        .await;
     assert_eq!(r.unwrap().result, "early exit");
 }
 

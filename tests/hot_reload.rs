@@ -252,6 +252,44 @@ async fn a_collision_appearing_is_reported_once() {
             .result,
         "shared_tool v1.0.0"
     );
+    // The collision going away is news too.
+    std::fs::remove_dir_all(sandbox.plugins().join("aaa")).unwrap();
+    let mut seen = vec![next_event(&mut rx).await, next_event(&mut rx).await];
+    seen.sort_by_key(|e| format!("{e:?}"));
+    assert!(
+        seen.iter().any(|e| matches!(e, HostEvent::ToolCollisionResolved { tool, kept_by } if tool == "shared_tool" && kept_by == "bbb")),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_says_what_changed() {
+    let sandbox = Sandbox::new();
+    let mut m = manifest("notes", "notes_add");
+    let dir = sandbox.write_plugin("notes", &m, &answer_script("ok"));
+    let host = host(&sandbox);
+    let mut rx = host.events();
+    let _watch = host.watch().unwrap();
+    m["permissions"] = json!(["network"]);
+    save_like_editor(&dir, &m);
+    let event = next_event(&mut rx).await;
+    let HostEvent::PluginUpdated { changes, .. } = &event else {
+        panic!("expected an update, got {event:?}");
+    };
+    assert_eq!(changes, &["permissions (+network)"]);
+    assert_eq!(
+        event.to_string(),
+        "updated  notes 1.0.0: permissions (+network)"
+    );
+
+    m["tools"][0]["name"] = json!("notes_append");
+    m["env"] = json!(["NOTES_TOKEN"]);
+    save_like_editor(&dir, &m);
+    let event = next_event(&mut rx).await;
+    assert_eq!(
+        event.to_string(),
+        "updated  notes 1.0.0: env (+NOTES_TOKEN); tools (+notes_append, -notes_add)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -462,3 +462,146 @@ fn sigterm_stops_the_server_and_kills_calls_in_flight() {
     util::assert_no_processes_in(&dir);
     drop(stdin);
 }
+
+/// Starts `plughost serve --http` on a free loopback port with `extra`
+/// arguments; returns the child and the port once it listens.
+fn serve_http(sandbox: &Sandbox, extra: &[&str]) -> (std::process::Child, u16) {
+    let token_file = sandbox.root.path().join("token");
+    std::fs::write(&token_file, "0123456789abcdef0123456789abcdef").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = sandbox
+        .cmd()
+        .args([
+            "serve",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--token-file",
+        ])
+        .arg(&token_file)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the HTTP server never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (server, port)
+}
+
+/// The status code of one raw HTTP POST to /mcp with an `Origin` header.
+fn status_with_origin(port: u16, origin: &str) -> u16 {
+    use std::io::{Read, Write};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdef\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).unwrap();
+    String::from_utf8_lossy(&head[9..12]).parse().unwrap()
+}
+
+#[test]
+fn http_refuses_a_foreign_origin_unless_allowed() {
+    let sandbox = Sandbox::new().with_examples();
+    let (mut server, port) = serve_http(&sandbox, &["--allow-origin", "http://localhost:3000"]);
+    let foreign = status_with_origin(port, "http://evil.example");
+    let own = status_with_origin(port, &format!("http://127.0.0.1:{port}"));
+    let allowed = status_with_origin(port, "http://localhost:3000");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(foreign, 403, "DNS rebinding: a page of another origin");
+    assert_eq!(own, 200);
+    assert_eq!(allowed, 200);
+}
+
+#[tokio::test]
+async fn every_progress_notification_precedes_the_result_on_the_wire() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    // A burst of progress right before the answer: the race of the last ones
+    // with the result.
+    let sandbox = Sandbox::new();
+    sandbox.write_plugin(
+        "burst",
+        &util::manifest("burst", "report_progress"),
+        "#!/bin/bash\ncat >/dev/null\nfor i in $(seq 1 50); do echo \"::progress:: $i/50\" >&2; done\necho '{\"result\":\"done\"}'\n",
+    );
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_plughost"))
+        .arg("--plugins-dir")
+        .arg(sandbox.plugins())
+        .arg("--state-dir")
+        .arg(sandbox.state())
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"raw\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").await.unwrap();
+    lines.next_line().await.unwrap().unwrap();
+    for id in 1..=3 {
+        let call = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"report_progress\",\"arguments\":{{}},\"_meta\":{{\"progressToken\":\"t{id}\"}}}}}}\n"
+        );
+        stdin.write_all(call.as_bytes()).await.unwrap();
+        let mut progress = 0;
+        loop {
+            let line = lines.next_line().await.unwrap().expect("a message");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["method"] == "notifications/progress" {
+                assert_eq!(message["params"]["progressToken"], format!("t{id}"));
+                progress += 1;
+            } else if message["id"] == id {
+                assert_eq!(
+                    progress, 50,
+                    "call {id}: every progress line before the result"
+                );
+                break;
+            }
+        }
+    }
+    // Nothing arrives after the last result.
+    let late = tokio::time::timeout(Duration::from_millis(300), lines.next_line()).await;
+    assert!(late.is_err(), "a message after the last result: {late:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_error_kind_leads_the_mcp_text_and_a_rejected_tool_is_explained() {
+    let sandbox = Sandbox::new().with_fixtures(&["odd-results"]);
+    let mut m = util::manifest("weather", "weather_now");
+    m["version"] = json!("one");
+    sandbox.write_plugin("weather", &m, &util::answer_script("x"));
+    let s = connect(&sandbox, None).await;
+    let r = s
+        .client
+        .call_tool(call("reported_kind", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(text(&r), "error not_found: No such city");
+    let r = s
+        .client
+        .call_tool(call("weather_now", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let t = text(&r);
+    assert!(
+        t.starts_with("error not_found:") && t.contains("plugin \"weather\""),
+        "{t}"
+    );
+}

@@ -19,17 +19,31 @@ pub struct Args {
     tool: String,
     /// The input as a JSON object, or `-` to read it from stdin (default: `{}`).
     input: Option<String>,
+    /// The conversation or agent session the call belongs to (the request's
+    /// `context.session_id`; what --session-budget counts).
+    #[arg(long, value_name = "ID")]
+    session_id: Option<String>,
+    /// Who the call runs for (the request's `context.actor`).
+    #[arg(long, value_name = "NAME")]
+    actor: Option<String>,
+    /// Nobody waits for the answer (`context.scope` is `background`).
+    #[arg(long)]
+    background: bool,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
-    let input = match read_input(args.input.as_deref()) {
+    let max = cli
+        .max_input_bytes
+        .unwrap_or(plughost::Limits::default().max_input);
+    let input = match read_input(args.input.as_deref(), max) {
         Ok(input) => input,
         Err(message) => {
             // Same shape as a host error: nothing was spawned.
             if cli.json {
                 super::print_json(&json!({"error": {"kind": "invalid_args", "message": message}}));
+            } else {
+                eprintln!("error: invalid_args: {message}");
             }
-            eprintln!("error: invalid_args: {message}");
             return Ok(ExitCode::from(2));
         }
     };
@@ -38,7 +52,13 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let options = CallOptions {
         invocation: Invocation {
             source: Some(Source::Cli),
-            scope: Some(Scope::Foreground),
+            scope: Some(if args.background {
+                Scope::Background
+            } else {
+                Scope::Foreground
+            }),
+            session_id: args.session_id.clone(),
+            actor: args.actor.clone(),
             ..Invocation::default()
         },
         on_progress: progress_on_terminal
@@ -92,14 +112,21 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     })
 }
 
-fn read_input(arg: Option<&str>) -> Result<Value, String> {
+fn read_input(arg: Option<&str>, max: usize) -> Result<Value, String> {
     let text = match arg {
         None => return Ok(json!({})),
         Some("-") => {
+            // Read one byte past the limit: enough to know it is too large.
             let mut s = String::new();
             std::io::stdin()
+                .take(max as u64 + 1)
                 .read_to_string(&mut s)
                 .map_err(|e| format!("cannot read the input from stdin: {e}"))?;
+            if s.len() > max {
+                return Err(format!(
+                    "the input is larger than the limit of {max} bytes; send less, or raise the limit (--max-input-bytes)"
+                ));
+            }
             s
         }
         Some(s) => s.to_owned(),
@@ -109,11 +136,13 @@ fn read_input(arg: Option<&str>) -> Result<Value, String> {
 
 fn report_error(cli: &Cli, err: &CallError) {
     if cli.json {
+        // With --json, only the JSON: a program reads stdout, nothing else.
         super::print_json(&json!({"error": {
             "kind": err.kind(),
             "message": err.to_string(),
             "stderr_tail": err.stderr_tail(),
         }}));
+        return;
     }
     eprintln!("error: {}: {err}", err.kind());
     // invalid_output already shows the stderr tail in its message.

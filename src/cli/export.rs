@@ -17,7 +17,7 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let host = cli.host()?;
-    match export(&host.tools(), args.format) {
+    match export(&host.tools(), args.format)? {
         serde_json::Value::String(text) => print!("{text}"),
         value => super::print_json(&value),
     }

@@ -3,6 +3,7 @@
 
 mod approve;
 mod call;
+mod completions;
 mod doctor;
 mod export;
 mod list;
@@ -66,6 +67,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "N", default_value_t = plughost::DEFAULT_CONCURRENCY)]
     concurrency: usize,
 
+    /// Largest tool input accepted, in bytes of JSON (default 1 MiB).
+    #[arg(long, global = true, value_name = "BYTES")]
+    max_input_bytes: Option<usize>,
+
     /// Allow each plugin at most N calls per minute.
     #[arg(long, global = true, value_name = "N")]
     rate_limit: Option<u32>,
@@ -106,6 +111,10 @@ enum Command {
     Watch,
     /// Print a JSON Schema (manifest, request or response).
     Schema(schema::Args),
+    /// Print shell completions: plughost completions bash > /etc/bash_completion.d/plughost
+    Completions(completions::Args),
+    /// Print the man page (roff): plughost man | man -l -
+    Man,
 }
 
 /// Parses the command line and runs the command.
@@ -135,6 +144,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Doctor => doctor::run(&cli),
         Command::Export(args) => export::run(&cli, args),
         Command::ParseToolCall => export::run_parse(),
+        Command::Completions(args) => completions::run(args),
+        Command::Man => completions::run_man(),
     }
 }
 
@@ -179,6 +190,12 @@ impl Cli {
                 session_budget: self.session_budget,
                 ..plughost::Policy::default()
             });
+        if let Some(max) = self.max_input_bytes {
+            builder = builder.limits(plughost::Limits {
+                max_input: max,
+                ..plughost::Limits::default()
+            });
+        }
         if let Some(path) = &self.audit_log {
             builder = builder.audit_log(path, self.audit_inputs);
         }

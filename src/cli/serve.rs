@@ -21,6 +21,10 @@ pub struct Args {
     /// Allow --http on an address other than loopback.
     #[arg(long, requires = "http")]
     allow_remote: bool,
+    /// Allow requests from browser pages of this origin (e.g. http://localhost:3000)
+    /// besides the server's own; repeatable.
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
     /// Also append log lines to this file.
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
@@ -63,10 +67,13 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                     None => host.state_dir().join("http-token").display().to_string(),
                 };
                 log.line(&format!("bearer token in {token_source}"));
-                mcp::serve_http(server, addr, token, args.allow_remote, stop, |m| {
-                    log.line(m)
-                })
-                .await?;
+                let options = mcp::HttpOptions {
+                    addr,
+                    token,
+                    allow_remote: args.allow_remote,
+                    allowed_origins: args.allow_origin.clone(),
+                };
+                mcp::serve_http(server, options, stop, |m| log.line(m)).await?;
             }
         }
         host.shutdown();

@@ -89,6 +89,7 @@ impl Inner {
                 }),
             });
         };
+        check_size(tool, input, self.config.limits.max_input)?;
         check_input(tool_ref, input)?;
         let plugin = &tool_ref.plugin;
         self.config
@@ -273,6 +274,38 @@ impl Inner {
 pub(super) enum Failure {
     Refused(CallError),
     Run(RunError),
+}
+
+/// Refuses an input larger than `limit` bytes of compact JSON, before its
+/// schema is even checked.
+fn check_size(tool: &str, input: &Value, limit: usize) -> Result<(), CallError> {
+    /// Counts bytes, stopping past the limit so a huge input costs little.
+    struct Count {
+        n: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.n += buf.len();
+            if self.n > self.limit {
+                return Err(std::io::ErrorKind::FileTooLarge.into());
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count { n: 0, limit };
+    match serde_json::to_writer(&mut count, input) {
+        Ok(()) => Ok(()),
+        Err(_) => Err(CallError::InvalidArgs {
+            tool: tool.to_owned(),
+            violations: vec![format!(
+                "the input is larger than the limit of {limit} bytes (of compact JSON); send less, or raise the limit (--max-input-bytes)"
+            )],
+        }),
+    }
 }
 
 fn check_input(tool_ref: &ToolRef, input: &Value) -> Result<(), CallError> {

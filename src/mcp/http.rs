@@ -72,17 +72,35 @@ pub fn load_or_create_token(file: Option<&Path>, state_dir: &Path) -> Result<Str
     Ok(token)
 }
 
+/// How `serve_http` listens.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    /// The bearer token every request must carry.
+    pub token: String,
+    /// Listen on an address other than loopback.
+    pub allow_remote: bool,
+    /// Browser origins allowed besides the server's own (`http://host:port`).
+    pub allowed_origins: Vec<String>,
+}
+
 /// Serves `server` over MCP streamable HTTP at `http://ADDR/mcp` until
 /// `stop` resolves. Every request must carry `Authorization: Bearer TOKEN` (else
-/// 401); other paths are 404. Binds only to loopback unless `allow_remote`.
+/// 401); other paths are 404. A request from a browser page of another origin
+/// is refused (403), as the MCP transport rules ask against DNS rebinding,
+/// unless that origin is allowed. Binds only to loopback unless `allow_remote`.
 pub async fn serve(
     server: McpServer,
-    addr: SocketAddr,
-    token: String,
-    allow_remote: bool,
+    options: HttpOptions,
     stop: impl std::future::Future<Output = ()>,
     log: impl Fn(&str),
 ) -> Result<(), String> {
+    let HttpOptions {
+        addr,
+        token,
+        allow_remote,
+        allowed_origins,
+    } = options;
     if !addr.ip().is_loopback() && !allow_remote {
         return Err(format!(
             "{addr} is not a loopback address; pass --allow-remote to serve other machines"
@@ -110,6 +128,12 @@ pub async fn serve(
         "serving MCP at http://{bound}/mcp (bearer token required)"
     ));
     let token: Arc<str> = token.into();
+    let mut origins = vec![format!("http://{bound}")];
+    if bound.ip().is_loopback() {
+        origins.push(format!("http://localhost:{}", bound.port()));
+    }
+    origins.extend(allowed_origins);
+    let origins: Arc<[String]> = origins.into();
     tokio::pin!(stop);
     loop {
         let stream = tokio::select! {
@@ -122,11 +146,19 @@ pub async fn serve(
             },
             _ = &mut stop => break,
         };
-        let (mcp, token) = (mcp.clone(), token.clone());
+        let (mcp, token, origins) = (mcp.clone(), token.clone(), origins.clone());
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {
-                let (mcp, token) = (mcp.clone(), token.clone());
+                let (mcp, token, origins) = (mcp.clone(), token.clone(), origins.clone());
                 async move {
+                    if let Some(origin) = req.headers().get(header::ORIGIN)
+                        && !origins.iter().any(|o| o.as_bytes() == origin.as_bytes())
+                    {
+                        return Ok(plain(
+                            StatusCode::FORBIDDEN,
+                            "forbidden: this origin may not use the MCP endpoint (plughost serve --allow-origin ORIGIN allows one)",
+                        ));
+                    }
                     if req.uri().path() != "/mcp" {
                         return Ok::<_, Infallible>(plain(
                             StatusCode::NOT_FOUND,

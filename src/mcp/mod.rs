@@ -35,7 +35,7 @@ use crate::plugins::manifest::Permission;
 use crate::protocol::{Invocation, Scope, Source};
 
 use content::{error_result, outcome_result};
-pub use http::{load_or_create_token, serve as serve_http};
+pub use http::{HttpOptions, load_or_create_token, serve as serve_http};
 use stdio::forward_catalog_changes;
 pub use stdio::serve_stdio;
 

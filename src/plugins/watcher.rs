@@ -291,6 +291,12 @@ impl Loop {
         for f in &settled {
             self.pending.remove(f);
         }
+        // A folder that is gone may have been renamed just before, and inotify
+        // can report the new name's events under the old one: compare the
+        // whole folder with the catalog instead (one listing of the root).
+        if settled.iter().any(|f| !self.root.join(f).exists()) {
+            return apply(Reload::All);
+        }
         apply(Reload::Folders(settled))
     }
 

@@ -66,6 +66,9 @@ pub struct Limits {
     pub kill_grace: Duration,
     /// How long the pipes may stay open after the entrypoint exits.
     pub pipe_linger: Duration,
+    /// Largest input accepted, in bytes of compact JSON; a larger one is
+    /// `invalid_args` and nothing is spawned.
+    pub max_input: usize,
 }
 
 impl Default for Limits {
@@ -76,6 +79,7 @@ impl Default for Limits {
             max_stderr: 64 * 1024,
             kill_grace: Duration::from_millis(500),
             pipe_linger: Duration::from_millis(200),
+            max_input: 1024 * 1024,
         }
     }
 }
