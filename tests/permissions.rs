@@ -375,6 +375,84 @@ mod sandboxed {
     }
 
     #[tokio::test]
+    async fn the_prepared_sandbox_follows_a_changed_manifest_and_its_approval() {
+        if !landlock() {
+            return;
+        }
+        let sandbox = Sandbox::new();
+        let outside = sandbox.root.path().join("outside.txt");
+        let script = format!(
+            "if echo x > '{}' 2>/dev/null; then r=escaped; else r=refused; fi\n\
+             echo \"{{\\\"result\\\":\\\"$r\\\"}}\"",
+            outside.display()
+        );
+        let host = host_with(&sandbox, json!([]), &script).await;
+        let call = || host.call("probe_run", json!({}), Invocation::default());
+        assert_eq!(call().await.unwrap().result, "refused");
+
+        // The same host: the manifest now asks for more, which needs approval.
+        let mut m = util::manifest("probe", "probe_run");
+        m["permissions"] = json!(["filesystem:write"]);
+        sandbox.write_plugin(
+            "probe",
+            &m,
+            &format!("#!/usr/bin/env bash\ncat >/dev/null\n{script}\n"),
+        );
+        host.reload();
+        assert_eq!(call().await.unwrap_err().kind(), ErrorKind::NotAllowed);
+        host.approve("probe").await.unwrap();
+        assert_eq!(call().await.unwrap().result, "escaped");
+        assert!(outside.exists());
+
+        // And back: asking for less confines it again.
+        std::fs::remove_file(&outside).unwrap();
+        m["permissions"] = json!([]);
+        sandbox.write_plugin(
+            "probe",
+            &m,
+            &format!("#!/usr/bin/env bash\ncat >/dev/null\n{script}\n"),
+        );
+        host.reload();
+        assert_eq!(call().await.unwrap().result, "refused");
+        assert!(!outside.exists());
+    }
+
+    #[tokio::test]
+    async fn data_and_scoped_folders_deleted_and_made_again_keep_working() {
+        if !landlock() {
+            return;
+        }
+        let sandbox = Sandbox::new();
+        let scope = sandbox.root.path().join("scope");
+        std::fs::create_dir_all(&scope).unwrap();
+        let script = format!(
+            "echo d > \"$PLUGHOST_DATA_DIR/d.txt\" && d=data || d=refused\n\
+             echo s > '{}/s.txt' && s=scope || s=refused\n\
+             echo \"{{\\\"result\\\":\\\"$d $s\\\"}}\"",
+            scope.display()
+        );
+        let write = format!("filesystem:write:{}", scope.display());
+        let host = host_with(&sandbox, json!([write]), &script).await;
+        let call = || host.call("probe_run", json!({}), Invocation::default());
+        assert_eq!(call().await.unwrap().result, "data scope");
+
+        let data = sandbox.state().join("data/probe");
+        std::fs::remove_dir_all(&data).unwrap();
+        std::fs::remove_dir_all(&scope).unwrap();
+        std::fs::create_dir(&scope).unwrap();
+        assert_eq!(call().await.unwrap().result, "data scope");
+        assert!(data.join("d.txt").exists() && scope.join("s.txt").exists());
+
+        // Gone for good: the call says which folder, and the host goes on.
+        std::fs::remove_dir_all(&scope).unwrap();
+        let err = call().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotAllowed);
+        assert!(err.to_string().contains("scope"), "{err}");
+        std::fs::create_dir(&scope).unwrap();
+        assert_eq!(call().await.unwrap().result, "data scope");
+    }
+
+    #[tokio::test]
     async fn a_scoped_folder_that_is_missing_fails_the_call_by_name() {
         let sandbox = Sandbox::new();
         let missing = sandbox.root.path().join("not-there");

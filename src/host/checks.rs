@@ -71,9 +71,13 @@ impl Inner {
         Err(CallError::NotAllowed { refusal })
     }
 
-    /// Prepares the child's confinement for this call according to the host's
-    /// sandbox mode. The plugin is approved at this point, so what its manifest
-    /// asks for is what was granted.
+    /// Prepares the child's confinement for one process of `plugin`
+    /// according to the host's sandbox mode. The plugin is approved at this
+    /// point, so what its manifest asks for is what was granted.
+    ///
+    /// The folders behind the confinement are opened once per plugin version
+    /// and kept until a reload replaces it; each process gets a ruleset of its
+    /// own on top (with `data` and `tmp`, its data and temp folders).
     pub(super) fn sandbox_for(
         &self,
         plugin: &Plugin,
@@ -84,28 +88,22 @@ impl Inner {
         if self.config.sandbox == SandboxMode::Off {
             return Ok(None);
         }
-        let refuse = |refusal| CallError::NotAllowed { refusal };
-        let prepared = sandbox::prepare(&sandbox::Policy {
-            plugin_dir: &plugin.dir,
-            data_dir,
-            tmp_dir,
-            entrypoint: &plugin.entrypoint,
-            permissions: &plugin.manifest.permissions,
-            env,
-        })
-        .map_err(|e| {
-            refuse(Refusal::SandboxFailed {
+        let failed = |e: sandbox::SandboxError| CallError::NotAllowed {
+            refusal: Refusal::SandboxFailed {
                 plugin: plugin.name().to_owned(),
                 reason: e.to_string(),
-            })
-        })?;
-        let missing = &prepared.enforcement().not_enforced;
+            },
+        };
+        let confinement = self.confinement(plugin, env).map_err(failed)?;
+        let missing = &confinement.enforcement().not_enforced;
         if !missing.is_empty() {
             if self.config.sandbox == SandboxMode::Required {
-                return Err(refuse(Refusal::SandboxUnavailable {
-                    plugin: plugin.name().to_owned(),
-                    missing: missing.clone(),
-                }));
+                return Err(CallError::NotAllowed {
+                    refusal: Refusal::SandboxUnavailable {
+                        plugin: plugin.name().to_owned(),
+                        missing: missing.clone(),
+                    },
+                });
             }
             if !self.sandbox_warned.swap(true, Ordering::Relaxed) {
                 self.bus.publish(HostEvent::Notice {
@@ -116,7 +114,46 @@ impl Inner {
                 });
             }
         }
+        let prepared = confinement.for_call(data_dir, tmp_dir).map_err(failed)?;
         Ok(Some(prepared))
+    }
+
+    /// The cached confinement of this version of `plugin`, prepared again
+    /// when a scoped folder it opened was replaced.
+    fn confinement(
+        &self,
+        plugin: &Plugin,
+        env: &[(OsString, OsString)],
+    ) -> Result<Arc<sandbox::Confinement>, sandbox::SandboxError> {
+        let cached = self
+            .confinements
+            .lock()
+            .expect("confinements lock")
+            .get(&plugin.generation)
+            .cloned();
+        if let Some(c) = cached.filter(|c| c.is_current()) {
+            return Ok(c);
+        }
+        let fresh = Arc::new(sandbox::Confinement::new(&sandbox::Policy {
+            plugin_dir: &plugin.dir,
+            entrypoint: &plugin.entrypoint,
+            permissions: &plugin.manifest.permissions,
+            env,
+        })?);
+        self.confinements
+            .lock()
+            .expect("confinements lock")
+            .insert(plugin.generation, fresh.clone());
+        Ok(fresh)
+    }
+
+    /// Forgets the confinement of a plugin version a reload replaced (its
+    /// descriptors close once no call holds it).
+    pub(super) fn forget_confinement(&self, generation: u64) {
+        self.confinements
+            .lock()
+            .expect("confinements lock")
+            .remove(&generation);
     }
 
     /// `plughost approve NAME`, naming this host's folders when they are not the

@@ -57,6 +57,7 @@ impl Inner {
                     None => "the plugin was removed",
                 };
                 self.workers.retire(before.name(), reason);
+                self.forget_confinement(before.generation);
             }
         }
         let events = diff(&old, &new, &folders);

@@ -76,14 +76,7 @@ pub(crate) trait ReadNow {
     fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize>;
 }
 
-impl ReadNow for tokio::process::ChildStderr {
-    fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        use std::os::fd::AsRawFd;
-        super::unix::read_now(self.as_raw_fd(), buf)
-    }
-}
-
-impl ReadNow for tokio::process::ChildStdout {
+impl ReadNow for tokio::net::unix::pipe::Receiver {
     fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         use std::os::fd::AsRawFd;
         super::unix::read_now(self.as_raw_fd(), buf)

@@ -50,6 +50,16 @@ impl ExitWatch {
         ExitWatch::Thread(WaitThread::new(pid))
     }
 
+    /// Watches the process `pid` through `pidfd`, a pidfd of it that the
+    /// spawn returned.
+    pub(super) fn from_pidfd(pid: u32, pidfd: OwnedFd) -> ExitWatch {
+        // SAFETY: as in `new`: the descriptor moves into the AsyncFd.
+        match unsafe { AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) } {
+            Ok(fd) => ExitWatch::Pidfd(fd),
+            Err(_) => ExitWatch::Thread(WaitThread::new(pid)),
+        }
+    }
+
     /// Resolves once the process has exited (it stays unreaped).
     pub(super) async fn exited(&self) {
         match self {

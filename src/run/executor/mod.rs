@@ -29,6 +29,8 @@
 
 mod exchange;
 mod process;
+#[cfg(target_os = "linux")]
+mod spawn_linux;
 mod stderr;
 mod unix;
 
@@ -49,7 +51,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) use exchange::{Answer, Exchange, Framing, ReadNow, Stop, exchange};
 pub(crate) use os::become_subreaper;
-pub(crate) use process::{End, Group, Leader, Pipes, Process, Spawn, end};
+pub(crate) use process::{End, Group, Leader, Output, Pipes, Process, Spawn, Stdin, end};
 pub use stderr::Progress;
 pub(crate) use stderr::StderrCollector;
 

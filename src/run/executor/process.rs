@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::net::unix::pipe;
 
 use super::os::ExitWatch;
 use super::unix::{self, GroupGuard, SIGKILL, SIGTERM};
@@ -24,10 +24,15 @@ pub(crate) struct Spawn<'a> {
     pub args: &'a [String],
     pub cwd: &'a Path,
     pub env: &'a [(OsString, OsString)],
-    /// Confinement applied in the child before exec (a `pre_exec` hook; none
-    /// when there is nothing to enforce, which keeps `posix_spawn`).
+    /// Confinement applied in the child before exec; none when the host's
+    /// sandbox is off.
     pub sandbox: Option<Prepared>,
 }
+
+/// The parent's end of a plugin's stdin.
+pub(crate) type Stdin = pipe::Sender;
+/// The parent's end of a plugin's stdout or stderr.
+pub(crate) type Output = pipe::Receiver;
 
 /// The three pipes of a process; `None` once closed.
 pub(crate) struct Pipes<W, R, E> {
@@ -53,25 +58,88 @@ pub(crate) trait Leader {
 
 /// A running plugin process.
 pub(crate) struct Process {
-    pub pipes: Pipes<ChildStdin, ChildStdout, ChildStderr>,
+    pub pipes: Pipes<Stdin, Output, Output>,
     pub group: Group,
 }
 
-/// The real leader: a tokio child in its own process group.
+/// The real leader: a child in its own process group.
 pub(crate) struct Group {
-    child: tokio::process::Child,
     pgid: u32,
+    reaper: Reaper,
     watch: ExitWatch,
     guard: GroupGuard,
+}
+
+/// Who reaps the leader.
+enum Reaper {
+    /// We do, by pid, once the exit watch fired (the executor's own spawn).
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(dead_code, reason = "Linux's spawn only")
+    )]
+    Pid,
+    /// The runtime does (the standard library's spawn).
+    Runtime(tokio::process::Child),
 }
 
 impl Process {
     /// Starts `spawn` in a process group of its own, with piped stdio.
     ///
+    /// On Linux the executor's own spawn (`spawn_linux.rs`) starts it without
+    /// a fork; elsewhere, or on kernels it does not support, the standard
+    /// library does (with the sandbox as a `pre_exec` hook, which forks).
+    ///
     /// Retries briefly on ETXTBSY: an entrypoint that was just written (a build,
     /// a copy) may still be open for writing in another process.
     pub(crate) async fn spawn(spawn: Spawn<'_>) -> io::Result<Process> {
-        let mut cmd = Command::new(spawn.program);
+        #[cfg(target_os = "linux")]
+        {
+            let mut tries = 0;
+            loop {
+                let spawned = super::spawn_linux::spawn(
+                    spawn.program,
+                    spawn.args,
+                    spawn.cwd,
+                    spawn.env,
+                    spawn.sandbox.as_ref(),
+                );
+                match spawned {
+                    Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 20 => {
+                        tries += 1;
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    Ok(Some(s)) => return Process::adopt(s),
+                    Ok(None) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Process::spawn_with_std(spawn).await
+    }
+
+    /// Takes over a child the executor's own spawn started.
+    #[cfg(target_os = "linux")]
+    fn adopt(s: super::spawn_linux::Spawned) -> io::Result<Process> {
+        // Guarded first: if a pipe cannot be registered, the child dies.
+        let guard = GroupGuard::new(s.pid);
+        let watch = ExitWatch::from_pidfd(s.pid, s.pidfd);
+        Ok(Process {
+            pipes: Pipes {
+                stdin: Some(pipe::Sender::from_owned_fd(s.stdin)?),
+                stdout: Some(pipe::Receiver::from_owned_fd(s.stdout)?),
+                stderr: Some(pipe::Receiver::from_owned_fd(s.stderr)?),
+            },
+            group: Group {
+                pgid: s.pid,
+                reaper: Reaper::Pid,
+                watch,
+                guard,
+            },
+        })
+    }
+
+    async fn spawn_with_std(spawn: Spawn<'_>) -> io::Result<Process> {
+        let mut cmd = tokio::process::Command::new(spawn.program);
         cmd.args(spawn.args)
             .current_dir(spawn.cwd)
             .env_clear()
@@ -95,18 +163,27 @@ impl Process {
         };
         let pgid = child.id().expect("a just-spawned child has a pid");
         let guard = GroupGuard::new(pgid);
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let group = Group {
+            pgid,
+            reaper: Reaper::Runtime(child),
+            watch: ExitWatch::new(pgid),
+            guard,
+        };
         Ok(Process {
             pipes: Pipes {
-                stdin: child.stdin.take(),
-                stdout: child.stdout.take(),
-                stderr: child.stderr.take(),
+                stdin: stdin
+                    .map(|p| pipe::Sender::from_owned_fd(p.into_owned_fd()?))
+                    .transpose()?,
+                stdout: stdout
+                    .map(|p| pipe::Receiver::from_owned_fd(p.into_owned_fd()?))
+                    .transpose()?,
+                stderr: stderr
+                    .map(|p| pipe::Receiver::from_owned_fd(p.into_owned_fd()?))
+                    .transpose()?,
             },
-            group: Group {
-                child,
-                pgid,
-                watch: ExitWatch::new(pgid),
-                guard,
-            },
+            group,
         })
     }
 }
@@ -130,8 +207,14 @@ impl Leader for Group {
         unix::signal_group(self.pgid, signal)
     }
 
-    fn reap(&mut self) -> impl Future<Output = io::Result<ExitStatus>> + Send {
-        self.child.wait()
+    async fn reap(&mut self) -> io::Result<ExitStatus> {
+        match &mut self.reaper {
+            Reaper::Runtime(child) => child.wait().await,
+            Reaper::Pid => {
+                self.watch.exited().await;
+                unix::reap_exited(self.pgid).await
+            }
+        }
     }
 
     async fn sweep(&mut self) {

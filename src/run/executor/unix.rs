@@ -50,6 +50,30 @@ pub(super) fn reap_group(pgid: u32) {
     }
 }
 
+/// Reaps our child `pid`, which has exited (its exit watch fired), and
+/// returns its status.
+pub(super) async fn reap_exited(pid: u32) -> io::Result<std::process::ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes only into `status`, a valid local.
+        let rc = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+        if rc > 0 {
+            return Ok(std::process::ExitStatus::from_raw(status));
+        }
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        } else {
+            // Exited but not yet waitable: only for an instant after the
+            // watch fired.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
 /// Kills group `pgid` with SIGKILL and reaps what it can, repeating briefly so a
 /// process forked during the first signal is caught by the next. Bounded: gives
 /// up after a few milliseconds when only zombies we cannot reap are left. An

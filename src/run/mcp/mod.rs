@@ -26,12 +26,11 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, Running
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, Peer, ServiceError, ServiceExt};
 use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{Notify, mpsc};
 
 use crate::plugins::mcp_tools::ListedTool;
 use crate::protocol::Response;
-use crate::run::executor::{Progress, StderrCollector, Stop};
+use crate::run::executor::{Output, Progress, StderrCollector, Stdin, Stop};
 
 /// Receives a server's tool list whenever it changes.
 pub(crate) type OnTools = Arc<dyn Fn(Vec<ListedTool>) + Send + Sync>;
@@ -105,9 +104,9 @@ impl McpSession {
     /// The handshake and the first tool listing, within `timeout`. `exited`
     /// resolves when the server's process exits, which ends the wait at once.
     pub(crate) async fn connect(
-        stdin: ChildStdin,
-        stdout: ChildStdout,
-        stderr: Option<ChildStderr>,
+        stdin: Stdin,
+        stdout: Output,
+        stderr: Option<Output>,
         exited: impl Future<Output = ()>,
         timeout: Duration,
         max_message: usize,
@@ -306,7 +305,7 @@ impl McpSession {
 }
 
 /// Reads the server's stderr to its end, so it never blocks on a full pipe.
-async fn drain_stderr(stderr: Option<ChildStderr>, tap: Arc<Mutex<StderrTap>>) {
+async fn drain_stderr(stderr: Option<Output>, tap: Arc<Mutex<StderrTap>>) {
     let Some(mut stderr) = stderr else { return };
     let mut buf = vec![0u8; 8 * 1024];
     loop {

@@ -1,29 +1,33 @@
 //! The Linux seam of the sandbox: Landlock and seccomp. Every `unsafe` of the
 //! sandbox lives here.
 //!
-//! The hazard this file avoids: after `fork` in a multi-threaded process, the
-//! child may only make async-signal-safe calls. A lock held by another host
-//! thread at fork time (the allocator's, for one) stays locked forever in the
-//! child. So the ruleset is created and filled in the parent, the seccomp
-//! program is assembled there, and the hook in the child makes three raw system
-//! calls on data it owns, allocating nothing.
+//! The work is split by how often it is needed. Once per plugin version
+//! ([`Confinement::new`]): working out which folders it may use, opening each
+//! (an `O_PATH` descriptor), the Landlock access masks for this kernel, and
+//! what will be enforced. Once per process ([`Confinement::for_call`]): a fresh
+//! ruleset filled from those descriptors plus the call's data and temp folders
+//! (about thirty `landlock_add_rule` calls, no path resolution). In the child,
+//! between `clone` and `exec`: the child's own `/proc/PID`, then
+//! `landlock_restrict_self` and the seccomp program, raw system calls on data
+//! the parent built (see `executor/spawn_linux.rs`).
 //!
-//! The ruleset is built with the landlock crate's best-effort compatibility:
-//! access rights the kernel does not know are dropped, not refused. Since the
-//! restriction happens in the child, the crate's `RestrictionStatus` never
-//! reaches the parent; [`Enforcement`] is computed instead from the kernel's
-//! Landlock ABI, which decides exactly which of the requested rights survive.
+//! A fresh ruleset per process matters: the child adds its own `/proc/PID` to
+//! the ruleset it is given, and a ruleset shared by many children would
+//! collect every child's pid.
+//!
+//! Access rights the kernel does not know are dropped (best effort, as the
+//! landlock crate does); [`Enforcement`] says what survives on this kernel.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::fs::OpenOptions;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
-use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, Scope,
-};
+use landlock::{ABI, Access, AccessFs, AccessNet, BitFlags, Scope};
 
 use super::paths::{self, Allow};
 use super::{Enforcement, Policy, SandboxError, SandboxSupport, seccomp};
@@ -41,6 +45,16 @@ const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
 /// `LANDLOCK_RULE_PATH_BENEATH` from `linux/landlock.h`.
 const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
 
+/// `struct landlock_ruleset_attr` from `linux/landlock.h`. Kernels before
+/// ABI 6 know fewer fields; they accept the larger struct as long as the
+/// fields they do not know are zero, which the masks below guarantee.
+#[repr(C)]
+struct RulesetAttr {
+    handled_access_fs: u64,
+    handled_access_net: u64,
+    scoped: u64,
+}
+
 /// `struct landlock_path_beneath_attr` from `linux/landlock.h` (packed there too).
 #[repr(C, packed)]
 struct PathBeneathAttr {
@@ -48,14 +62,89 @@ struct PathBeneathAttr {
     parent_fd: i32,
 }
 
-/// A sandbox ready to be applied to one child: the Landlock ruleset (as its file
-/// descriptor) and the seccomp program, both built in the parent.
-pub(crate) struct Prepared {
-    ruleset: Option<OwnedFd>,
+/// What the kernel supports does not change while the host runs: probed once.
+static PROBES: LazyLock<(Option<i32>, bool)> =
+    LazyLock::new(|| (landlock_abi(), seccomp_available()));
+
+/// The socket-denying seccomp program, assembled once.
+static DENY_SOCKETS: LazyLock<Option<Box<[libc::sock_filter]>>> =
+    LazyLock::new(|| seccomp::deny_sockets().map(Vec::into_boxed_slice));
+
+/// The confinement of one plugin version, prepared once and applied to each of
+/// its processes.
+pub(crate) struct Confinement {
+    handled: RulesetAttr,
+    /// The folders and files it may use, opened once.
+    rules: Vec<Rule>,
+    /// Scoped grants' folders, checked before each use: a folder deleted and
+    /// made again is another folder, which the cached descriptor does not reach.
+    checks: Vec<(PathBuf, Arc<Opened>)>,
+    /// The read and write rights of the call's data and temp folders.
+    own_folders: u64,
     /// Rights on the child's own `/proc/PID`, added in the child (0: none).
     proc_self: u64,
-    seccomp: Option<Box<[libc::sock_filter]>>,
+    seccomp: bool,
     enforcement: Enforcement,
+}
+
+struct Rule {
+    folder: Arc<Opened>,
+    access: u64,
+}
+
+/// A file or folder opened for rules (`O_PATH`), shared by every
+/// confinement that allows it: most are the same system folders for every
+/// plugin, and a host with a hundred plugins should not hold thousands of
+/// descriptors for them.
+struct Opened {
+    fd: OwnedFd,
+    dev: u64,
+    ino: u64,
+    is_dir: bool,
+}
+
+/// The folders opened so far, by path; an entry lives as long as a
+/// confinement uses it.
+static OPENED: LazyLock<Mutex<HashMap<PathBuf, Weak<Opened>>>> = LazyLock::new(Mutex::default);
+
+/// `path` opened for rules: the descriptor already open when it still names
+/// the same file (a folder deleted and made again is another one).
+fn open_shared(path: &Path) -> io::Result<Arc<Opened>> {
+    let meta = std::fs::metadata(path)?;
+    let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(o) = opened.get(path).and_then(Weak::upgrade)
+        && (o.dev, o.ino) == (meta.dev(), meta.ino())
+    {
+        return Ok(o);
+    }
+    let fd = open_path(path)?;
+    let meta = std::fs::File::from(fd.try_clone()?).metadata()?;
+    let o = Arc::new(Opened {
+        fd,
+        dev: meta.dev(),
+        ino: meta.ino(),
+        is_dir: meta.is_dir(),
+    });
+    opened.retain(|_, w| w.strong_count() > 0);
+    opened.insert(path.to_owned(), Arc::downgrade(&o));
+    Ok(o)
+}
+
+impl fmt::Debug for Confinement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Confinement")
+            .field("rules", &self.rules.len())
+            .field("enforcement", &self.enforcement)
+            .finish()
+    }
+}
+
+/// The confinement of one process: a ruleset of its own (as a descriptor) and
+/// the seccomp program, both built in the parent.
+pub(crate) struct Prepared {
+    ruleset: Option<OwnedFd>,
+    proc_self: u64,
+    seccomp: Option<&'static [libc::sock_filter]>,
 }
 
 impl fmt::Debug for Prepared {
@@ -63,32 +152,209 @@ impl fmt::Debug for Prepared {
         f.debug_struct("Prepared")
             .field("ruleset", &self.ruleset)
             .field("proc_self", &self.proc_self)
-            .field("seccomp_len", &self.seccomp.as_ref().map(|p| p.len()))
-            .field("enforcement", &self.enforcement)
+            .field("seccomp", &self.seccomp.is_some())
             .finish()
     }
 }
 
-impl Prepared {
-    /// What the child will have enforced, on this kernel.
+/// What the child of a confined spawn does before `exec`, as plain data.
+#[derive(Clone, Copy)]
+pub(crate) struct ChildSteps<'a> {
+    /// The ruleset to restrict itself with.
+    pub ruleset: Option<RawFd>,
+    /// Rights on its own `/proc/PID` to add to the ruleset first (0: none).
+    pub proc_self: u64,
+    /// The seccomp program to install last.
+    pub seccomp: Option<&'a [libc::sock_filter]>,
+}
+
+impl Confinement {
+    /// Prepares the confinement of the plugin `policy` describes: the folders
+    /// it may use are resolved and opened now.
+    pub(crate) fn new(policy: &Policy<'_>) -> Result<Confinement, SandboxError> {
+        let (abi, seccomp_ok) = *PROBES;
+        let confine_reads = !policy.grants(Permission::FilesystemRead);
+        let confine_writes = !policy.grants(Permission::FilesystemWrite);
+        let deny_network = !policy.grants(Permission::Network);
+        // With `filesystem:read` alone, reads stay handled (with rules that allow
+        // everything else) so that the other processes' /proc entries, the host's
+        // environment among them, stay hidden. With `filesystem:write` as well, the
+        // plugin can do anything the user can: there is nothing left to hide.
+        let handle_reads = confine_reads || confine_writes;
+        let enforcement = expected(
+            abi,
+            seccomp_ok,
+            [handle_reads, confine_reads, confine_writes, deny_network],
+        );
+        let kernel = ABI::from(abi.unwrap_or(0));
+        let fs = AccessFs::from_all(kernel) & AccessFs::from_all(FS_ABI);
+        let read = AccessFs::from_read(FS_ABI) & fs;
+        let write = AccessFs::from_write(FS_ABI) & fs;
+        let mut handled_fs = BitFlags::EMPTY;
+        if handle_reads {
+            handled_fs |= read;
+        }
+        if confine_writes {
+            handled_fs |= write;
+        }
+        let mut scopes = BitFlags::from(Scope::Signal);
+        let mut handled_net = BitFlags::EMPTY;
+        if deny_network {
+            // Handled with no rule: every TCP connect and bind is denied.
+            handled_net = AccessNet::from_all(NET_ABI) & AccessNet::from_all(kernel);
+            scopes |= Scope::AbstractUnixSocket;
+        }
+        let any = confine_reads || confine_writes || deny_network;
+        let scoped = if any {
+            scopes & Scope::from_all(SCOPE_ABI) & Scope::from_all(kernel)
+        } else {
+            BitFlags::EMPTY
+        };
+        let handled = RulesetAttr {
+            handled_access_fs: handled_fs.bits(),
+            handled_access_net: handled_net.bits(),
+            scoped: scoped.bits(),
+        };
+        let mut rules = Vec::new();
+        let mut checks = Vec::new();
+        if !handled_fs.is_empty() {
+            let home = policy
+                .env
+                .iter()
+                .find(|(k, _)| k == "HOME")
+                .map(|(_, v)| PathBuf::from(v));
+            let scoped_folders: Vec<PathBuf> = policy
+                .permissions
+                .iter()
+                .filter_map(|p| p.folder(home.as_deref()))
+                .collect();
+            for Allow {
+                path,
+                read: r,
+                write: w,
+                required,
+            } in paths::allowed(policy)
+            {
+                let mut access = BitFlags::EMPTY;
+                if r {
+                    access |= read;
+                }
+                if w {
+                    access |= write;
+                }
+                access &= handled_fs;
+                if access.is_empty() {
+                    continue;
+                }
+                let folder = match open_shared(&path) {
+                    Ok(folder) => folder,
+                    Err(source) if required => return Err(SandboxError::Path { path, source }),
+                    Err(_) => continue,
+                };
+                // Rights that only make sense on a folder are invalid on a file.
+                if !folder.is_dir {
+                    access &= AccessFs::from_file(FS_ABI);
+                }
+                if scoped_folders.contains(&path) {
+                    checks.push((path, folder.clone()));
+                }
+                rules.push(Rule {
+                    folder,
+                    access: access.bits(),
+                });
+            }
+        }
+        let ruleset_possible = handled.handled_access_fs != 0
+            || handled.handled_access_net != 0
+            || handled.scoped != 0;
+        // Read rights exist since ABI 1, so when reads are handled all of them are.
+        let proc_self = if handle_reads && ruleset_possible && enforcement.proc_hidden {
+            read.bits()
+        } else {
+            0
+        };
+        Ok(Confinement {
+            own_folders: ((read | write) & handled_fs).bits(),
+            handled,
+            rules,
+            checks,
+            proc_self,
+            seccomp: deny_network && seccomp_ok,
+            enforcement,
+        })
+    }
+
+    /// What its processes will have enforced, on this kernel.
     pub(crate) fn enforcement(&self) -> &Enforcement {
         &self.enforcement
     }
 
-    /// Registers a `pre_exec` hook that confines the child. Adds nothing when
-    /// there is nothing to enforce (every permission granted, or a kernel with
-    /// neither Landlock nor seccomp), so the standard library stays on
-    /// `posix_spawn` then.
-    ///
-    /// The hook sets `PR_SET_NO_NEW_PRIVS` (set-uid programs such as `sudo` no
-    /// longer gain privileges in the plugin), adds the child's own `/proc/PID`
-    /// to the ruleset when reads are confined, restricts the child with the
-    /// ruleset, then installs the seccomp program. If any step fails, the spawn
-    /// fails with that step's `errno`; the plugin never runs half-confined.
-    ///
-    /// The ruleset descriptor is moved into the hook, so it stays open as long
-    /// as `cmd` (every spawn of `cmd` is confined the same way); it is
-    /// close-on-exec, so the plugin never sees it.
+    /// Whether the scoped folders it opened are still the folders at their
+    /// paths (a folder deleted and made again is not).
+    pub(crate) fn is_current(&self) -> bool {
+        self.checks.iter().all(|(path, o)| {
+            std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (o.dev, o.ino))
+        })
+    }
+
+    /// The confinement of one process that uses `data` and `tmp` as its data
+    /// and temp folders: a new ruleset, filled from the prepared folders.
+    pub(crate) fn for_call(&self, data: &Path, tmp: &Path) -> Result<Prepared, SandboxError> {
+        let seccomp = if self.seccomp {
+            DENY_SOCKETS.as_deref()
+        } else {
+            None
+        };
+        let h = &self.handled;
+        if h.handled_access_fs == 0 && h.handled_access_net == 0 && h.scoped == 0 {
+            return Ok(Prepared {
+                ruleset: None,
+                proc_self: 0,
+                seccomp,
+            });
+        }
+        let landlock = |e: io::Error| SandboxError::Landlock(e.to_string());
+        let ruleset = create_ruleset(h).map_err(landlock)?;
+        for rule in &self.rules {
+            add_rule(&ruleset, rule.folder.fd.as_raw_fd(), rule.access).map_err(landlock)?;
+        }
+        if self.own_folders != 0 {
+            for folder in [data, tmp] {
+                let fd = open_path(folder).map_err(|source| SandboxError::Path {
+                    path: folder.to_owned(),
+                    source,
+                })?;
+                add_rule(&ruleset, fd.as_raw_fd(), self.own_folders).map_err(landlock)?;
+            }
+        }
+        Ok(Prepared {
+            ruleset: Some(ruleset),
+            proc_self: self.proc_self,
+            seccomp,
+        })
+    }
+}
+
+impl Prepared {
+    /// Whether the child has anything to do: a process with nothing to
+    /// enforce is spawned like any other.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ruleset.is_none() && self.seccomp.is_none()
+    }
+
+    /// The steps for the child of a confined spawn. `self` must outlive the
+    /// spawn (the ruleset descriptor is read in the child).
+    pub(crate) fn child_steps(&self) -> ChildSteps<'_> {
+        ChildSteps {
+            ruleset: self.ruleset.as_ref().map(AsRawFd::as_raw_fd),
+            proc_self: self.proc_self,
+            seccomp: self.seccomp,
+        }
+    }
+
+    /// Registers a `pre_exec` hook that confines the child: the way to apply
+    /// it with the standard library's spawn (which then forks), used where
+    /// the executor's own spawn is not available.
     pub(crate) fn apply_to(self, cmd: &mut tokio::process::Command) {
         self.apply_to_std(cmd.as_std_mut());
     }
@@ -97,54 +363,64 @@ impl Prepared {
     pub(crate) fn apply_to_std(self, cmd: &mut std::process::Command) {
         use std::os::unix::process::CommandExt;
 
+        if self.is_empty() {
+            return;
+        }
         let Prepared {
             ruleset,
             proc_self,
             seccomp,
-            ..
         } = self;
-        if ruleset.is_none() && seccomp.is_none() {
-            return;
-        }
         // SAFETY: the hook runs in the forked child before exec. It only reads
-        // data it owns (an open descriptor, an integer, a boxed slice built in
-        // the parent) and makes raw system calls: no allocation, no lock, no
-        // unwinding.
+        // data it owns (an open descriptor, an integer, a static program) and
+        // makes raw system calls: no allocation, no lock, no unwinding.
         unsafe {
-            cmd.pre_exec(move || enforce(ruleset.as_ref(), proc_self, seccomp.as_deref()));
+            cmd.pre_exec(move || {
+                let steps = ChildSteps {
+                    ruleset: ruleset.as_ref().map(AsRawFd::as_raw_fd),
+                    proc_self,
+                    seccomp,
+                };
+                match enforce(&steps) {
+                    0 => Ok(()),
+                    errno => Err(io::Error::from_raw_os_error(errno)),
+                }
+            });
         }
     }
 }
 
-/// The child's half. Async-signal-safe: raw system calls and `errno` only.
-fn enforce(
-    ruleset: Option<&OwnedFd>,
-    proc_self: u64,
-    seccomp: Option<&[libc::sock_filter]>,
-) -> io::Result<()> {
+/// The child's half: `no_new_privs`, its own `/proc/PID`, the Landlock
+/// restriction, the seccomp program. Returns 0, or the failing call's errno.
+///
+/// Runs between `clone`/`fork` and `exec`: only raw system calls on data the
+/// parent built, nothing that allocates, locks or unwinds.
+pub(crate) fn enforce(steps: &ChildSteps<'_>) -> i32 {
     // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments and touches no memory.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(io::Error::last_os_error());
+        return errno();
     }
-    if let Some(fd) = ruleset {
-        if proc_self != 0 {
-            allow_own_proc(fd, proc_self)?;
+    if let Some(fd) = steps.ruleset {
+        if steps.proc_self != 0 {
+            let rc = allow_own_proc(fd, steps.proc_self);
+            if rc != 0 {
+                return rc;
+            }
         }
-        // SAFETY: `fd` is an open Landlock ruleset descriptor owned by the hook;
-        // the call takes it and a flags integer, and touches no memory of ours.
-        let rc = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) };
+        // SAFETY: `fd` is an open Landlock ruleset descriptor the parent keeps
+        // open across the spawn; the call takes it and a flags integer.
+        let rc = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) };
         if rc != 0 {
-            return Err(io::Error::last_os_error());
+            return errno();
         }
     }
-    if let Some(filter) = seccomp {
+    if let Some(filter) = steps.seccomp {
         let program = libc::sock_fprog {
             len: filter.len() as libc::c_ushort,
             filter: filter.as_ptr().cast_mut(),
         };
-        // SAFETY: `program` points to `filter`, a valid slice of `len`
-        // instructions that outlives the call; the kernel copies it and never
-        // writes through the pointer.
+        // SAFETY: `program` points to `filter`, a valid static slice of `len`
+        // instructions; the kernel copies it and never writes through it.
         let rc = unsafe {
             libc::syscall(
                 libc::SYS_seccomp,
@@ -154,17 +430,25 @@ fn enforce(
             )
         };
         if rc != 0 {
-            return Err(io::Error::last_os_error());
+            return errno();
         }
     }
-    Ok(())
+    0
+}
+
+/// The calling thread's errno (in a `clone(CLONE_VM)` child: the suspended
+/// parent thread's, which nobody else reads meanwhile).
+fn errno() -> i32 {
+    // SAFETY: __errno_location returns a valid pointer to this thread's errno.
+    let e = unsafe { *libc::__errno_location() };
+    if e == 0 { libc::ECHILD } else { e }
 }
 
 /// Adds the calling process's own `/proc/PID` to `ruleset`. Runs in the child,
 /// where `/proc/self` names the plugin rather than the host. Its descendants get
 /// other pids, so they cannot read their own `/proc/PID` files (magic links such
 /// as `/proc/self/fd/N` to a pipe still work). Without `/proc` mounted, skips.
-fn allow_own_proc(ruleset: &OwnedFd, access: u64) -> io::Result<()> {
+fn allow_own_proc(ruleset: RawFd, access: u64) -> i32 {
     // SAFETY: the path is a static NUL-terminated string; open returns a new
     // descriptor or -1 and writes no memory of ours.
     let dir = unsafe {
@@ -174,7 +458,7 @@ fn allow_own_proc(ruleset: &OwnedFd, access: u64) -> io::Result<()> {
         )
     };
     if dir < 0 {
-        return Ok(());
+        return 0;
     }
     let attr = PathBeneathAttr {
         allowed_access: access,
@@ -185,141 +469,68 @@ fn allow_own_proc(ruleset: &OwnedFd, access: u64) -> io::Result<()> {
     let rc = unsafe {
         libc::syscall(
             libc::SYS_landlock_add_rule,
+            ruleset,
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    };
+    let result = if rc == 0 { 0 } else { errno() };
+    // SAFETY: `dir` is the descriptor opened above, closed exactly once.
+    unsafe { libc::close(dir) };
+    result
+}
+
+/// A new, empty ruleset handling `attr`'s rights.
+fn create_ruleset(attr: &RulesetAttr) -> io::Result<OwnedFd> {
+    // SAFETY: `attr` is a valid landlock_ruleset_attr of the size passed,
+    // which the kernel only reads.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            attr as *const RulesetAttr,
+            std::mem::size_of::<RulesetAttr>(),
+            0u32,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new descriptor (close-on-exec) that we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Allows `access` beneath the file or folder `fd` in `ruleset`.
+fn add_rule(ruleset: &OwnedFd, fd: RawFd, access: u64) -> io::Result<()> {
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: fd,
+    };
+    // SAFETY: `attr` is a valid landlock_path_beneath_attr for the whole call,
+    // which only reads it; both descriptors are open.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
             ruleset.as_raw_fd(),
             LANDLOCK_RULE_PATH_BENEATH,
             &attr as *const PathBeneathAttr,
             0u32,
         )
     };
-    let result = if rc == 0 {
+    if rc == 0 {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
-    };
-    // SAFETY: `dir` is the descriptor opened above, closed exactly once.
-    unsafe { libc::close(dir) };
-    result
+    }
 }
 
-pub(super) fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
-    // What the kernel supports does not change while the host runs: probe once.
-    static PROBES: std::sync::OnceLock<(Option<i32>, bool)> = std::sync::OnceLock::new();
-    let &(abi, seccomp_ok) = PROBES.get_or_init(|| (landlock_abi(), seccomp_available()));
-    let confine_reads = !policy.grants(Permission::FilesystemRead);
-    let confine_writes = !policy.grants(Permission::FilesystemWrite);
-    let deny_network = !policy.grants(Permission::Network);
-
-    // With `filesystem:read` alone, reads stay handled (with rules that allow
-    // everything else) so that the other processes' /proc entries, the host's
-    // environment among them, stay hidden. With `filesystem:write` as well, the
-    // plugin can do anything the user can: there is nothing left to hide.
-    let handle_reads = confine_reads || confine_writes;
-
-    let enforcement = expected(
-        abi,
-        seccomp_ok,
-        [handle_reads, confine_reads, confine_writes, deny_network],
-    );
-    let ruleset = if handle_reads || confine_writes || deny_network {
-        build_ruleset(policy, handle_reads, confine_writes, deny_network)?
-    } else {
-        None
-    };
-    // Read rights exist since ABI 1, so when reads are handled all of them are.
-    let proc_self = if handle_reads && ruleset.is_some() && enforcement.proc_hidden {
-        AccessFs::from_read(FS_ABI).bits()
-    } else {
-        0
-    };
-    let seccomp = if deny_network && seccomp_ok {
-        seccomp::deny_sockets().map(Vec::into_boxed_slice)
-    } else {
-        None
-    };
-    Ok(Prepared {
-        ruleset,
-        proc_self,
-        seccomp,
-        enforcement,
-    })
-}
-
-/// Creates and fills the ruleset; `None` when the kernel can enforce none of it.
-fn build_ruleset(
-    policy: &Policy<'_>,
-    handle_reads: bool,
-    confine_writes: bool,
-    deny_network: bool,
-) -> Result<Option<OwnedFd>, SandboxError> {
-    let read = AccessFs::from_read(FS_ABI);
-    let write = AccessFs::from_write(FS_ABI);
-    let mut handled_fs = BitFlags::EMPTY;
-    if handle_reads {
-        handled_fs |= read;
-    }
-    if confine_writes {
-        handled_fs |= write;
-    }
-    let mut scopes = BitFlags::from(Scope::Signal);
-    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::BestEffort);
-    if !handled_fs.is_empty() {
-        ruleset = ruleset.handle_access(handled_fs).map_err(landlock_error)?;
-    }
-    if deny_network {
-        // Handled with no rule: every TCP connect and bind is denied.
-        ruleset = ruleset
-            .handle_access(AccessNet::from_all(NET_ABI))
-            .map_err(landlock_error)?;
-        scopes |= Scope::AbstractUnixSocket;
-    }
-    ruleset = ruleset
-        .scope(scopes & Scope::from_all(SCOPE_ABI))
-        .map_err(landlock_error)?;
-    let mut created = ruleset.create().map_err(landlock_error)?;
-
-    if !handled_fs.is_empty() {
-        for Allow {
-            path,
-            read: r,
-            write: w,
-            required,
-        } in paths::allowed(policy)
-        {
-            let mut access = BitFlags::EMPTY;
-            if r {
-                access |= read;
-            }
-            if w {
-                access |= write;
-            }
-            access &= handled_fs;
-            if access.is_empty() {
-                continue;
-            }
-            // What landlock's PathFd does, keeping the io::Error for the message.
-            let fd = match OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
-                .open(&path)
-            {
-                Ok(fd) => fd,
-                Err(source) if required => return Err(SandboxError::Path { path, source }),
-                Err(_) => continue,
-            };
-            // Rights that only make sense on a folder are invalid on a file.
-            if fd.metadata().is_ok_and(|m| !m.is_dir()) {
-                access &= AccessFs::from_file(FS_ABI);
-            }
-            created = created
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(landlock_error)?;
-        }
-    }
-    Ok(created.into())
-}
-
-fn landlock_error(e: landlock::RulesetError) -> SandboxError {
-    SandboxError::Landlock(e.to_string())
+/// An `O_PATH` descriptor of `path` (what landlock's `PathFd` does).
+fn open_path(path: &Path) -> io::Result<OwnedFd> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+        .open(path)
+        .map(OwnedFd::from)
 }
 
 /// What the child will have enforced, from what is wanted and what this kernel

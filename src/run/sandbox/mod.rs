@@ -1,12 +1,13 @@
 //! Confines a plugin process to what its granted permissions allow.
 //!
-//! The sandbox is applied in the **child only**, between `fork` and `exec`; the
-//! host itself is never restricted. Everything that allocates or can fail for a
-//! reason worth reporting happens in the parent, in [`prepare`]: working out which
-//! folders the plugin may touch, opening them, building the Landlock ruleset and
-//! the seccomp program. The child then makes only raw, async-signal-safe system
+//! The sandbox is applied in the **child only**, between `clone` and `exec`;
+//! the host itself is never restricted. Everything that allocates or can fail
+//! for a reason worth reporting happens in the parent: once per plugin version,
+//! [`Confinement::new`] works out which folders the plugin may touch and opens
+//! them; once per process, [`Confinement::for_call`] builds a Landlock ruleset
+//! from them and the call's own folders. The child then makes only raw system
 //! calls (`prctl`, `open`, `landlock_add_rule`, `landlock_restrict_self`,
-//! `seccomp`), so the hook is sound even though the host is multi-threaded.
+//! `seccomp`), so it is sound even though the host is multi-threaded.
 //!
 //! # What is confined
 //!
@@ -26,7 +27,7 @@
 //!
 //! # Guarantees and caveats
 //! - What this kernel enforces is reported, never assumed: [`support`] for the
-//!   machine and [`Prepared::enforcement`] for one call. An older kernel gets the
+//!   machine and [`Confinement::enforcement`] for one plugin. An older kernel gets the
 //!   subset it supports (Landlock's best-effort compatibility); a kernel without
 //!   Landlock gets no file system confinement at all, and the caller should warn.
 //! - Files already open before the restriction (stdin, stdout, stderr) keep working.
@@ -34,7 +35,9 @@
 //!   plugin's own children are confined the same way. They cannot read their own
 //!   `/proc/PID` files when reads are confined (only the entrypoint's process
 //!   can): a bash plugin that runs `ps` needs `filesystem:read`.
-//! - The ruleset is built for one call's temp folder: prepare it per call.
+//! - Each process gets a ruleset of its own (the child adds its own `/proc/PID`
+//!   to it); the folders behind it are opened once per plugin version. A scoped
+//!   folder deleted and made again is noticed ([`Confinement::is_current`]).
 //! - Without `network`, `socketpair(2)` and pipes still work (a plugin can talk to
 //!   its own children), but a plugin cannot connect to local daemons either
 //!   (`ssh-agent`, `docker.sock`, D-Bus, `nscd`; glibc falls back to files).
@@ -45,18 +48,19 @@
 //! - Without `network`, 32-bit (i386, x32) programs are killed on their first
 //!   system call: the seccomp filter only knows the native system call table, and
 //!   letting foreign tables through would let them create sockets.
-//! - Any `pre_exec` hook makes the standard library fork instead of `posix_spawn`;
-//!   [`Prepared::apply_to`] adds the hook only when there is something to enforce.
-//!   Fork time grows with the host's memory (see DESIGN.md).
+//! - On Linux the executor spawns with `clone(CLONE_VM | CLONE_VFORK)` and
+//!   confines the child itself (`executor/spawn_linux.rs`): no fork, whatever
+//!   the host's memory. [`Prepared::apply_to`] (a `pre_exec` hook, which makes
+//!   the standard library fork) remains for kernels without `CLONE_PIDFD`.
 //! - If a step fails in the child, the spawn fails with that step's `errno`
 //!   (`io::Error` from `spawn`); the plugin never runs half-confined.
 //!
 //! # Use
 //!
-//! The host prepares one sandbox per call (`host/call.rs`, `sandbox_for`), once
-//! the approval check has passed, and the executor applies it to the command
-//! before spawning (`executor::Job::sandbox`). `plughost doctor` prints
-//! [`support`].
+//! The host keeps one [`Confinement`] per plugin version (`host/checks.rs`,
+//! `sandbox_for`), asks it for each process's [`Prepared`] once the approval
+//! check has passed, and the executor applies that in the child
+//! (`executor::Spawn::sandbox`). `plughost doctor` prints [`support`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -78,7 +82,9 @@ mod os;
 #[cfg(all(test, target_os = "linux"))]
 mod tests;
 
-pub(crate) use os::Prepared;
+#[cfg(target_os = "linux")]
+pub(crate) use os::{ChildSteps, enforce};
+pub(crate) use os::{Confinement, Prepared};
 
 /// What a plugin may touch, derived from its granted permissions.
 #[derive(Debug, Clone, Copy)]
@@ -88,11 +94,9 @@ pub(crate) use os::Prepared;
 )]
 pub(crate) struct Policy<'a> {
     /// The plugin's folder: readable, never writable without `filesystem:write`.
+    /// (Its data folder and each process's temp folder, readable and writable,
+    /// are given to [`Confinement::for_call`].)
     pub plugin_dir: &'a Path,
-    /// The plugin's persistent data folder: readable and writable.
-    pub data_dir: &'a Path,
-    /// The call's private temp folder (`TMPDIR`): readable and writable.
-    pub tmp_dir: &'a Path,
     /// The entrypoint; its `#!` interpreter's install prefix becomes readable.
     pub entrypoint: &'a Path,
     /// The permissions the user GRANTED (not merely those the manifest asks for).
@@ -179,9 +183,16 @@ pub(crate) enum SandboxError {
     Landlock(String),
 }
 
-/// Builds the sandbox for one call, in the parent. See [`Prepared::apply_to`].
-pub(crate) fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
-    os::prepare(policy)
+/// Builds the sandbox of one process of the plugin `policy` describes, with
+/// `data` and `tmp` as its data and temp folders. A host prepares a
+/// [`Confinement`] once per plugin version and calls `for_call` per process.
+#[cfg(test)]
+pub(crate) fn prepare(
+    policy: &Policy<'_>,
+    data: &Path,
+    tmp: &Path,
+) -> Result<Prepared, SandboxError> {
+    Confinement::new(policy)?.for_call(data, tmp)
 }
 
 /// What this kernel can enforce.

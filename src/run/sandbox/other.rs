@@ -1,41 +1,65 @@
 //! The sandbox where there is no Landlock or seccomp: nothing is enforced, and
 //! [`Enforcement`] and [`support`] say so, so the caller can warn.
 
+use std::path::Path;
+
 use super::{Enforcement, Policy, SandboxError, SandboxSupport};
 use crate::plugins::manifest::Permission;
 
-/// A sandbox that enforces nothing on this platform.
+/// The confinement of one plugin version: nothing, on this platform.
 #[derive(Debug)]
-pub(crate) struct Prepared {
+pub(crate) struct Confinement {
     enforcement: Enforcement,
 }
 
-impl Prepared {
-    /// What the child will have enforced: nothing here.
+/// The confinement of one process: nothing, on this platform.
+#[derive(Debug)]
+pub(crate) struct Prepared;
+
+impl Confinement {
+    /// Records which wanted restrictions go unenforced here.
+    pub(crate) fn new(policy: &Policy<'_>) -> Result<Confinement, SandboxError> {
+        let not_enforced = [
+            Permission::FilesystemRead,
+            Permission::FilesystemWrite,
+            Permission::Network,
+        ]
+        .into_iter()
+        .filter(|p| !policy.grants(p.clone()))
+        .map(|p| format!("{p}: no sandbox on this platform"))
+        .collect();
+        Ok(Confinement {
+            enforcement: Enforcement {
+                not_enforced,
+                ..Enforcement::default()
+            },
+        })
+    }
+
+    /// What its processes will have enforced: nothing here.
     pub(crate) fn enforcement(&self) -> &Enforcement {
         &self.enforcement
     }
 
-    /// Adds nothing: there is nothing to enforce on this platform.
-    pub(crate) fn apply_to(self, _cmd: &mut tokio::process::Command) {}
+    /// Always current: it holds no folders.
+    pub(crate) fn is_current(&self) -> bool {
+        true
+    }
+
+    /// Nothing to prepare.
+    pub(crate) fn for_call(&self, _data: &Path, _tmp: &Path) -> Result<Prepared, SandboxError> {
+        Ok(Prepared)
+    }
 }
 
-pub(crate) fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
-    let not_enforced = [
-        Permission::FilesystemRead,
-        Permission::FilesystemWrite,
-        Permission::Network,
-    ]
-    .into_iter()
-    .filter(|p| !policy.grants(*p))
-    .map(|p| format!("{p}: no sandbox on this platform"))
-    .collect();
-    Ok(Prepared {
-        enforcement: Enforcement {
-            not_enforced,
-            ..Enforcement::default()
-        },
-    })
+impl Prepared {
+    /// Always: there is nothing to enforce on this platform.
+    pub(crate) fn is_empty(&self) -> bool {
+        true
+    }
+
+    /// Adds nothing: there is nothing to enforce on this platform.
+    pub(crate) fn apply_to(self, _cmd: &mut tokio::process::Command) {}
 }
 
 pub(crate) fn support() -> SandboxSupport {

@@ -7,13 +7,11 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Instant;
 
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
-
 #[cfg(feature = "mcp")]
 use crate::plugins::mcp_tools::ListedTool;
 use crate::run::executor::{
-    Answer, End, Exchange, Framing, Group, Leader, Limits, Pipes, Process, Progress, ReadNow,
-    Spawn, StderrCollector, Stop, end, exchange,
+    Answer, End, Exchange, Framing, Group, Leader, Limits, Output, Pipes, Process, Progress,
+    ReadNow, Spawn, StderrCollector, Stdin, Stop, end, exchange,
 };
 #[cfg(feature = "mcp")]
 use crate::run::mcp::{McpAnswer, McpSession, OnTools};
@@ -74,7 +72,7 @@ pub(crate) struct Worker {
 /// How a worker is spoken to.
 enum Io {
     /// Request and response lines over its pipes.
-    Lines(Pipes<ChildStdin, ChildStdout, ChildStderr>),
+    Lines(Pipes<Stdin, Output, Output>),
     /// MCP over its pipes, through rmcp's client.
     #[cfg(feature = "mcp")]
     Mcp(McpSession),

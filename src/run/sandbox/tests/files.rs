@@ -23,6 +23,14 @@ async fn without_filesystem_write_only_the_data_and_temp_folders_are_writable() 
     assert!(fx.data.join("ok.txt").exists());
     assert!(!fx.outside.join("new.txt").exists());
 
+    // The same through the standard library's spawn, the fallback.
+    std::fs::remove_file(fx.data.join("ok.txt")).unwrap();
+    let out = fx.run_forked(&script, &[data, outside], &[]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("wrote-data"), "{}", text(&out));
+    assert!(!stdout.contains("wrote-outside"), "{}", text(&out));
+    assert!(!fx.outside.join("new.txt").exists());
+
     // The temp folder is writable too, and the plugin folder is not.
     let tmp = fx.tmp.to_str().unwrap();
     let plugin = fx.plugin.to_str().unwrap();

@@ -119,15 +119,7 @@ async fn an_interpreter_outside_the_system_is_allowed_through_the_shebang() {
     env.retain(|(k, _)| k != "PATH");
     env.push(("PATH".into(), path));
 
-    let prepared = sandbox::prepare(&Policy {
-        plugin_dir: &fx.plugin,
-        data_dir: &fx.data,
-        tmp_dir: &fx.tmp,
-        entrypoint: &script,
-        permissions: &[],
-        env: &env,
-    })
-    .unwrap();
+    let prepared = fx.prepare(&script, &[], &env);
     let mut cmd = Command::new(&script);
     cmd.current_dir(&fx.plugin)
         .env_clear()

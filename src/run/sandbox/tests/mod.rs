@@ -1,6 +1,7 @@
 //! The sandbox against real processes: bash, python3 (through the pyenv shim
-//! when that is what `PATH` finds) and node, each spawned with a policy applied
-//! by `Prepared::apply_to`, then asked to do what its permissions forbid.
+//! when that is what `PATH` finds) and node, each spawned confined the way the
+//! executor does it (and some through the `pre_exec` fallback too), then asked
+//! to do what its permissions forbid.
 //!
 //! A test whose prerequisite (Landlock, an interpreter) is missing fails in CI
 //! and says what is missing elsewhere; none passes silently without checking.
@@ -75,18 +76,60 @@ impl Fixture {
         env
     }
 
-    /// Runs `entrypoint args…` confined to `granted`, as the executor will.
+    /// The confinement of `entrypoint` with `granted`, for one process.
+    fn prepare(
+        &self,
+        entrypoint: &Path,
+        granted: &[Permission],
+        env: &[(OsString, OsString)],
+    ) -> sandbox::Prepared {
+        sandbox::prepare(
+            &Policy {
+                plugin_dir: &self.plugin,
+                entrypoint,
+                permissions: granted,
+                env,
+            },
+            &self.data,
+            &self.tmp,
+        )
+        .expect("the sandbox prepares")
+    }
+
+    /// Runs `entrypoint args…` confined to `granted` through the executor's
+    /// own spawn, as a call does.
     async fn run(&self, entrypoint: &Path, args: &[&str], granted: &[Permission]) -> Output {
         let env = self.env();
-        let prepared = sandbox::prepare(&Policy {
-            plugin_dir: &self.plugin,
-            data_dir: &self.data,
-            tmp_dir: &self.tmp,
-            entrypoint,
-            permissions: granted,
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let spawn = crate::run::executor::Spawn {
+            program: entrypoint,
+            args: &args,
+            cwd: &self.plugin,
             env: &env,
-        })
-        .expect("the sandbox prepares");
+            sandbox: Some(self.prepare(entrypoint, granted, &env)),
+        };
+        let finished = crate::run::executor::run_once(
+            spawn,
+            b"",
+            &crate::run::executor::Limits::default(),
+            std::future::pending(),
+            &|_| {},
+        )
+        .await
+        .expect("the child spawns and finishes in time");
+        Output {
+            status: finished.status.expect("a per-call process has a status"),
+            stdout: finished.stdout,
+            stderr: finished.stderr.into_bytes(),
+        }
+    }
+
+    /// Runs `entrypoint args…` confined to `granted` through the standard
+    /// library's spawn and `Prepared::apply_to`, the fallback for kernels
+    /// without `CLONE_PIDFD`.
+    async fn run_forked(&self, entrypoint: &Path, args: &[&str], granted: &[Permission]) -> Output {
+        let env = self.env();
+        let prepared = self.prepare(entrypoint, granted, &env);
         let mut cmd = Command::new(entrypoint);
         cmd.args(args)
             .current_dir(&self.plugin)

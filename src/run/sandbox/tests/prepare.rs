@@ -1,7 +1,7 @@
 //! Preparing the sandbox: what it reports, what fails, what it costs.
 
 use super::*;
-use crate::run::sandbox::SandboxError;
+use crate::run::sandbox::{Confinement, SandboxError};
 
 #[tokio::test]
 async fn a_missing_data_folder_fails_preparation() {
@@ -10,14 +10,16 @@ async fn a_missing_data_folder_fails_preparation() {
     }
     let fx = fixture();
     let missing = fx.outside.join("no-such-folder");
-    let err = sandbox::prepare(&Policy {
-        plugin_dir: &fx.plugin,
-        data_dir: &missing,
-        tmp_dir: &fx.tmp,
-        entrypoint: &fx.plugin.join("main.sh"),
-        permissions: &[],
-        env: &[],
-    })
+    let err = sandbox::prepare(
+        &Policy {
+            plugin_dir: &fx.plugin,
+            entrypoint: &fx.plugin.join("main.sh"),
+            permissions: &[],
+            env: &[],
+        },
+        &missing,
+        &fx.tmp,
+    )
     .unwrap_err();
     assert!(matches!(err, SandboxError::Path { ref path, .. } if *path == missing));
 }
@@ -26,51 +28,86 @@ async fn a_missing_data_folder_fails_preparation() {
 fn enforcement_reports_what_this_kernel_does() {
     let fx = fixture();
     let support = sandbox::support();
-    let prepared = sandbox::prepare(&Policy {
+    let entrypoint = fx.plugin.join("main.sh");
+    let policy = |permissions| Policy {
         plugin_dir: &fx.plugin,
-        data_dir: &fx.data,
-        tmp_dir: &fx.tmp,
-        entrypoint: &fx.plugin.join("main.sh"),
-        permissions: &[],
+        entrypoint: &entrypoint,
+        permissions,
         env: &[],
-    })
-    .unwrap();
-    let e = prepared.enforcement();
+    };
+    let confinement = Confinement::new(&policy(&[])).unwrap();
+    let e = confinement.enforcement();
     assert_eq!(e.reads_confined, support.filesystem);
     assert_eq!(e.writes_confined, support.filesystem);
     assert_eq!(e.tcp_denied, support.network_tcp);
     assert_eq!(e.sockets_denied, support.network_sockets);
+    assert!(!confinement.for_call(&fx.data, &fx.tmp).unwrap().is_empty());
 
     let all = [
         Permission::FilesystemRead,
         Permission::FilesystemWrite,
         Permission::Network,
     ];
-    let prepared = sandbox::prepare(&Policy {
-        permissions: &all,
-        plugin_dir: &fx.plugin,
-        data_dir: &fx.data,
-        tmp_dir: &fx.tmp,
-        entrypoint: &fx.plugin.join("main.sh"),
-        env: &[],
-    })
-    .unwrap();
-    assert_eq!(prepared.enforcement().not_enforced, Vec::<String>::new());
+    let confinement = Confinement::new(&policy(&all)).unwrap();
+    assert_eq!(confinement.enforcement().not_enforced, Vec::<String>::new());
     assert_eq!(
-        *prepared.enforcement(),
+        *confinement.enforcement(),
         crate::run::sandbox::Enforcement {
-            landlock_abi: prepared.enforcement().landlock_abi,
+            landlock_abi: confinement.enforcement().landlock_abi,
             ..Default::default()
         },
         "nothing to enforce"
     );
-    println!("support: {support:#?}");
+    assert!(
+        confinement.for_call(&fx.data, &fx.tmp).unwrap().is_empty(),
+        "nothing for the child to do: no ruleset, no program"
+    );
 }
 
 #[test]
-fn a_prepared_sandbox_can_move_into_a_spawning_task() {
+fn confinements_and_prepared_processes_can_cross_threads() {
     fn check<T: Send + Sync + 'static>() {}
+    check::<Confinement>();
     check::<sandbox::Prepared>();
+}
+
+#[test]
+fn a_scoped_folder_made_again_is_noticed() {
+    let fx = fixture();
+    let scoped = fx.outside.join("scoped");
+    std::fs::create_dir(&scoped).unwrap();
+    let granted = [Permission::FilesystemWriteIn(scoped.display().to_string())];
+    let confinement = Confinement::new(&Policy {
+        plugin_dir: &fx.plugin,
+        entrypoint: &fx.plugin.join("main.sh"),
+        permissions: &granted,
+        env: &[],
+    })
+    .unwrap();
+    assert!(confinement.is_current());
+    std::fs::remove_dir(&scoped).unwrap();
+    assert!(!confinement.is_current(), "a deleted folder is not current");
+    std::fs::create_dir(&scoped).unwrap();
+    assert!(!confinement.is_current(), "nor is a folder made again");
+}
+
+#[tokio::test]
+async fn each_process_gets_a_ruleset_of_its_own() {
+    if !filesystem_supported() {
+        return; // said why, or failed in CI
+    }
+    let fx = fixture();
+    let confinement = Confinement::new(&Policy {
+        plugin_dir: &fx.plugin,
+        entrypoint: &fx.plugin.join("main.sh"),
+        permissions: &[],
+        env: &[],
+    })
+    .unwrap();
+    let first = confinement.for_call(&fx.data, &fx.tmp).unwrap();
+    let second = confinement.for_call(&fx.data, &fx.tmp).unwrap();
+    let (a, b) = (first.child_steps(), second.child_steps());
+    assert!(a.ruleset.is_some() && a.ruleset != b.ruleset);
 }
 
 /// The re-exec helper of DESIGN.md's second option, in C so that it is small
@@ -188,8 +225,6 @@ async fn spawn_cost() {
             let name = target.file_name().unwrap().to_string_lossy().into_owned();
             let policy = Policy {
                 plugin_dir: &fx.plugin,
-                data_dir: &fx.data,
-                tmp_dir: &fx.tmp,
                 entrypoint: target,
                 permissions: &[],
                 env: &env,
@@ -205,7 +240,7 @@ async fn spawn_cost() {
             let mut prep = Vec::new();
             let v = measure(n, async || {
                 let start = Instant::now();
-                let prepared = sandbox::prepare(&policy).unwrap();
+                let prepared = sandbox::prepare(&policy, &fx.data, &fx.tmp).unwrap();
                 prep.push(start.elapsed());
                 spawn(target, &[], |cmd| prepared.apply_to(cmd)).await
             })

@@ -1,0 +1,475 @@
+//! Spawning on Linux without a fork: `clone(CLONE_VM | CLONE_VFORK |
+//! CLONE_PIDFD)`, the way `posix_spawn` does it, plus the sandbox.
+//!
+//! The standard library spawns with `posix_spawn` (cheap) unless a `pre_exec`
+//! hook is set, and the sandbox needs one; then it forks, and a fork copies the
+//! host's page tables: about 1 ms with 16 MB resident, 40 ms with 1 GB. Here
+//! the child shares the parent's memory until `exec`, on a small stack of its
+//! own, while the calling thread waits (`CLONE_VFORK`). So a confined spawn
+//! costs the same as an unconfined one, whatever the host's size.
+//!
+//! Sharing the parent's memory is what makes this delicate. The child:
+//! - runs [`child_main`], which only reads what the parent built (paths, argv,
+//!   envp, the sandbox's ruleset and program) and makes plain system calls
+//!   through libc: no allocation, no lock, no unwinding, no `std` I/O;
+//! - starts with every signal blocked (the parent blocks them around `clone`),
+//!   so no handler of the host runs on the child's stack; it resets every
+//!   handled signal to its default (and `SIGPIPE`, which Rust ignores), then
+//!   unblocks all of them just before `exec`, as the standard library does;
+//! - writes `errno` into the thread-local of the suspended parent thread,
+//!   which nobody reads meanwhile (glibc's `posix_spawn` relies on the same);
+//! - reports a failed step by writing it into [`Shared`] and exiting; the
+//!   parent, released by the exit, reads it, reaps the child and returns it.
+//!
+//! Kernels without `CLONE_PIDFD` (before 5.2) refuse the flags; the caller then
+//! falls back to the standard library's spawn (see `process.rs`).
+
+use std::ffi::{CString, OsStr, OsString, c_int, c_void};
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::run::sandbox::{self, ChildSteps};
+
+/// The child's stack. It runs a few dozen system calls in one frame.
+const CHILD_STACK: usize = 64 * 1024;
+
+/// Set once the kernel refused `CLONE_PIDFD`: every later spawn falls back.
+static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
+
+/// A child that has exec'd: its pid, a pidfd for it, and the parent's ends of
+/// its stdin, stdout and stderr pipes.
+pub(super) struct Spawned {
+    pub pid: u32,
+    pub pidfd: OwnedFd,
+    pub stdin: OwnedFd,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
+/// What the child does, built by the parent before `clone`.
+struct Plan<'a> {
+    program: CString,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    cwd: CString,
+    /// The child's ends of its pipes, at 3 or above.
+    stdio: [RawFd; 3],
+    sandbox: Option<ChildSteps<'a>>,
+}
+
+/// The step of the child that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+enum Step {
+    Signals = 1,
+    ProcessGroup,
+    Stdio,
+    CloseOnExec,
+    Chdir,
+    Sandbox,
+    Exec,
+}
+
+impl Step {
+    fn from_u32(n: u32) -> Step {
+        match n {
+            1 => Step::Signals,
+            2 => Step::ProcessGroup,
+            3 => Step::Stdio,
+            4 => Step::CloseOnExec,
+            5 => Step::Chdir,
+            6 => Step::Sandbox,
+            _ => Step::Exec,
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Step::Signals => "cannot reset the signal handlers",
+            Step::ProcessGroup => "cannot give the plugin a process group of its own",
+            Step::Stdio => "cannot connect the plugin's stdin, stdout and stderr",
+            Step::CloseOnExec => "cannot keep the host's open files from the plugin",
+            Step::Chdir => "cannot enter the plugin's folder",
+            Step::Sandbox => "cannot confine the plugin",
+            Step::Exec => "cannot run the plugin",
+        }
+    }
+}
+
+/// What the parent and the child share: the plan, and the failure the child
+/// reports.
+#[repr(C)]
+struct Shared<'a> {
+    plan: &'a Plan<'a>,
+    errno: c_int,
+    step: u32,
+}
+
+/// Starts `program` with `args`, exactly the environment `env`, in `cwd`, in a
+/// process group of its own, with piped stdio, confined by `sandbox`.
+///
+/// `Ok(None)` when this kernel cannot spawn this way (no `CLONE_PIDFD`); the
+/// caller uses the standard library instead. A failing step of the child is
+/// an error carrying its errno (a failed `exec` keeps the bare errno, so
+/// `ETXTBSY` and `ENOENT` read as they do from the standard library).
+pub(super) fn spawn(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    sandbox: Option<&sandbox::Prepared>,
+) -> io::Result<Option<Spawned>> {
+    if UNSUPPORTED.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    let program = resolve(program, env)?;
+    let c = |s: &OsStr| {
+        CString::new(s.as_bytes()).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{:?} contains a NUL byte", s),
+            )
+        })
+    };
+    let program_c = c(program.as_os_str())?;
+    let args_c = args
+        .iter()
+        .map(|a| c(OsStr::new(a)))
+        .collect::<io::Result<Vec<_>>>()?;
+    let env_c = env
+        .iter()
+        .map(|(k, v)| {
+            let mut kv = k.clone();
+            kv.push("=");
+            kv.push(v);
+            c(&kv)
+        })
+        .collect::<io::Result<Vec<_>>>()?;
+    let argv = std::iter::once(&program_c)
+        .chain(&args_c)
+        .map(|s| s.as_ptr())
+        .chain([ptr::null()])
+        .collect();
+    let envp = env_c
+        .iter()
+        .map(|s| s.as_ptr())
+        .chain([ptr::null()])
+        .collect();
+    let (stdin_child, stdin) = pipe()?;
+    let (stdout, stdout_child) = pipe()?;
+    let (stderr, stderr_child) = pipe()?;
+    let plan = Plan {
+        program: program_c.clone(),
+        argv,
+        envp,
+        cwd: c(cwd.as_os_str())?,
+        stdio: [
+            stdin_child.as_raw_fd(),
+            stdout_child.as_raw_fd(),
+            stderr_child.as_raw_fd(),
+        ],
+        sandbox: sandbox.filter(|s| !s.is_empty()).map(|s| s.child_steps()),
+    };
+    let Some((pid, pidfd)) = clone_and_exec(&plan)? else {
+        return Ok(None);
+    };
+    Ok(Some(Spawned {
+        pid,
+        pidfd,
+        stdin,
+        stdout,
+        stderr,
+    }))
+}
+
+/// The path `exec` gets: a relative path is taken from the host's current
+/// folder (not the child's), and a bare name is looked up in the `PATH` of
+/// `env` (or the host's), as the standard library does.
+fn resolve(program: &Path, env: &[(OsString, OsString)]) -> io::Result<PathBuf> {
+    if program.is_absolute() {
+        return Ok(program.to_owned());
+    }
+    if program.components().count() > 1 {
+        return Ok(std::env::current_dir()?.join(program));
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            use std::os::unix::fs::PermissionsExt;
+            candidate
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
+}
+
+/// A pipe as (read end, write end), both close-on-exec and at descriptor 3
+/// or above, so the child's `dup2` onto 0, 1 and 2 never overwrites one of
+/// its own pipe ends (a host started with a closed stdin would get 0 here).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as c_int; 2];
+    // SAFETY: `fds` is a valid array of two ints, which pipe2 fills.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two new descriptors that nothing else owns.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_stdio(r)?, above_stdio(w)?))
+}
+
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC duplicates an open descriptor we own.
+    let dup = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if dup < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fcntl returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(dup) })
+}
+
+/// Clones a child that runs `plan` and returns once it has exec'd (its pid
+/// and pidfd) or failed (reaped, the failing step as the error). `Ok(None)`:
+/// the kernel does not know `CLONE_PIDFD`.
+fn clone_and_exec(plan: &Plan<'_>) -> io::Result<Option<(u32, OwnedFd)>> {
+    let stack = Stack::new()?;
+    let mut shared = Shared {
+        plan,
+        errno: 0,
+        step: 0,
+    };
+    // Every signal blocked in this thread across the clone: the child
+    // inherits the mask, so no handler of the host can run on its stack
+    // before it resets them.
+    let mut all = MaybeUninit::<libc::sigset_t>::uninit();
+    let mut old = MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset initializes `all`; pthread_sigmask reads `all` and
+    // writes the previous mask into `old`.
+    unsafe {
+        libc::sigfillset(all.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_SETMASK, all.as_ptr(), old.as_mut_ptr());
+    }
+    let mut pidfd: c_int = -1;
+    // SAFETY: `child_main` gets a pointer to `shared`, which lives until this
+    // function returns; CLONE_VFORK suspends this thread until the child has
+    // exec'd or exited, so the child's use of `shared`, `plan` and the stack
+    // ends before either is touched again or freed. The stack pointer is the
+    // top of a mapping the child alone uses. With CLONE_PIDFD, clone(2)
+    // stores the pidfd through the parent_tid argument, which is `pidfd`.
+    let pid = unsafe {
+        libc::clone(
+            child_main,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+            (&raw mut shared).cast(),
+            &raw mut pidfd,
+        )
+    };
+    let clone_error = io::Error::last_os_error();
+    // SAFETY: `old` was initialized by the pthread_sigmask call above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), ptr::null_mut()) };
+    if pid < 0 {
+        if clone_error.raw_os_error() == Some(libc::EINVAL) {
+            UNSUPPORTED.store(true, Ordering::Relaxed);
+            return Ok(None);
+        }
+        return Err(clone_error);
+    }
+    // SAFETY: with CLONE_PIDFD the kernel stored a new descriptor we own.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    // The child has exec'd or exited (CLONE_VFORK); its writes to `shared`
+    // happened before this thread was resumed.
+    // SAFETY: `shared` is a valid local; volatile reads keep the compiler
+    // from assuming the clone call left it unchanged.
+    let (errno, step) = unsafe {
+        (
+            ptr::read_volatile(&raw const shared.errno),
+            ptr::read_volatile(&raw const shared.step),
+        )
+    };
+    if errno == 0 {
+        return Ok(Some((pid as u32, pidfd)));
+    }
+    reap_failed(pid);
+    let step = Step::from_u32(step);
+    let error = io::Error::from_raw_os_error(errno);
+    if step == Step::Exec {
+        return Err(error);
+    }
+    Err(io::Error::new(
+        error.kind(),
+        format!("{}: {error}", step.describe()),
+    ))
+}
+
+/// Reaps a child that reported a failure and exited.
+fn reap_failed(pid: libc::pid_t) {
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid writes only into `status`, a valid local.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+/// The child's stack: a private mapping with a guard page below it, so an
+/// overflow faults instead of writing into the host's memory.
+struct Stack {
+    base: *mut c_void,
+    len: usize,
+}
+
+impl Stack {
+    fn new() -> io::Result<Stack> {
+        // SAFETY: sysconf takes an integer and touches no memory.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        let len = CHILD_STACK + page;
+        // SAFETY: an anonymous private mapping of `len` bytes at an address
+        // of the kernel's choosing; no existing memory is affected.
+        let base = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = Stack { base, len };
+        // SAFETY: the first page of our own mapping becomes inaccessible.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    /// The highest address: stacks grow down.
+    fn top(&self) -> *mut c_void {
+        // SAFETY: one past the end of the mapping, the usual initial stack pointer.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`, which no child
+        // uses any more (it exec'd or exited before clone returned).
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// Records the failing step and exits; the parent reports it.
+///
+/// # Safety
+/// Only in the child, with `shared` the parent's [`Shared`].
+unsafe fn fail(shared: *mut Shared<'_>, step: Step, errno: c_int) -> ! {
+    // SAFETY: `shared` points to the parent's Shared, alive and not read by
+    // the suspended parent until this process exits.
+    unsafe {
+        ptr::write_volatile(
+            &raw mut (*shared).errno,
+            if errno == 0 { libc::ECHILD } else { errno },
+        );
+        ptr::write_volatile(&raw mut (*shared).step, step as u32);
+        libc::_exit(127)
+    }
+}
+
+/// The calling thread's errno (in the child: the suspended parent thread's).
+fn errno() -> c_int {
+    // SAFETY: __errno_location returns a valid pointer to this thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+/// The child, between `clone` and `exec`. See the module docs for what it
+/// may do.
+extern "C" fn child_main(arg: *mut c_void) -> c_int {
+    let shared = arg.cast::<Shared<'_>>();
+    // SAFETY: `arg` is the parent's `shared`, valid while the parent is
+    // suspended, which it is until this process execs or exits.
+    let plan = unsafe { (*shared).plan };
+    // SAFETY: every call below is a libc wrapper of one system call, given
+    // pointers into the parent's live data (the plan, its strings and
+    // arrays, which the parent keeps alive) or to locals of this frame.
+    unsafe {
+        // Signal handlers back to their defaults (the dispositions are this
+        // process's own copy), and SIGPIPE too. 32 and 33 are glibc's own.
+        let mut action: libc::sigaction = std::mem::zeroed();
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        for signal in 1..=64 {
+            if matches!(signal, libc::SIGKILL | libc::SIGSTOP | 32 | 33) {
+                continue;
+            }
+            if libc::sigaction(signal, ptr::null(), &mut action) != 0 {
+                continue;
+            }
+            let handler = action.sa_sigaction;
+            let keep =
+                handler == libc::SIG_DFL || (handler == libc::SIG_IGN && signal != libc::SIGPIPE);
+            if !keep && libc::sigaction(signal, &default, ptr::null_mut()) != 0 {
+                fail(shared, Step::Signals, errno());
+            }
+        }
+        if libc::setpgid(0, 0) != 0 {
+            fail(shared, Step::ProcessGroup, errno());
+        }
+        for (target, &fd) in (0..).zip(&plan.stdio) {
+            // The pipe ends are at 3 or above (see `pipe`), so dup2 never
+            // lands on one; the copy it makes is inheritable.
+            if libc::dup2(fd, target) < 0 {
+                fail(shared, Step::Stdio, errno());
+            }
+        }
+        // Every other descriptor the host let be inherited is closed at exec
+        // (the flag is per descriptor table, and this one is the child's).
+        // Kernels before 5.11 lack the flag; the host opens everything
+        // close-on-exec anyway.
+        let rc = libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+        if rc != 0 && !matches!(errno(), libc::ENOSYS | libc::EINVAL) {
+            fail(shared, Step::CloseOnExec, errno());
+        }
+        if libc::chdir(plan.cwd.as_ptr()) != 0 {
+            fail(shared, Step::Chdir, errno());
+        }
+        if let Some(steps) = &plan.sandbox {
+            let rc = sandbox::enforce(steps);
+            if rc != 0 {
+                fail(shared, Step::Sandbox, rc);
+            }
+        }
+        let mut none = MaybeUninit::<libc::sigset_t>::uninit();
+        libc::sigemptyset(none.as_mut_ptr());
+        libc::sigprocmask(libc::SIG_SETMASK, none.as_ptr(), ptr::null_mut());
+        libc::execve(
+            plan.program.as_ptr(),
+            plan.argv.as_ptr(),
+            plan.envp.as_ptr(),
+        );
+        fail(shared, Step::Exec, errno())
+    }
+}
