@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::Stdio;
 
 use serde_json::{Value, json};
-use util::{Sandbox, run, stderr, stdout};
+use util::{Sandbox, run, scaffold, stderr, stdout};
 
 fn call(sandbox: &Sandbox, args: &[&str]) -> std::process::Output {
     let mut cmd = sandbox.cmd();
@@ -310,16 +310,71 @@ fn a_signal_to_plughost_kills_the_plugin_too() {
     }
 }
 
-/// The bash JSON helpers exist three times (two examples and the scaffold,
-/// since each plugin folder must stand alone): they must stay identical.
+/// Each plugin folder must stand alone, so the examples carry copies of the
+/// SDK files (the scaffold embeds them from `sdk/`): every copy must stay
+/// identical to its original.
 #[test]
-fn the_bash_json_helpers_stay_identical() {
+fn the_sdk_copies_in_the_examples_stay_identical() {
     let read = |p: &str| std::fs::read_to_string(util::repo().join(p)).unwrap();
-    let original = read("plugins-examples/hello-world/json.sh");
+    let copies = [
+        ("sdk/bash/plughost_json.sh", "hello-world/json.sh"),
+        ("sdk/bash/plughost_json.sh", "system-uptime/json.sh"),
+        (
+            "sdk/python/plughost_plugin.py",
+            "password-gen/plughost_plugin.py",
+        ),
+        (
+            "sdk/python/plughost_plugin.py",
+            "note-manager/plughost_plugin.py",
+        ),
+        (
+            "sdk/python/plughost_plugin.py",
+            "color-swatch/plughost_plugin.py",
+        ),
+        (
+            "sdk/node/plughost_plugin.mjs",
+            "kv-store/plughost_plugin.mjs",
+        ),
+        (
+            "sdk/node/plughost_plugin.d.ts",
+            "kv-store/plughost_plugin.d.ts",
+        ),
+    ];
+    for (original, copy) in copies {
+        assert!(
+            read(&format!("plugins-examples/{copy}")) == read(original),
+            "plugins-examples/{copy} differs from {original}: copy it again"
+        );
+    }
+    // Every SDK file in an example is in the list above.
+    for (folder, _) in util::example_manifests() {
+        for sdk_file in ["json.sh", "plughost_plugin.py", "plughost_plugin.mjs"] {
+            let copy = format!("{folder}/{sdk_file}");
+            let listed = copies.iter().any(|(_, c)| *c == copy);
+            let exists = util::examples().join(&copy).exists();
+            assert!(listed || !exists, "add {copy} to this test");
+        }
+    }
+}
+
+/// The manifest of every SDK-based example holds exactly the tools its code
+/// declares (`--manifest-tools`), so plugin.json never drifts from the code.
+#[test]
+fn sdk_examples_declare_their_manifest_tools_in_code() {
+    let mut checked = Vec::new();
+    for (folder, m) in util::example_manifests() {
+        let dir = util::examples().join(&folder);
+        let sdk = ["plughost_plugin.py", "plughost_plugin.mjs"]
+            .iter()
+            .any(|f| dir.join(f).exists());
+        if sdk {
+            assert_eq!(scaffold::code_tools(&dir), m["tools"], "{folder}");
+            checked.push(folder);
+        }
+    }
     assert_eq!(
-        read("plugins-examples/system-uptime/json.sh"),
-        original,
-        "copy it from hello-world/json.sh"
+        checked,
+        ["color-swatch", "kv-store", "note-manager", "password-gen"]
     );
 }
 
