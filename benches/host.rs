@@ -3,7 +3,8 @@
 //!
 //! `--json` prints one object with `call_latency`, `throughput`,
 //! `flood_peak_rss_mb`, `inflight_peak_rss_mb`, `load_1000_ms`,
-//! `reload_latency_ms`, `mcp_roundtrip_us` and `library_call_us`.
+//! `reload_latency_ms`, `mcp_roundtrip_us`, `library_call_us` and
+//! `python_sdk_vs_hand`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -82,6 +83,12 @@ impl Bench {
                 &self.plugins.join(example),
             );
         }
+        // password-gen is persistent; its row measures a process per call.
+        let manifest = self.plugins.join("password-gen/plugin.json");
+        let mut m: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+        m.as_object_mut().unwrap().remove("persistent");
+        std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+        self.python_echo_plugins();
         let flood = self.plugins.join("flood");
         std::fs::create_dir_all(&flood).unwrap();
         std::fs::write(
@@ -91,6 +98,38 @@ impl Bench {
         .unwrap();
         set_exec(&flood.join("main.sh"));
         write_manifest(&flood, "flood", "main.sh", "flood_stdout");
+    }
+
+    /// The echo tool of `plughost new --lang python` (on the SDK, compiled at
+    /// scaffold time) and the same tool written by hand, both per call. Both
+    /// run the real interpreter rather than a pyenv shim: the shim's start-up
+    /// varies by tens of milliseconds, which would hide the SDK's cost.
+    fn python_echo_plugins(&self) {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_plughost"))
+            .args(["new", "py-sdk", "--lang", "python", "--dir"])
+            .arg(&self.plugins)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "plughost new failed");
+        let hand = self.plugins.join("py-hand");
+        std::fs::create_dir_all(&hand).unwrap();
+        std::fs::write(hand.join("main.py"), include_str!("hand_echo.py")).unwrap();
+        set_exec(&hand.join("main.py"));
+        let sdk_manifest = self.plugins.join("py-sdk/plugin.json");
+        let mut m: Value = serde_json::from_slice(&std::fs::read(sdk_manifest).unwrap()).unwrap();
+        m["name"] = json!("py-hand");
+        m["tools"][0]["name"] = json!("py_hand_echo");
+        std::fs::write(hand.join("plugin.json"), serde_json::to_vec(&m).unwrap()).unwrap();
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .unwrap();
+        let python = String::from_utf8(out.stdout).unwrap();
+        for main in [self.plugins.join("py-sdk/main.py"), hand.join("main.py")] {
+            let text = std::fs::read_to_string(&main).unwrap();
+            let body = text.split_once('\n').unwrap().1;
+            std::fs::write(&main, format!("#!{}\n{body}", python.trim())).unwrap();
+        }
     }
 
     fn host(&self) -> PluginHost {
@@ -142,6 +181,11 @@ impl Bench {
             );
         }
         let library_call_us = latency[0]["host_p50_us"].clone();
+        let mut python_sdk_vs_hand = Vec::new();
+        for (h, sandbox) in [(&*host, false), (&sandboxed, true)] {
+            let row = self.sdk_vs_hand(h, n / 5).await;
+            python_sdk_vs_hand.push(with_sandbox(row, sandbox));
+        }
         json!({
             "call_latency": latency,
             "throughput": throughput,
@@ -151,7 +195,35 @@ impl Bench {
             "reload_latency_ms": self.reload_latency().await,
             "mcp_roundtrip_us": self.mcp_roundtrip(n).await,
             "library_call_us": library_call_us,
+            "python_sdk_vs_hand": python_sdk_vs_hand,
         })
+    }
+
+    /// What the SDK costs per call: the SDK echo and the hand-written echo
+    /// through the host, called in turn so drift affects both alike; p50 of
+    /// each and the median of the pairs' differences.
+    async fn sdk_vs_hand(&self, host: &PluginHost, pairs: usize) -> Value {
+        let input = json!({"text": "hi", "shout": true});
+        let (mut sdk_t, mut hand_t, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..pairs.max(10) {
+            let mut pair = [Duration::ZERO; 2];
+            for (i, tool) in ["py_sdk_echo", "py_hand_echo"].into_iter().enumerate() {
+                let t = Instant::now();
+                let o = host
+                    .call(tool, input.clone(), Invocation::default())
+                    .await
+                    .unwrap();
+                pair[i] = t.elapsed();
+                assert_eq!(o.result, "HI");
+            }
+            sdk_t.push(pair[0]);
+            hand_t.push(pair[1]);
+            diffs.push(pair[0].as_secs_f64() - pair[1].as_secs_f64());
+        }
+        diffs.sort_by(f64::total_cmp);
+        let median_diff = diffs[diffs.len() / 2] * 1e6;
+        json!({"sdk_p50_us": pct(&mut sdk_t, 50), "hand_p50_us": pct(&mut hand_t, 50),
+               "sdk_minus_hand_us": (median_diff * 10.0).round() / 10.0})
     }
 
     async fn latency(
@@ -490,6 +562,13 @@ fn print_table(r: &Value) {
             row["host_calls_per_s"],
             row["raw_calls_per_s"],
             row["ratio"]
+        );
+    }
+    println!("python echo per call (µs)      SDK p50  by hand p50  SDK - by hand");
+    for row in r["python_sdk_vs_hand"].as_array().unwrap() {
+        println!(
+            "  sandbox {:<20} {:>9} {:>12} {:>14}",
+            row["sandbox"], row["sdk_p50_us"], row["hand_p50_us"], row["sdk_minus_hand_us"]
         );
     }
     for key in [

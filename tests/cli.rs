@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::Stdio;
 
 use serde_json::{Value, json};
-use util::{Sandbox, run, stderr, stdout};
+use util::{Sandbox, run, scaffold, stderr, stdout};
 
 fn call(sandbox: &Sandbox, args: &[&str]) -> std::process::Output {
     let mut cmd = sandbox.cmd();
@@ -211,64 +211,24 @@ fn every_example_answers_through_plughost_call() {
     assert!(!sandbox.root.path().join("etc").exists());
 }
 
-/// `plughost new` writes a plugin that validates, runs by hand, and answers
-/// through plughost, in every language.
+/// `plughost new` writes a plugin that validates (an SDK plugin's manifest
+/// holds exactly the tools its code declares), runs by hand, and answers
+/// through plughost, in every language, per call and as a persistent worker.
+/// Rust, which needs a build, has its own test below.
 #[test]
 fn scaffolded_plugins_validate_run_by_hand_and_answer() {
     let sandbox = Sandbox::new();
     for lang in ["bash", "python", "node"] {
-        let name = format!("fresh-{lang}");
-        let tool = format!("fresh_{lang}_echo");
-        let mut cmd = sandbox.cmd();
-        cmd.args(["new", &name, "--lang", lang]);
-        let out = run(cmd);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        let dir = sandbox.plugins().join(&name);
-
-        let mut cmd = sandbox.cmd();
-        cmd.arg("validate").arg(&dir);
-        assert_eq!(run(cmd).status.code(), Some(0), "{lang} validates");
-
-        let entry = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("main.")
-            })
-            .unwrap();
-        let mut by_hand = std::process::Command::new(&entry);
-        by_hand
-            .current_dir(&dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = by_hand.spawn().unwrap();
-        let request = json!({"tool": tool, "input": {"text": ""}, "context": {}});
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(request.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(
-            reply["is_error"], true,
-            "{lang}: an empty text is the tool's own error"
-        );
-
-        let blank = call(&sandbox, &[&tool, r#"{"text":"   "}"#]);
-        assert_eq!(
-            blank.status.code(),
-            Some(1),
-            "{lang}: blank text is the tool's own error"
-        );
-        let out = call(&sandbox, &[&tool, r#"{"text":"hi \"you\"","shout":true}"#]);
-        assert_eq!(out.status.code(), Some(0), "{lang}: {}", stderr(&out));
-        assert_eq!(stdout(&out), "HI \"YOU\"\n");
+        for persistent in [false, true] {
+            let name = format!("fresh-{lang}{}", if persistent { "-worker" } else { "" });
+            let (dir, printed) = scaffold::new_plugin(&sandbox, None, &name, lang, persistent);
+            if lang == "python" {
+                assert!(printed.contains("compiled plughost_plugin.py"), "{printed}");
+                let cached = std::fs::read_dir(dir.join("__pycache__")).unwrap().count();
+                assert_eq!(cached, 1, "the SDK is compiled at scaffold time");
+            }
+            check_scaffold(&sandbox, &dir, lang, persistent);
+        }
     }
     let mut cmd = sandbox.cmd();
     cmd.args(["new", "Bad_Name"]);
@@ -284,6 +244,116 @@ fn scaffolded_plugins_validate_run_by_hand_and_answer() {
         Some(0),
         "a 64-character name still gives a valid tool name"
     );
+}
+
+/// A scaffolded Rust plugin says how to build itself until it is built, then
+/// builds with its `build.sh` (one cargo build, in the target folder the tests
+/// share) and answers by hand and through plughost, per call and, with the
+/// `"persistent": {}` that `--persistent` adds, as a worker.
+#[test]
+fn a_scaffolded_rust_plugin_builds_and_answers_per_call_and_as_a_worker() {
+    if !scaffold::cargo_available() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let (dir, printed) = scaffold::new_plugin(&sandbox, None, "fresh-rust", "rust", false);
+    assert!(printed.contains("./build.sh"), "{printed}");
+    let unbuilt = call(&sandbox, &["fresh_rust_echo", r#"{"text":"hi"}"#]);
+    assert_eq!(unbuilt.status.code(), Some(2));
+    assert!(
+        stderr(&unbuilt).contains("run ./build.sh"),
+        "{}",
+        stderr(&unbuilt)
+    );
+
+    scaffold::build_rust(&dir);
+    check_scaffold(&sandbox, &dir, "rust", false);
+
+    // --persistent writes the same files but for the manifest's "persistent": {}.
+    let elsewhere = sandbox.root.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let (worker, _) = scaffold::new_plugin(&sandbox, Some(&elsewhere), "fresh-rust", "rust", true);
+    let read = |path: std::path::PathBuf| std::fs::read_to_string(path).unwrap();
+    for file in [
+        "main.sh",
+        "build.sh",
+        "Cargo.toml",
+        "src/main.rs",
+        ".gitignore",
+    ] {
+        assert!(read(worker.join(file)) == read(dir.join(file)), "{file}");
+    }
+    // The build added the plugin itself to Cargo.lock; it starts as the SDK's.
+    let sdk_lock = read(util::repo().join("sdk/rust/Cargo.lock"));
+    assert!(read(worker.join("Cargo.lock")) == sdk_lock);
+    let mut m = scaffold::manifest(&dir);
+    m["persistent"] = json!({});
+    assert_eq!(scaffold::manifest(&worker), m);
+    std::fs::copy(worker.join("plugin.json"), dir.join("plugin.json")).unwrap();
+    check_scaffold(&sandbox, &dir, "rust", true);
+}
+
+/// Everything a scaffolded plugin promises, checked on the folder `dir`.
+fn check_scaffold(sandbox: &Sandbox, dir: &std::path::Path, lang: &str, persistent: bool) {
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    let tool = format!("{}_echo", name.replace('-', "_"));
+    let m = scaffold::manifest(dir);
+    assert_eq!(m.get("persistent").is_some(), persistent, "{name}");
+
+    let mut cmd = sandbox.cmd();
+    cmd.arg("validate").arg(dir);
+    assert_eq!(run(cmd).status.code(), Some(0), "{name} validates");
+    if lang != "bash" {
+        assert_eq!(
+            scaffold::code_tools(dir),
+            m["tools"],
+            "{name}: --manifest-tools"
+        );
+        let mut cmd = sandbox.cmd();
+        cmd.args(["validate", "--with-code"]).arg(dir);
+        let out = run(cmd);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stdout(&out));
+    }
+
+    // By hand, with an empty context: one request on stdin, one answer.
+    let request = |text: &str| json!({"tool": tool, "input": {"text": text}, "context": {}});
+    let replies = scaffold::by_hand(dir, &request("").to_string(), false);
+    assert_eq!(replies.len(), 1, "{name}: {replies:?}");
+    assert_eq!(
+        replies[0]["is_error"], true,
+        "{name}: an empty text is the tool's own error"
+    );
+    if persistent {
+        // By hand as a worker: one answer line per request line.
+        let lines = format!("{}\n\n{}\n", request("a b"), request(" "));
+        let replies = scaffold::by_hand(dir, &lines, true);
+        assert_eq!(replies.len(), 2, "{name}: {replies:?}");
+        assert_eq!(
+            (&replies[0]["result"], &replies[1]["is_error"]),
+            (&json!("a b"), &json!(true))
+        );
+    }
+
+    let blank = call(sandbox, &[&tool, r#"{"text":"   "}"#]);
+    assert_eq!(
+        blank.status.code(),
+        Some(1),
+        "{name}: blank text is the tool's own error"
+    );
+    let mut cmd = sandbox.cmd();
+    cmd.args([
+        "--json",
+        "call",
+        &tool,
+        r#"{"text":"hi \"you\"","shout":true}"#,
+    ]);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcome["result"], "HI \"YOU\"", "{name}");
+    // A worker's answer has no exit code: it answered and kept running.
+    let exit_code = if persistent { json!(null) } else { json!(0) };
+    assert_eq!(outcome["exit_code"], exit_code, "{name}");
 }
 
 /// SIGINT, SIGTERM or SIGHUP to `plughost call` kill the plugin's process tree
@@ -310,16 +380,71 @@ fn a_signal_to_plughost_kills_the_plugin_too() {
     }
 }
 
-/// The bash JSON helpers exist three times (two examples and the scaffold,
-/// since each plugin folder must stand alone): they must stay identical.
+/// Each plugin folder must stand alone, so the examples carry copies of the
+/// SDK files (the scaffold embeds them from `sdk/`): every copy must stay
+/// identical to its original.
 #[test]
-fn the_bash_json_helpers_stay_identical() {
+fn the_sdk_copies_in_the_examples_stay_identical() {
     let read = |p: &str| std::fs::read_to_string(util::repo().join(p)).unwrap();
-    let original = read("plugins-examples/hello-world/json.sh");
+    let copies = [
+        ("sdk/bash/plughost_json.sh", "hello-world/json.sh"),
+        ("sdk/bash/plughost_json.sh", "system-uptime/json.sh"),
+        (
+            "sdk/python/plughost_plugin.py",
+            "password-gen/plughost_plugin.py",
+        ),
+        (
+            "sdk/python/plughost_plugin.py",
+            "note-manager/plughost_plugin.py",
+        ),
+        (
+            "sdk/python/plughost_plugin.py",
+            "color-swatch/plughost_plugin.py",
+        ),
+        (
+            "sdk/node/plughost_plugin.mjs",
+            "kv-store/plughost_plugin.mjs",
+        ),
+        (
+            "sdk/node/plughost_plugin.d.ts",
+            "kv-store/plughost_plugin.d.ts",
+        ),
+    ];
+    for (original, copy) in copies {
+        assert!(
+            read(&format!("plugins-examples/{copy}")) == read(original),
+            "plugins-examples/{copy} differs from {original}: copy it again"
+        );
+    }
+    // Every SDK file in an example is in the list above.
+    for (folder, _) in util::example_manifests() {
+        for sdk_file in ["json.sh", "plughost_plugin.py", "plughost_plugin.mjs"] {
+            let copy = format!("{folder}/{sdk_file}");
+            let listed = copies.iter().any(|(_, c)| *c == copy);
+            let exists = util::examples().join(&copy).exists();
+            assert!(listed || !exists, "add {copy} to this test");
+        }
+    }
+}
+
+/// The manifest of every SDK-based example holds exactly the tools its code
+/// declares (`--manifest-tools`), so plugin.json never drifts from the code.
+#[test]
+fn sdk_examples_declare_their_manifest_tools_in_code() {
+    let mut checked = Vec::new();
+    for (folder, m) in util::example_manifests() {
+        let dir = util::examples().join(&folder);
+        let sdk = ["plughost_plugin.py", "plughost_plugin.mjs"]
+            .iter()
+            .any(|f| dir.join(f).exists());
+        if sdk {
+            assert_eq!(scaffold::code_tools(&dir), m["tools"], "{folder}");
+            checked.push(folder);
+        }
+    }
     assert_eq!(
-        read("plugins-examples/system-uptime/json.sh"),
-        original,
-        "copy it from hello-world/json.sh"
+        checked,
+        ["color-swatch", "kv-store", "note-manager", "password-gen"]
     );
 }
 

@@ -15,6 +15,7 @@ mod serve;
 mod stats;
 mod validate;
 mod watch;
+mod with_code;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -87,7 +88,7 @@ pub struct Cli {
 enum Command {
     /// List plugins, their tools, and every rejected plugin with its reason.
     List,
-    /// Validate one plugin folder, or every plugin in the plugins folder.
+    /// Validate one plugin folder, or every plugin in the plugins folder (no plugin code runs unless --with-code).
     Validate(validate::Args),
     /// Call a tool once and print its result.
     Call(call::Args),

@@ -1,19 +1,23 @@
-//! `plughost new NAME --lang bash|python|node`: scaffolds a working plugin.
+//! `plughost new NAME --lang bash|python|node|rust [--persistent]`: scaffolds
+//! a working plugin and says how to try it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::scaffold::{self, Lang};
-
 use super::Cli;
+use super::scaffold::{self, Lang};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The plugin's name (also its folder's name).
     name: String,
-    /// The entrypoint's language.
+    /// The entrypoint's language: python, node and rust use the plugin SDKs.
     #[arg(long, value_enum, default_value = "bash")]
     lang: Lang,
+    /// Make it a long-lived worker that answers one request per line
+    /// (`"persistent": {}` in plugin.json).
+    #[arg(long)]
+    persistent: bool,
     /// Where to create the folder (default: the plugins folder).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -21,29 +25,42 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let parent = args.dir.clone().unwrap_or_else(|| cli.plugins_dir());
-    let dir = scaffold::create(&parent, &args.name, args.lang)?;
+    let created = scaffold::create(&parent, &args.name, args.lang, args.persistent)?;
+    let dir = created.dir.display();
     let tool = scaffold::tool_name(&args.name);
-    let entry = std::fs::read_dir(&dir)
-        .ok()
-        .and_then(|mut it| {
-            it.find_map(|e| {
-                e.ok()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with("main."))
-            })
-        })
-        .unwrap_or_default();
-    println!("created {}", dir.display());
+    println!("created {dir}");
+    match args.lang {
+        Lang::Python => println!("{}", scaffold::precompile_python(&created.dir)),
+        Lang::Rust => {
+            if !std::path::Path::new(scaffold::RUST_SDK_DIR)
+                .join("Cargo.toml")
+                .is_file()
+            {
+                println!(
+                    "note: the Rust SDK is not at {} any more: point the plughost-plugin path in Cargo.toml at a plughost checkout's sdk/rust",
+                    scaffold::RUST_SDK_DIR
+                );
+            }
+            println!("\nbuild it first (cargo, release; about a minute the first time):");
+            println!("  cd {dir} && ./build.sh");
+        }
+        Lang::Bash | Lang::Node => {}
+    }
     println!("\ntry it by hand:");
     println!(
-        "  cd {} && echo '{{\"tool\":\"{tool}\",\"input\":{{\"text\":\"hi\"}},\"context\":{{}}}}' | ./{entry}",
-        dir.display()
+        "  cd {dir} && echo '{{\"tool\":\"{tool}\",\"input\":{{\"text\":\"hi\"}},\"context\":{{}}}}' | ./{}",
+        created.entrypoint
     );
     println!("then through plughost:");
-    println!("  plughost validate {}", dir.display());
+    println!("  plughost validate {dir}");
     println!(
         "  plughost --plugins-dir {} call {tool} '{{\"text\":\"hi\",\"shout\":true}}'",
         parent.display()
     );
+    if args.lang != Lang::Bash {
+        println!("after changing a tool, print plugin.json's new \"tools\" and check them:");
+        println!("  ./{} --manifest-tools", created.entrypoint);
+        println!("  plughost validate --with-code {dir}");
+    }
     Ok(ExitCode::SUCCESS)
 }

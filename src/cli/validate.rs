@@ -1,18 +1,31 @@
-//! `plughost validate [DIR]`: checks one plugin folder (a folder holding a
-//! `plugin.json`) or every plugin in a plugins folder. Exit 1 on any error.
+//! `plughost validate [DIR] [--with-code]`: checks one plugin folder (a folder
+//! holding a `plugin.json`) or every plugin in a plugins folder. Exit 1 on any
+//! error.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use plughost::manifest::MANIFEST_FILE;
 
-use super::Cli;
+use super::{Cli, with_code};
 
+/// Checks manifests without running any plugin code, unless --with-code.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A plugin folder, a plugins folder, or the name of a plugin in the
     /// plugins folder (default: the whole plugins folder).
     dir: Option<PathBuf>,
+    /// Also run each SDK-based plugin's entrypoint with --manifest-tools and
+    /// report where plugin.json's tools differ from its code's.
+    ///
+    /// A plugin is SDK-based when its folder holds plughost_plugin.py or
+    /// plughost_plugin.mjs, or a Cargo.toml depending on plughost-plugin. The
+    /// entrypoint runs in the plugin folder with stdin closed, a 10 s limit and
+    /// only the environment allowlist, but outside the sandbox. Without this
+    /// flag validate runs no plugin code at all, so checking a folder you were
+    /// sent is always safe.
+    #[arg(long)]
+    with_code: bool,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
@@ -27,8 +40,29 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     };
     let host = cli.host()?;
     let validation = host.validate(&dir);
+    // (plugin, differences) for every SDK-based plugin that loaded.
+    let code: Vec<(String, Vec<String>)> = if args.with_code {
+        validation
+            .report
+            .plugins
+            .iter()
+            .filter(|p| with_code::uses_sdk(&p.dir))
+            .map(|p| (p.name.clone(), with_code::check(&p.dir)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let code_ok = code.iter().all(|(_, errors)| errors.is_empty());
     if cli.json {
-        super::print_json(&validation);
+        let mut value = serde_json::to_value(&validation).expect("a validation serializes");
+        if args.with_code {
+            value["ok"] = (validation.ok && code_ok).into();
+            value["code"] = code
+                .iter()
+                .map(|(plugin, errors)| serde_json::json!({"plugin": plugin, "errors": errors}))
+                .collect();
+        }
+        super::print_json(&value);
     } else if args.dir.is_some()
         && validation.report.plugins.is_empty()
         && validation.report.rejected.len() == 1
@@ -65,10 +99,28 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         if report.plugins.is_empty() && report.rejected.is_empty() {
             println!("no plugin folders in {}", dir.display());
         }
+        print_code(args.with_code, &code);
     }
-    Ok(if validation.ok {
+    Ok(if validation.ok && code_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The `--with-code` lines: one per SDK-based plugin, each difference below it.
+fn print_code(with_code: bool, code: &[(String, Vec<String>)]) {
+    if with_code && code.is_empty() {
+        println!("code     no SDK-based plugins to compare with their code");
+    }
+    for (plugin, errors) in code {
+        if errors.is_empty() {
+            println!("code     {plugin}: {MANIFEST_FILE} matches the tools in its code");
+        } else {
+            println!("invalid  {plugin}: {MANIFEST_FILE} differs from its code");
+            for e in errors {
+                println!("         {e}");
+            }
+        }
+    }
 }
