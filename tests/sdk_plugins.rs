@@ -30,12 +30,11 @@ fn fixture(file: &str) -> PathBuf {
 
 /// Writes `plugin.json` for the folder from what `ENTRYPOINT --manifest-tools` prints.
 fn write_manifest(dir: &Path, entrypoint: &str, persistent: bool) {
-    let out = Command::new(dir.join(entrypoint))
-        .arg("--manifest-tools")
+    let mut cmd = Command::new(dir.join(entrypoint));
+    cmd.arg("--manifest-tools")
         .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+        .stdin(Stdio::null());
+    let out = util::run(cmd);
     assert!(out.status.success(), "{}", util::stderr(&out));
     let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
     let name = dir.file_name().unwrap().to_str().unwrap();

@@ -173,15 +173,18 @@ impl Inner {
             p = self.permits.acquire() => p.expect("the semaphore is never closed"),
             _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
         };
-        let tmp = self.temp_pool.take(&self.config.state_dir).map_err(|e| {
-            Failure::Run(RunError::Spawn(std::io::Error::new(
-                e.kind(),
-                format!("cannot prepare the call's temp folder: {e}"),
-            )))
-        })?;
+        let tmp = self
+            .temp_pool
+            .take(&self.config.state_dir, call.plugin.name())
+            .map_err(|e| {
+                Failure::Run(RunError::Spawn(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot prepare the call's temp folder: {e}"),
+                )))
+            })?;
         let env = plugin_env(call.plugin, &call.data, tmp.path(), self.config.inherit_env);
         let sandbox = self
-            .sandbox_for(call.plugin, &call.data, tmp.path(), &env)
+            .sandbox_for(call.plugin, &call.data, &env)
             .map_err(Failure::Refused)?;
         let spawn = Spawn {
             program: &call.plugin.entrypoint,
@@ -245,20 +248,21 @@ impl Inner {
         data: &Path,
         lines: bool,
     ) -> Result<WorkerSpec, Result<std::io::Error, CallError>> {
-        let tmp = self.temp_pool.fresh(&self.config.state_dir).map_err(|e| {
-            Ok(std::io::Error::new(
-                e.kind(),
-                format!("cannot prepare the worker's temp folder: {e}"),
-            ))
-        })?;
+        let tmp = self
+            .temp_pool
+            .fresh(&self.config.state_dir, plugin.name())
+            .map_err(|e| {
+                Ok(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot prepare the worker's temp folder: {e}"),
+                ))
+            })?;
         let tmp = TmpFolder::new(tmp);
         let mut env = plugin_env(plugin, data, tmp.path(), self.config.inherit_env);
         if lines {
             env.push(("PLUGHOST_PERSISTENT".into(), "1".into()));
         }
-        let sandbox = self
-            .sandbox_for(plugin, data, tmp.path(), &env)
-            .map_err(Err)?;
+        let sandbox = self.sandbox_for(plugin, data, &env).map_err(Err)?;
         Ok(WorkerSpec {
             program: plugin.entrypoint.clone(),
             args: plugin.manifest.args.clone(),

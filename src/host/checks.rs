@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::approve::{Approval, ApproveError, Asked};
+use super::dirs::TempPool;
 use super::{Inner, SandboxMode};
 use crate::approval::{self, ApprovalError, Approver, Tier};
 use crate::error::{CallError, Refusal};
@@ -75,14 +76,14 @@ impl Inner {
     /// according to the host's sandbox mode. The plugin is approved at this
     /// point, so what its manifest asks for is what was granted.
     ///
-    /// The folders behind the confinement are opened once per plugin version
-    /// and kept until a reload replaces it; each process gets a ruleset of its
-    /// own on top (with `data` and `tmp`, its data and temp folders).
+    /// The folders behind the confinement (the system's, the plugin's own,
+    /// `data_dir`, the folder of its temp folders) are opened once per plugin
+    /// version and kept until a reload replaces it, or one of them is made
+    /// again.
     pub(super) fn sandbox_for(
         &self,
         plugin: &Plugin,
         data_dir: &Path,
-        tmp_dir: &Path,
         env: &[(OsString, OsString)],
     ) -> Result<Option<sandbox::Prepared>, CallError> {
         if self.config.sandbox == SandboxMode::Off {
@@ -94,7 +95,10 @@ impl Inner {
                 reason: e.to_string(),
             },
         };
-        let confinement = self.confinement(plugin, env).map_err(failed)?;
+        let tmp_root = TempPool::root(&self.config.state_dir, plugin.name());
+        let confinement = self
+            .confinement(plugin, data_dir, &tmp_root, env)
+            .map_err(failed)?;
         let missing = &confinement.enforcement().not_enforced;
         if !missing.is_empty() {
             if self.config.sandbox == SandboxMode::Required {
@@ -114,7 +118,7 @@ impl Inner {
                 });
             }
         }
-        let prepared = confinement.for_call(data_dir, tmp_dir).map_err(failed)?;
+        let prepared = confinement.for_call().map_err(failed)?;
         Ok(Some(prepared))
     }
 
@@ -123,6 +127,8 @@ impl Inner {
     fn confinement(
         &self,
         plugin: &Plugin,
+        data_dir: &Path,
+        tmp_root: &Path,
         env: &[(OsString, OsString)],
     ) -> Result<Arc<sandbox::Confinement>, sandbox::SandboxError> {
         let cached = self
@@ -136,6 +142,8 @@ impl Inner {
         }
         let fresh = Arc::new(sandbox::Confinement::new(&sandbox::Policy {
             plugin_dir: &plugin.dir,
+            data_dir,
+            tmp_dir: tmp_root,
             entrypoint: &plugin.entrypoint,
             permissions: &plugin.manifest.permissions,
             env,

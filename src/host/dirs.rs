@@ -2,12 +2,19 @@
 //! temp folder (`TMPDIR`).
 //!
 //! Temp folders of per-call processes are pooled: a call takes a folder no
-//! other call is using, and gives it back emptied when it ends, so a plugin
+//! other call is using, and gives it back emptied when it ends, so a call
 //! never sees another call's files, yet the hot path costs one `statx` and one
 //! directory read instead of a `mkdir` and an `rmdir` (each tens of
 //! microseconds on a journaling file system). A worker gets a fresh folder of
 //! its own for its whole life.
+//!
+//! Each plugin's temp folders live in a folder of its own,
+//! `STATE/tmp/HOSTPID/PLUGIN/`, and are pooled per plugin: the sandbox allows
+//! that folder once per plugin version rather than each call's folder, so a
+//! plugin's processes could reach each other's temp folders (as they share its
+//! data folder), never another plugin's.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,10 +30,11 @@ pub(super) fn data_dir(state_dir: &Path, plugin: &Plugin) -> std::io::Result<Pat
     Ok(data)
 }
 
-/// Empty temp folders ready for the next call.
+/// Empty temp folders ready for the next call, by plugin.
 #[derive(Debug, Default)]
 pub(super) struct TempPool {
-    free: Mutex<Vec<PathBuf>>,
+    /// Emptied folders, by the plugin folder that holds them.
+    free: Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
     made: AtomicU64,
 }
 
@@ -37,12 +45,30 @@ pub(super) struct TempDir {
 }
 
 impl TempPool {
-    /// A pooled folder for one call.
-    pub(super) fn take(self: &Arc<Self>, state_dir: &Path) -> std::io::Result<TempDir> {
-        let pooled = self.free.lock().expect("temp pool lock").pop();
+    /// The folder that holds `plugin`'s temp folders (made when missing).
+    pub(super) fn root(state_dir: &Path, plugin: &str) -> PathBuf {
+        state_dir
+            .join("tmp")
+            .join(std::process::id().to_string())
+            .join(plugin)
+    }
+
+    /// A pooled folder for one call of `plugin`.
+    pub(super) fn take(
+        self: &Arc<Self>,
+        state_dir: &Path,
+        plugin: &str,
+    ) -> std::io::Result<TempDir> {
+        let root = Self::root(state_dir, plugin);
+        let pooled = self
+            .free
+            .lock()
+            .expect("temp pool lock")
+            .get_mut(&root)
+            .and_then(Vec::pop);
         let path = match pooled {
             Some(tmp) if tmp.is_dir() => tmp,
-            _ => self.fresh(state_dir)?,
+            _ => self.fresh_in(&root)?,
         };
         Ok(TempDir {
             path,
@@ -50,14 +76,26 @@ impl TempPool {
         })
     }
 
-    /// A new folder, not pooled: the caller removes it.
-    pub(super) fn fresh(&self, state_dir: &Path) -> std::io::Result<PathBuf> {
+    /// A new folder for `plugin`, not pooled: the caller removes it.
+    pub(super) fn fresh(&self, state_dir: &Path, plugin: &str) -> std::io::Result<PathBuf> {
+        self.fresh_in(&Self::root(state_dir, plugin))
+    }
+
+    fn fresh_in(&self, root: &Path) -> std::io::Result<PathBuf> {
         let n = self.made.fetch_add(1, Ordering::Relaxed);
-        let tmp = state_dir
-            .join("tmp")
-            .join(format!("{}-{n}", std::process::id()));
+        let tmp = root.join(n.to_string());
         std::fs::create_dir_all(&tmp)?;
         Ok(tmp)
+    }
+
+    fn put(&self, dir: PathBuf) {
+        let root = dir.parent().map(Path::to_owned).unwrap_or_default();
+        self.free
+            .lock()
+            .expect("temp pool lock")
+            .entry(root)
+            .or_default()
+            .push(dir);
     }
 
     /// Empties `dir` and returns it to the pool; a folder that cannot be
@@ -65,7 +103,7 @@ impl TempPool {
     fn give_back(&self, dir: PathBuf) {
         let empty = std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_none());
         if empty || empty_folder(&dir).is_ok() {
-            self.free.lock().expect("temp pool lock").push(dir);
+            self.put(dir);
         } else {
             let _ = std::fs::remove_dir_all(&dir);
         }
@@ -86,7 +124,7 @@ impl Drop for TempDir {
         let path = std::mem::take(&mut self.path);
         let empty = std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_none());
         if empty {
-            self.pool.free.lock().expect("temp pool lock").push(path);
+            self.pool.put(path);
             return;
         }
         let pool = self.pool.clone();
@@ -98,10 +136,18 @@ impl Drop for TempDir {
 }
 
 impl Drop for TempPool {
-    /// Removes the pooled folders when the host goes away.
+    /// Removes the pooled folders when the host goes away, and the folders
+    /// that held them once empty.
     fn drop(&mut self) {
-        for dir in self.free.get_mut().map(std::mem::take).unwrap_or_default() {
-            let _ = std::fs::remove_dir(&dir);
+        let free = self.free.get_mut().map(std::mem::take).unwrap_or_default();
+        for (root, dirs) in free {
+            for dir in dirs {
+                let _ = std::fs::remove_dir(&dir);
+            }
+            let _ = std::fs::remove_dir(&root);
+            if let Some(host) = root.parent() {
+                let _ = std::fs::remove_dir(host);
+            }
         }
     }
 }

@@ -183,9 +183,19 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Runs a command to completion, returning its output.
+/// Runs a command to completion, returning its output. A file just written
+/// may be briefly "busy" (ETXTBSY) when another test's process started while
+/// it was open for writing: retried, as the host does.
 pub fn run(mut cmd: Command) -> Output {
-    cmd.output().expect("the command runs")
+    for _ in 0..50 {
+        match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            other => return other.expect("the command runs"),
+        }
+    }
+    panic!("{cmd:?} stayed busy (ETXTBSY)")
 }
 
 pub fn stdout(o: &Output) -> String {

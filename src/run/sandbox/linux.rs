@@ -3,17 +3,21 @@
 //!
 //! The work is split by how often it is needed. Once per plugin version
 //! ([`Confinement::new`]): working out which folders it may use, opening each
-//! (an `O_PATH` descriptor), the Landlock access masks for this kernel, and
-//! what will be enforced. Once per process ([`Confinement::for_call`]): a fresh
-//! ruleset filled from those descriptors plus the call's data and temp folders
-//! (about thirty `landlock_add_rule` calls, no path resolution). In the child,
-//! between `clone` and `exec`: the child's own `/proc/PID`, then
-//! `landlock_restrict_self` and the seccomp program, raw system calls on data
-//! the parent built (see `executor/spawn_linux.rs`).
+//! (an `O_PATH` descriptor, shared with other plugins that use the same
+//! folder), the Landlock access masks for this kernel, and what will be
+//! enforced. Once per [`CHILDREN_PER_RULESET`] processes: a ruleset filled
+//! from those descriptors (about thirty `landlock_add_rule` calls, 40 µs). In
+//! the child, between `clone` and `exec`: its own `/proc/PID` added to the
+//! ruleset, then `landlock_restrict_self` and the seccomp program, raw system
+//! calls on data the parent built (see `executor/spawn_linux.rs`).
 //!
-//! A fresh ruleset per process matters: the child adds its own `/proc/PID` to
-//! the ruleset it is given, and a ruleset shared by many children would
-//! collect every child's pid.
+//! A ruleset used by several children holds each one's `/proc/PID` rule, so
+//! a child can read the `/proc` entries of up to that many earlier processes
+//! of the same plugin version, and of no other process: a rule is bound to
+//! the inode of that process's `/proc/PID`, which a later process that gets
+//! the same pid does not share, and Landlock keeps sibling sandboxes from
+//! reading each other's memory or environment (ptrace checks). The ruleset is
+//! replaced after [`CHILDREN_PER_RULESET`] children so it stays small.
 //!
 //! Access rights the kernel does not know are dropped (best effort, as the
 //! landlock crate does); [`Enforcement`] says what survives on this kernel.
@@ -70,21 +74,25 @@ static PROBES: LazyLock<(Option<i32>, bool)> =
 static DENY_SOCKETS: LazyLock<Option<Box<[libc::sock_filter]>>> =
     LazyLock::new(|| seccomp::deny_sockets().map(Vec::into_boxed_slice));
 
+/// How many processes share a ruleset before a new one is built.
+pub(crate) const CHILDREN_PER_RULESET: u32 = 32;
+
 /// The confinement of one plugin version, prepared once and applied to each of
 /// its processes.
 pub(crate) struct Confinement {
     handled: RulesetAttr,
     /// The folders and files it may use, opened once.
     rules: Vec<Rule>,
-    /// Scoped grants' folders, checked before each use: a folder deleted and
-    /// made again is another folder, which the cached descriptor does not reach.
+    /// The data, temp and scoped folders, checked before each use: a folder
+    /// deleted and made again is another folder, which the cached descriptor
+    /// does not reach.
     checks: Vec<(PathBuf, Arc<Opened>)>,
-    /// The read and write rights of the call's data and temp folders.
-    own_folders: u64,
     /// Rights on the child's own `/proc/PID`, added in the child (0: none).
     proc_self: u64,
     seccomp: bool,
     enforcement: Enforcement,
+    /// The ruleset the next children use, and how many have used it.
+    current: Mutex<Option<(Arc<OwnedFd>, u32)>>,
 }
 
 struct Rule {
@@ -139,10 +147,10 @@ impl fmt::Debug for Confinement {
     }
 }
 
-/// The confinement of one process: a ruleset of its own (as a descriptor) and
-/// the seccomp program, both built in the parent.
+/// The confinement of one process: the ruleset (as a descriptor) and the
+/// seccomp program, both built in the parent.
 pub(crate) struct Prepared {
-    ruleset: Option<OwnedFd>,
+    ruleset: Option<Arc<OwnedFd>>,
     proc_self: u64,
     seccomp: Option<&'static [libc::sock_filter]>,
 }
@@ -218,16 +226,6 @@ impl Confinement {
         let mut rules = Vec::new();
         let mut checks = Vec::new();
         if !handled_fs.is_empty() {
-            let home = policy
-                .env
-                .iter()
-                .find(|(k, _)| k == "HOME")
-                .map(|(_, v)| PathBuf::from(v));
-            let scoped_folders: Vec<PathBuf> = policy
-                .permissions
-                .iter()
-                .filter_map(|p| p.folder(home.as_deref()))
-                .collect();
             for Allow {
                 path,
                 read: r,
@@ -255,7 +253,9 @@ impl Confinement {
                 if !folder.is_dir {
                     access &= AccessFs::from_file(FS_ABI);
                 }
-                if scoped_folders.contains(&path) {
+                // Required folders other than the plugin's own (which a
+                // reload replaces): data, temp, scoped grants.
+                if required && path != policy.plugin_dir {
                     checks.push((path, folder.clone()));
                 }
                 rules.push(Rule {
@@ -274,13 +274,13 @@ impl Confinement {
             0
         };
         Ok(Confinement {
-            own_folders: ((read | write) & handled_fs).bits(),
             handled,
             rules,
             checks,
             proc_self,
             seccomp: deny_network && seccomp_ok,
             enforcement,
+            current: Mutex::new(None),
         })
     }
 
@@ -289,17 +289,17 @@ impl Confinement {
         &self.enforcement
     }
 
-    /// Whether the scoped folders it opened are still the folders at their
-    /// paths (a folder deleted and made again is not).
+    /// Whether the data, temp and scoped folders it opened are still the
+    /// folders at their paths (a folder deleted and made again is not).
     pub(crate) fn is_current(&self) -> bool {
         self.checks.iter().all(|(path, o)| {
             std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (o.dev, o.ino))
         })
     }
 
-    /// The confinement of one process that uses `data` and `tmp` as its data
-    /// and temp folders: a new ruleset, filled from the prepared folders.
-    pub(crate) fn for_call(&self, data: &Path, tmp: &Path) -> Result<Prepared, SandboxError> {
+    /// The confinement of one process: the current ruleset, or a new one
+    /// when the current one has served [`CHILDREN_PER_RULESET`] processes.
+    pub(crate) fn for_call(&self) -> Result<Prepared, SandboxError> {
         let seccomp = if self.seccomp {
             DENY_SOCKETS.as_deref()
         } else {
@@ -313,25 +313,32 @@ impl Confinement {
                 seccomp,
             });
         }
-        let landlock = |e: io::Error| SandboxError::Landlock(e.to_string());
-        let ruleset = create_ruleset(h).map_err(landlock)?;
-        for rule in &self.rules {
-            add_rule(&ruleset, rule.folder.fd.as_raw_fd(), rule.access).map_err(landlock)?;
-        }
-        if self.own_folders != 0 {
-            for folder in [data, tmp] {
-                let fd = open_path(folder).map_err(|source| SandboxError::Path {
-                    path: folder.to_owned(),
-                    source,
-                })?;
-                add_rule(&ruleset, fd.as_raw_fd(), self.own_folders).map_err(landlock)?;
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let ruleset = match &mut *current {
+            Some((ruleset, used)) if *used < CHILDREN_PER_RULESET => {
+                *used += 1;
+                ruleset.clone()
             }
-        }
+            _ => {
+                let ruleset = Arc::new(self.build_ruleset()?);
+                *current = Some((ruleset.clone(), 1));
+                ruleset
+            }
+        };
         Ok(Prepared {
             ruleset: Some(ruleset),
             proc_self: self.proc_self,
             seccomp,
         })
+    }
+
+    fn build_ruleset(&self) -> Result<OwnedFd, SandboxError> {
+        let landlock = |e: io::Error| SandboxError::Landlock(e.to_string());
+        let ruleset = create_ruleset(&self.handled).map_err(landlock)?;
+        for rule in &self.rules {
+            add_rule(&ruleset, rule.folder.fd.as_raw_fd(), rule.access).map_err(landlock)?;
+        }
+        Ok(ruleset)
     }
 }
 
@@ -346,7 +353,7 @@ impl Prepared {
     /// spawn (the ruleset descriptor is read in the child).
     pub(crate) fn child_steps(&self) -> ChildSteps<'_> {
         ChildSteps {
-            ruleset: self.ruleset.as_ref().map(AsRawFd::as_raw_fd),
+            ruleset: self.ruleset.as_deref().map(AsRawFd::as_raw_fd),
             proc_self: self.proc_self,
             seccomp: self.seccomp,
         }
@@ -377,7 +384,7 @@ impl Prepared {
         unsafe {
             cmd.pre_exec(move || {
                 let steps = ChildSteps {
-                    ruleset: ruleset.as_ref().map(AsRawFd::as_raw_fd),
+                    ruleset: ruleset.as_deref().map(AsRawFd::as_raw_fd),
                     proc_self,
                     seccomp,
                 };

@@ -94,9 +94,12 @@ pub(crate) use os::{Confinement, Prepared};
 )]
 pub(crate) struct Policy<'a> {
     /// The plugin's folder: readable, never writable without `filesystem:write`.
-    /// (Its data folder and each process's temp folder, readable and writable,
-    /// are given to [`Confinement::for_call`].)
     pub plugin_dir: &'a Path,
+    /// The plugin's data folder: readable and writable.
+    pub data_dir: &'a Path,
+    /// The folder that holds the plugin's temp folders (each process's
+    /// `TMPDIR` is a folder inside): readable and writable.
+    pub tmp_dir: &'a Path,
     /// The entrypoint; its `#!` interpreter's install prefix becomes readable.
     pub entrypoint: &'a Path,
     /// The permissions the user GRANTED (not merely those the manifest asks for).
@@ -183,16 +186,12 @@ pub(crate) enum SandboxError {
     Landlock(String),
 }
 
-/// Builds the sandbox of one process of the plugin `policy` describes, with
-/// `data` and `tmp` as its data and temp folders. A host prepares a
-/// [`Confinement`] once per plugin version and calls `for_call` per process.
+/// Builds the sandbox of one process of the plugin `policy` describes. A host
+/// prepares a [`Confinement`] once per plugin version and calls `for_call`
+/// per process.
 #[cfg(test)]
-pub(crate) fn prepare(
-    policy: &Policy<'_>,
-    data: &Path,
-    tmp: &Path,
-) -> Result<Prepared, SandboxError> {
-    Confinement::new(policy)?.for_call(data, tmp)
+pub(crate) fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
+    Confinement::new(policy)?.for_call()
 }
 
 /// What this kernel can enforce.

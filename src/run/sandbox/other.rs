@@ -1,8 +1,6 @@
 //! The sandbox where there is no Landlock or seccomp: nothing is enforced, and
 //! [`Enforcement`] and [`support`] say so, so the caller can warn.
 
-use std::path::Path;
-
 use super::{Enforcement, Policy, SandboxError, SandboxSupport};
 use crate::plugins::manifest::Permission;
 
@@ -47,7 +45,7 @@ impl Confinement {
     }
 
     /// Nothing to prepare.
-    pub(crate) fn for_call(&self, _data: &Path, _tmp: &Path) -> Result<Prepared, SandboxError> {
+    pub(crate) fn for_call(&self) -> Result<Prepared, SandboxError> {
         Ok(Prepared)
     }
 }

@@ -110,6 +110,8 @@ pub(crate) fn allowed(policy: &Policy<'_>) -> Vec<Allow> {
             });
         }
     };
+    push(policy.data_dir.into(), true, true, true);
+    push(policy.tmp_dir.into(), true, true, true);
     push(policy.plugin_dir.into(), true, false, true);
     for device in DEVICES {
         push(device.into(), true, true, false);
@@ -313,6 +315,8 @@ mod tests {
         ];
         let policy = Policy {
             plugin_dir: &plugin,
+            data_dir: &plugin,
+            tmp_dir: &plugin,
             entrypoint: &plugin.join("main"),
             permissions: &[],
             env: &env,

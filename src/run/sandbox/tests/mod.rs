@@ -83,16 +83,14 @@ impl Fixture {
         granted: &[Permission],
         env: &[(OsString, OsString)],
     ) -> sandbox::Prepared {
-        sandbox::prepare(
-            &Policy {
-                plugin_dir: &self.plugin,
-                entrypoint,
-                permissions: granted,
-                env,
-            },
-            &self.data,
-            &self.tmp,
-        )
+        sandbox::prepare(&Policy {
+            plugin_dir: &self.plugin,
+            data_dir: &self.data,
+            tmp_dir: &self.tmp,
+            entrypoint,
+            permissions: granted,
+            env,
+        })
         .expect("the sandbox prepares")
     }
 

@@ -1,6 +1,7 @@
 //! Preparing the sandbox: what it reports, what fails, what it costs.
 
 use super::*;
+use crate::run::sandbox::os::CHILDREN_PER_RULESET;
 use crate::run::sandbox::{Confinement, SandboxError};
 
 #[tokio::test]
@@ -10,16 +11,14 @@ async fn a_missing_data_folder_fails_preparation() {
     }
     let fx = fixture();
     let missing = fx.outside.join("no-such-folder");
-    let err = sandbox::prepare(
-        &Policy {
-            plugin_dir: &fx.plugin,
-            entrypoint: &fx.plugin.join("main.sh"),
-            permissions: &[],
-            env: &[],
-        },
-        &missing,
-        &fx.tmp,
-    )
+    let err = sandbox::prepare(&Policy {
+        plugin_dir: &fx.plugin,
+        data_dir: &missing,
+        tmp_dir: &fx.tmp,
+        entrypoint: &fx.plugin.join("main.sh"),
+        permissions: &[],
+        env: &[],
+    })
     .unwrap_err();
     assert!(matches!(err, SandboxError::Path { ref path, .. } if *path == missing));
 }
@@ -31,6 +30,8 @@ fn enforcement_reports_what_this_kernel_does() {
     let entrypoint = fx.plugin.join("main.sh");
     let policy = |permissions| Policy {
         plugin_dir: &fx.plugin,
+        data_dir: &fx.data,
+        tmp_dir: &fx.tmp,
         entrypoint: &entrypoint,
         permissions,
         env: &[],
@@ -41,7 +42,7 @@ fn enforcement_reports_what_this_kernel_does() {
     assert_eq!(e.writes_confined, support.filesystem);
     assert_eq!(e.tcp_denied, support.network_tcp);
     assert_eq!(e.sockets_denied, support.network_sockets);
-    assert!(!confinement.for_call(&fx.data, &fx.tmp).unwrap().is_empty());
+    assert!(!confinement.for_call().unwrap().is_empty());
 
     let all = [
         Permission::FilesystemRead,
@@ -59,7 +60,7 @@ fn enforcement_reports_what_this_kernel_does() {
         "nothing to enforce"
     );
     assert!(
-        confinement.for_call(&fx.data, &fx.tmp).unwrap().is_empty(),
+        confinement.for_call().unwrap().is_empty(),
         "nothing for the child to do: no ruleset, no program"
     );
 }
@@ -79,6 +80,8 @@ fn a_scoped_folder_made_again_is_noticed() {
     let granted = [Permission::FilesystemWriteIn(scoped.display().to_string())];
     let confinement = Confinement::new(&Policy {
         plugin_dir: &fx.plugin,
+        data_dir: &fx.data,
+        tmp_dir: &fx.tmp,
         entrypoint: &fx.plugin.join("main.sh"),
         permissions: &granted,
         env: &[],
@@ -92,22 +95,31 @@ fn a_scoped_folder_made_again_is_noticed() {
 }
 
 #[tokio::test]
-async fn each_process_gets_a_ruleset_of_its_own() {
+async fn a_ruleset_serves_a_bounded_number_of_processes() {
     if !filesystem_supported() {
         return; // said why, or failed in CI
     }
     let fx = fixture();
     let confinement = Confinement::new(&Policy {
         plugin_dir: &fx.plugin,
+        data_dir: &fx.data,
+        tmp_dir: &fx.tmp,
         entrypoint: &fx.plugin.join("main.sh"),
         permissions: &[],
         env: &[],
     })
     .unwrap();
-    let first = confinement.for_call(&fx.data, &fx.tmp).unwrap();
-    let second = confinement.for_call(&fx.data, &fx.tmp).unwrap();
-    let (a, b) = (first.child_steps(), second.child_steps());
-    assert!(a.ruleset.is_some() && a.ruleset != b.ruleset);
+    let first = confinement.for_call().unwrap();
+    let ruleset = first.child_steps().ruleset;
+    assert!(ruleset.is_some());
+    let mut held = vec![first];
+    for _ in 1..CHILDREN_PER_RULESET {
+        let next = confinement.for_call().unwrap();
+        assert_eq!(next.child_steps().ruleset, ruleset, "shared");
+        held.push(next);
+    }
+    let fresh = confinement.for_call().unwrap();
+    assert_ne!(fresh.child_steps().ruleset, ruleset, "replaced once full");
 }
 
 /// The re-exec helper of DESIGN.md's second option, in C so that it is small
@@ -225,6 +237,8 @@ async fn spawn_cost() {
             let name = target.file_name().unwrap().to_string_lossy().into_owned();
             let policy = Policy {
                 plugin_dir: &fx.plugin,
+                data_dir: &fx.data,
+                tmp_dir: &fx.tmp,
                 entrypoint: target,
                 permissions: &[],
                 env: &env,
@@ -240,7 +254,7 @@ async fn spawn_cost() {
             let mut prep = Vec::new();
             let v = measure(n, async || {
                 let start = Instant::now();
-                let prepared = sandbox::prepare(&policy, &fx.data, &fx.tmp).unwrap();
+                let prepared = sandbox::prepare(&policy).unwrap();
                 prep.push(start.elapsed());
                 spawn(target, &[], |cmd| prepared.apply_to(cmd)).await
             })
