@@ -198,6 +198,7 @@ impl PluginHostBuilder {
                 approvals: ApprovalStore::new(&self.state_dir),
                 asking: tokio::sync::Mutex::new(()),
                 sandbox_warned: Default::default(),
+                timer_kept: Default::default(),
                 confinements: Default::default(),
                 temp_pool: Default::default(),
                 config: self,

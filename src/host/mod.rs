@@ -96,6 +96,8 @@ struct Inner {
     asking: tokio::sync::Mutex<()>,
     /// The "cannot enforce" warning is printed once per host.
     sandbox_warned: std::sync::atomic::AtomicBool,
+    /// Whether the task that keeps a timer pending runs (`call.rs`).
+    timer_kept: std::sync::atomic::AtomicBool,
     /// Each plugin version's prepared confinement, by generation.
     confinements: Mutex<std::collections::HashMap<u64, Arc<crate::run::sandbox::Confinement>>>,
     temp_pool: Arc<dirs::TempPool>,

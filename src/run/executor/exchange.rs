@@ -94,7 +94,7 @@ pub(crate) async fn exchange<W, R, E>(
 ) -> Result<Answer, Stop>
 where
     W: AsyncWrite + Unpin,
-    R: AsyncRead + Unpin,
+    R: AsyncRead + ReadNow + Unpin,
     E: AsyncRead + ReadNow + Unpin,
 {
     let line_mode = x.framing == Framing::Line;
@@ -176,7 +176,34 @@ where
             }
             _ = leader.exited(), if !exited => {
                 exited = true;
-                linger.as_mut().reset(tokio::time::Instant::now() + x.pipe_linger);
+                if !line_mode {
+                    // The leader's own ends of its pipes closed as it exited,
+                    // so what it wrote is there now: taken at once, the pipes
+                    // usually reach their end without arming the linger (a
+                    // timer that wakes the runtime's driver thread).
+                    if let Some(pipe) = pipes.stdout.as_mut() {
+                        let taken = read_all_now(pipe, &mut err_buf, |bytes| {
+                            out.extend_from_slice(bytes);
+                            out.len() <= x.max_stdout
+                        });
+                        match taken {
+                            Now::End => pipes.stdout = None,
+                            Now::Open => {}
+                            Now::Refused => break Err(Stop::OutputTooLarge),
+                        }
+                    }
+                    if let Some(pipe) = pipes.stderr.as_mut()
+                        && read_all_now(pipe, &mut err_buf, |bytes| {
+                            stderr.push(bytes, on_progress);
+                            true
+                        }) == Now::End
+                    {
+                        pipes.stderr = None;
+                    }
+                }
+                if pipes.stdout.is_some() || pipes.stderr.is_some() {
+                    linger.as_mut().reset(tokio::time::Instant::now() + x.pipe_linger);
+                }
             }
             _ = &mut linger => break finished(line_mode, out, exited),
             _ = &mut deadline => break Err(Stop::Timeout),
@@ -186,21 +213,46 @@ where
     if line_mode && ended.is_ok() {
         // The worker wrote its progress before its answer: take what is in the
         // pipe now, even if the runtime has not seen it yet.
-        if let Some(pipe) = pipes.stderr.as_mut() {
-            loop {
-                match pipe.read_now(&mut err_buf) {
-                    Ok(0) => {
-                        pipes.stderr = None;
-                        break;
-                    }
-                    Ok(n) => stderr.push(&err_buf[..n], on_progress),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
+        if let Some(pipe) = pipes.stderr.as_mut()
+            && read_all_now(pipe, &mut err_buf, |bytes| {
+                stderr.push(bytes, on_progress);
+                true
+            }) == Now::End
+        {
+            pipes.stderr = None;
         }
     }
     ended
+}
+
+/// Where a pipe read without waiting stopped.
+#[derive(Debug, PartialEq, Eq)]
+enum Now {
+    /// At its end (or failed): nothing more will come.
+    End,
+    /// Open, with nothing more there for now.
+    Open,
+    /// `take` refused the bytes.
+    Refused,
+}
+
+/// Reads everything `pipe` holds now, in `buf`-sized pieces handed to
+/// `take` (which returns false to stop).
+fn read_all_now(
+    pipe: &mut impl ReadNow,
+    buf: &mut [u8],
+    mut take: impl FnMut(&[u8]) -> bool,
+) -> Now {
+    loop {
+        match pipe.read_now(buf) {
+            Ok(0) => return Now::End,
+            Ok(n) if !take(&buf[..n]) => return Now::Refused,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Now::Open,
+            Err(_) => return Now::End,
+        }
+    }
 }
 
 /// The end of a loop that saw the leader exit (or its pipes close).

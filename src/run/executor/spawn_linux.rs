@@ -24,6 +24,7 @@
 //! Kernels without `CLONE_PIDFD` (before 5.2) refuse the flags; the caller then
 //! falls back to the standard library's spawn (see `process.rs`).
 
+use std::cell::Cell;
 use std::ffi::{CString, OsStr, OsString, c_int, c_void};
 use std::io;
 use std::mem::MaybeUninit;
@@ -245,7 +246,25 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 /// and pidfd) or failed (reaped, the failing step as the error). `Ok(None)`:
 /// the kernel does not know `CLONE_PIDFD`.
 fn clone_and_exec(plan: &Plan<'_>) -> io::Result<Option<(u32, OwnedFd)>> {
-    let stack = Stack::new()?;
+    // Each thread keeps its stack for the next spawn: mapping and unmapping
+    // one per spawn costs page faults and, in a multi-threaded host, a TLB
+    // shootdown on every CPU. A thread spawns one child at a time (it waits
+    // until the child has exec'd), so the stack is free again on return.
+    let stack = SPARE_STACK
+        .try_with(|spare| spare.take())
+        .ok()
+        .flatten()
+        .map_or_else(Stack::new, Ok)?;
+    let spawned = clone_on(plan, &stack);
+    let _ = SPARE_STACK.try_with(|spare| spare.set(Some(stack)));
+    spawned
+}
+
+thread_local! {
+    static SPARE_STACK: Cell<Option<Stack>> = const { Cell::new(None) };
+}
+
+fn clone_on(plan: &Plan<'_>, stack: &Stack) -> io::Result<Option<(u32, OwnedFd)>> {
     let mut shared = Shared {
         plan,
         errno: 0,

@@ -82,10 +82,11 @@ impl Leader for FakeLeader {
     }
 }
 
-/// stderr of the fake child; `read_now` polls once, as a real pipe would answer.
-struct FakeStderr(DuplexStream);
+/// stdout or stderr of the fake child; `read_now` polls once, as a real pipe
+/// would answer.
+struct FakePipe(DuplexStream);
 
-impl AsyncRead for FakeStderr {
+impl AsyncRead for FakePipe {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -95,7 +96,7 @@ impl AsyncRead for FakeStderr {
     }
 }
 
-impl ReadNow for FakeStderr {
+impl ReadNow for FakePipe {
     fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         let mut rb = ReadBuf::new(buf);
@@ -114,15 +115,15 @@ struct Plugin {
     stderr: DuplexStream,
 }
 
-fn pipes(capacity: usize) -> (Pipes<DuplexStream, DuplexStream, FakeStderr>, Plugin) {
+fn pipes(capacity: usize) -> (Pipes<DuplexStream, FakePipe, FakePipe>, Plugin) {
     let (host_in, plugin_in) = duplex(capacity);
     let (plugin_out, host_out) = duplex(capacity);
     let (plugin_err, host_err) = duplex(capacity);
     (
         Pipes {
             stdin: Some(host_in),
-            stdout: Some(host_out),
-            stderr: Some(FakeStderr(host_err)),
+            stdout: Some(FakePipe(host_out)),
+            stderr: Some(FakePipe(host_err)),
         },
         Plugin {
             stdin: plugin_in,
