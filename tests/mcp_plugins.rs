@@ -605,3 +605,84 @@ async fn a_corrupt_tool_cache_is_reported_and_never_trusted() {
     let cached: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
     assert!(cached["tools"].as_array().is_some());
 }
+
+#[test]
+fn new_mcp_wraps_an_installed_server_that_approve_then_lists_and_calls() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let python = util::real_python3();
+    let served = sandbox.root.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let mut new = sandbox.cmd();
+    new.args(["new", "wrapped", "--mcp", "--"])
+        .arg(&python)
+        .arg("server.py")
+        .arg(&served);
+    let out = util::run(new);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    assert!(
+        util::stdout(&out).contains("approve wrapped"),
+        "{}",
+        util::stdout(&out)
+    );
+    let dir = sandbox.plugins().join("wrapped");
+    let mut m: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("plugin.json")).unwrap()).unwrap();
+    assert_eq!(m["protocol"], "mcp");
+    assert_eq!(m["entrypoint"], "server.sh");
+    assert_eq!(m["tool_prefix"], "wrapped_");
+    assert_eq!(m["args"], json!(["server.py", served]));
+    let grants: Vec<&str> = m["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(
+        grants.contains(&format!("filesystem:read:{}", served.display()).as_str()),
+        "{grants:?}"
+    );
+    assert!(
+        !grants.iter().any(|g| g.starts_with("filesystem:write")),
+        "{grants:?}"
+    );
+
+    // Install the server into the folder, as its README would say, and let
+    // it find the SDK.
+    std::fs::copy(
+        util::repo().join("tests/fixtures/mcp/server.py"),
+        dir.join("server.py"),
+    )
+    .unwrap();
+    m["env"] = json!(["PYTHONPATH"]);
+    m["permissions"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!(format!("filesystem:read:{}", pydeps.display())));
+    std::fs::write(dir.join("plugin.json"), m.to_string()).unwrap();
+    let plughost = |args: &[&str]| {
+        let mut cmd = sandbox.cmd();
+        cmd.args(args)
+            .env("PYTHONPATH", &pydeps)
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        util::run(cmd)
+    };
+    let out = plughost(&["validate", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", util::stdout(&out));
+    let out = plughost(&["approve", "wrapped", "--yes"]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    let out = plughost(&["call", "wrapped_echo", r#"{"text":"through the wrapper"}"#]);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    assert!(
+        util::stdout(&out).contains("through the wrapper"),
+        "{}",
+        util::stdout(&out)
+    );
+}

@@ -1,5 +1,6 @@
 //! `plughost new NAME --lang bash|python|node|rust [--persistent]`: scaffolds
-//! a working plugin and says how to try it.
+//! a working plugin and says how to try it. `plughost new NAME --mcp --
+//! COMMAND ARGS…` wraps an installed MCP server instead.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,10 +22,23 @@ pub struct Args {
     /// Where to create the folder (default: the plugins folder).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Wrap an installed MCP server: its command and arguments follow `--`
+    /// (plughost new files --mcp -- node /opt/mcp-files/dist/index.js ~/projects).
+    #[arg(long, conflicts_with_all = ["lang", "persistent"])]
+    mcp: bool,
+    /// The MCP server's command and arguments (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let parent = args.dir.clone().unwrap_or_else(|| cli.plugins_dir());
+    if args.mcp {
+        return run_mcp(cli, args, &parent);
+    }
+    if !args.command.is_empty() {
+        return Err("a command after -- is for wrapping an MCP server: add --mcp".into());
+    }
     let created = scaffold::create(&parent, &args.name, args.lang, args.persistent)?;
     let dir = created.dir.display();
     let tool = scaffold::tool_name(&args.name);
@@ -62,5 +76,37 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         println!("  ./{} --manifest-tools", created.entrypoint);
         println!("  plughost validate --with-code {dir}");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_mcp(cli: &Cli, args: &Args, parent: &std::path::Path) -> Result<ExitCode, String> {
+    let created = scaffold::mcp::create(parent, &args.name, &args.command)?;
+    let dir = created.dir.display();
+    println!(
+        "created {dir}: server.sh runs {}",
+        created.command.display()
+    );
+    for (grant, why) in &created.grants {
+        println!("  granted {grant} ({why})");
+    }
+    println!(
+        "the sandbox keeps the server to its own folder, the system and what plugin.json grants:
+         add filesystem:write:PATH for a folder it should change, network if it needs one."
+    );
+    let name = &args.name;
+    let mut approve = format!("plughost approve {name}");
+    if args.dir.is_some() || cli.plugins_dir.is_some() {
+        approve = format!("plughost --plugins-dir {} approve {name}", parent.display());
+    }
+    println!(
+        "
+next, approve it: that starts the server once, lists its tools and pins them:"
+    );
+    println!("  {approve}");
+    println!(
+        "then its tools are offered as {}_TOOL:
+  plughost list",
+        name.replace('-', "_")
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,8 @@
 //! so a plugin stands alone and always gets the SDK this plughost was built
 //! with; tests keep the bundled examples' copies identical to `sdk/`.
 
+pub mod mcp;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -159,21 +161,7 @@ pub struct Created {
 /// Writes the plugin folder `parent/name`. Refuses a bad name or an existing
 /// folder. `persistent` makes it a long-lived worker (`"persistent": {}`).
 pub fn create(parent: &Path, name: &str, lang: Lang, persistent: bool) -> Result<Created, String> {
-    let valid = !name.is_empty()
-        && name.len() <= 64
-        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !valid {
-        return Err(format!(
-            "\"{name}\" is not a plugin name: use lowercase letters, digits and dashes, starting with a letter or digit"
-        ));
-    }
-    let dir = parent.join(name);
-    if dir.exists() {
-        return Err(format!("{} already exists", dir.display()));
-    }
+    let dir = check_new(parent, name)?;
     let tool = tool_name(name);
     let (entrypoint, files) = lang.files(persistent);
     let mut manifest = json!({
@@ -208,6 +196,27 @@ pub fn create(parent: &Path, name: &str, lang: Lang, persistent: bool) -> Result
         write(&dir.join(file.path), &text, file.executable)?;
     }
     Ok(Created { dir, entrypoint })
+}
+
+/// The folder `parent/name` for a new plugin: refuses a bad name or an
+/// existing folder.
+fn check_new(parent: &Path, name: &str) -> Result<PathBuf, String> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !valid {
+        return Err(format!(
+            "\"{name}\" is not a plugin name: use lowercase letters, digits and dashes, starting with a letter or digit"
+        ));
+    }
+    let dir = parent.join(name);
+    if dir.exists() {
+        return Err(format!("{} already exists", dir.display()));
+    }
+    Ok(dir)
 }
 
 fn write(path: &Path, text: &str, executable: bool) -> Result<(), String> {
