@@ -90,7 +90,12 @@ pub(crate) fn scan(root: &Path) -> io::Result<Catalog> {
 /// [`load_folder`], turning a panic (a bug in plughost, say in a schema
 /// library) into a rejection of that folder instead of losing it.
 pub(crate) fn load_guarded(dir: &Path) -> FolderResult {
-    std::panic::catch_unwind(|| load_folder(dir)).unwrap_or_else(|panic| {
+    guarded(dir, load_folder)
+}
+
+/// Runs `load` on `dir`, a panic becoming the folder's rejection.
+fn guarded(dir: &Path, load: impl FnOnce(&Path) -> FolderResult) -> FolderResult {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| load(dir))).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
@@ -123,5 +128,21 @@ pub(crate) fn unreadable(dir: &Path, err: &io::Error) -> Rejected {
             message: format!("cannot read the folder: {err}"),
         }],
         tools: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod guard_tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_while_loading_rejects_the_folder_and_says_it_is_a_bug() {
+        let dir = Path::new("/plugins/broken-one");
+        let result = guarded(dir, |_| panic!("schema library exploded"));
+        let rejected = result.expect_err("a panic is a rejection");
+        assert_eq!(rejected.folder, "broken-one");
+        let message = &rejected.errors[0].message;
+        assert!(message.contains("schema library exploded"), "{message}");
+        assert!(message.contains("bug in plughost"), "{message}");
     }
 }
