@@ -1,0 +1,191 @@
+//! The host's cost next to a raw baseline of the same plugin, measured side by
+//! side in one run so the machine's noise cancels: ratios and differences
+//! count, absolute times move from run to run. Run through `scripts/bench`
+//! (`--quick` for fewer calls, `--json` for one JSON object).
+//!
+//! Each module measures one group of rows and prints its section of the table:
+//! `calls` (a process per call), `spawn` (the ways to start a process),
+//! `workers` (persistent plugins), `mcp` (MCP on either side of the host),
+//! `sdk` (the Python SDK's own cost), `load` (loading and hot reload),
+//! `children` (scenarios run in a fresh process, for memory and file
+//! descriptors). `raw` holds the baselines, `fixtures` the plugins, `stats`
+//! the arithmetic.
+//!
+//! # JSON keys
+//!
+//! Times are microseconds (`_us`) or milliseconds (`_ms`), one decimal;
+//! `ratio`s are host / baseline. `sandbox` says whether the host confined the
+//! plugin. A row that cannot be measured on this machine (no node, no static
+//! C toolchain for the helper, no Python MCP SDK) says why in `skipped`
+//! instead of vanishing.
+//!
+//! - `call_latency`: `[{plugin, sandbox, host_p50_us, host_p99_us,
+//!   raw_p50_us, raw_p99_us, ratio_p50}]`: a process per call through
+//!   `PluginHost::call`, interleaved with a raw tokio spawn of the same plugin.
+//!   Plugins: `tiny` (static C), `hello-world` (bash), `password-gen`
+//!   (python3).
+//! - `throughput`: `[{plugin, sandbox, concurrency, host_calls_per_s,
+//!   raw_calls_per_s, ratio}]`: the tiny plugin at 1, 2, 8 and 32 calls in
+//!   flight, sandbox off and on.
+//! - `library_call_us`: `call_latency`'s tiny p50 without the sandbox.
+//! - `spawn_paths`: `[{host_mb, host_rss_mb, path, p50_us, p99_us,
+//!   ratio_p50}]`: one full exchange with the tiny plugin, in a fresh process
+//!   holding `host_mb` of touched memory (its `VmRSS` is `host_rss_mb`), by
+//!   `path`: `posix_spawn` (raw tokio), `fork_exec` (raw with a no-op
+//!   `pre_exec` hook), `landlock_helper` (raw, through a static helper that
+//!   confines itself with Landlock and execs the plugin), `host_sandbox_off`,
+//!   `host_sandbox_on`. `ratio_p50` is against `posix_spawn` of the same size.
+//! - `soak`: `{calls, fds_before, fds_after, rss_before_kb, rss_after_kb}`: a
+//!   sandboxed host in a fresh process, its open file descriptors and `VmRSS`
+//!   after 20 warm-up calls and after `calls` more.
+//! - `persistent`: `[{plugin, mode, sandbox, calls, host_p50_us, host_p99_us}]`
+//!   for `plugin` `tiny` (static C), `python` and `node` (the echo of
+//!   `plughost new --persistent`) in `mode` `persistent` (a worker) and
+//!   `spawn` (the same plugin without `persistent`). Persistent rows add
+//!   `line_raw_p50_us` and `line_raw_p99_us` (a request line written to a
+//!   running copy of the worker by the bench itself, interleaved with the host's
+//!   calls) and `host_minus_raw_us` (the p50s' difference).
+//! - `persistent_serve`: `[{plugin, sandbox, calls, serve_p50_us,
+//!   serve_p99_us}]`: `tools/call` of the python and node workers through
+//!   `plughost serve` on stdio, from rmcp's client.
+//! - `persistent_throughput`: `{plugin, max_workers, workers, concurrency,
+//!   calls, calls_per_s}`: 32 callers at once on the python echo with
+//!   `max_workers: 4`; `workers` is how many were running at the end.
+//! - `idle_workers_rss_mb`: `VmRSS` of a fresh process whose host has 16
+//!   idle workers (the workers' memory is their own).
+//! - `mcp_roundtrip_us`: p50 of a `tools/call` of the tiny plugin through
+//!   `plughost serve --no-sandbox` on stdio.
+//! - `mcp_server`: `{tool, sandbox, calls, library_p50_us, library_p99_us,
+//!   direct_p50_us, direct_p99_us, ratio_p50}`: a trivial tool of a Python
+//!   MCP SDK server wrapped as a plugin, through `PluginHost::call`,
+//!   interleaved with the same server spawned once and called by rmcp's client
+//!   (speaking the host's protocol version); `{"skipped": "why"}` when the SDK
+//!   cannot be found.
+//! - `python_sdk_vs_hand`: `[{sandbox, sdk_p50_us, hand_p50_us,
+//!   sdk_minus_hand_us}]`: the echo of `plughost new --lang python` (on the
+//!   SDK) next to the same tool written by hand, a process per call, in turn;
+//!   `sdk_minus_hand_us` is the median of the pairs' differences.
+//! - `flood_peak_rss_mb`, `inflight_peak_rss_mb`: the host's own `VmHWM` in a
+//!   fresh process while a plugin floods 1 GB to stdout, and with 200 calls
+//!   in flight.
+//! - `load_1000_ms`: building a host over 1,000 plugin folders (best of 3).
+//! - `reload_latency_ms`: a new plugin folder's last write to its tool being
+//!   callable, with the watcher (p50 of 5).
+
+mod calls;
+mod children;
+mod fixtures;
+mod load;
+mod mcp;
+mod raw;
+mod sdk;
+mod spawn;
+mod stats;
+mod workers;
+
+use std::path::PathBuf;
+
+use plughost::{PluginHost, SandboxMode};
+use serde_json::{Value, json};
+
+/// The bench's folders, and how long to run.
+pub(crate) struct Bench {
+    /// Everything the bench writes, removed at the end.
+    pub(crate) dir: PathBuf,
+    pub(crate) plugins: PathBuf,
+    pub(crate) state: PathBuf,
+    pub(crate) quick: bool,
+    /// The real node binary, when there is one.
+    pub(crate) node: Option<PathBuf>,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        return children::main(&args[i + 1], &args[i + 2..]);
+    }
+    let json_out = args.iter().any(|a| a == "--json");
+    let quick = args.iter().any(|a| a == "--quick");
+    let dir = std::env::temp_dir().join(format!("plughost-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The host canonicalizes plugin folders: the raw requests must name the
+    // same paths.
+    let dir = dir.canonicalize().unwrap();
+    let mut bench = Bench {
+        plugins: dir.join("plugins"),
+        state: dir.join("state"),
+        dir,
+        quick,
+        node: None,
+    };
+    fixtures::setup(&mut bench);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let report = rt.block_on(bench.run());
+    drop(rt);
+    let _ = std::fs::remove_dir_all(&bench.dir);
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap());
+    } else {
+        print_table(&report);
+    }
+}
+
+impl Bench {
+    /// `full` in a full run, `quick` with `--quick`.
+    pub(crate) fn iters(&self, full: usize, quick: usize) -> usize {
+        if self.quick { quick } else { full }
+    }
+
+    /// A host over the bench's plugins; `sandbox` on or off.
+    pub(crate) fn host(&self, sandbox: bool) -> PluginHost {
+        PluginHost::builder()
+            .plugins_dir(&self.plugins)
+            .state_dir(&self.state)
+            .concurrency(64)
+            .sandbox(if sandbox {
+                SandboxMode::On
+            } else {
+                SandboxMode::Off
+            })
+            .build()
+            .unwrap()
+    }
+
+    async fn run(&self) -> Value {
+        let mut report = json!({});
+        calls::rows(self, &mut report).await;
+        spawn::rows(self, &mut report);
+        children::soak(self, &mut report);
+        workers::rows(self, &mut report).await;
+        mcp::rows(self, &mut report).await;
+        sdk::rows(self, &mut report).await;
+        children::peak_rss(self, &mut report);
+        load::rows(self, &mut report).await;
+        report
+    }
+}
+
+/// A JSON value as a table cell: strings without their quotes, nothing for
+/// an absent value. (`Value`'s own `Display` ignores widths.)
+pub(crate) fn cell(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// One section per group, each with its header line.
+fn print_table(r: &Value) {
+    calls::print(r);
+    spawn::print(r);
+    children::print(r);
+    workers::print(r);
+    mcp::print(r);
+    sdk::print(r);
+    load::print(r);
+}
