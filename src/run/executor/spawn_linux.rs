@@ -33,6 +33,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock, mpsc};
 
 use crate::run::sandbox::{self, ChildSteps};
 
@@ -53,14 +54,14 @@ pub(super) struct Spawned {
 }
 
 /// What the child does, built by the parent before `clone`.
-struct Plan<'a> {
+struct Plan {
     program: CString,
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
     cwd: CString,
     /// The child's ends of its pipes, at 3 or above.
     stdio: [RawFd; 3],
-    sandbox: Option<ChildSteps<'a>>,
+    sandbox: Option<ChildSteps>,
 }
 
 /// The step of the child that failed.
@@ -106,7 +107,7 @@ impl Step {
 /// reports.
 #[repr(C)]
 struct Shared<'a> {
-    plan: &'a Plan<'a>,
+    plan: &'a Plan,
     errno: c_int,
     step: u32,
 }
@@ -164,7 +165,7 @@ pub(super) fn spawn(
     let (stdin_child, stdin) = pipe()?;
     let (stdout, stdout_child) = pipe()?;
     let (stderr, stderr_child) = pipe()?;
-    let plan = Plan {
+    let mut plan = Plan {
         program: program_c.clone(),
         argv,
         envp,
@@ -176,7 +177,11 @@ pub(super) fn spawn(
         ],
         sandbox: sandbox.filter(|s| !s.is_empty()).map(|s| s.child_steps()),
     };
-    let Some((pid, pidfd)) = clone_and_exec(&plan)? else {
+    let spawned = match filtered_spawner(&mut plan) {
+        Some(spawner) => spawner.run(&plan)?,
+        None => clone_and_exec(&plan)?,
+    };
+    let Some((pid, pidfd)) = spawned else {
         return Ok(None);
     };
     Ok(Some(Spawned {
@@ -186,6 +191,97 @@ pub(super) fn spawn(
         stdout,
         stderr,
     }))
+}
+
+/// A thread that spawns children which inherit its seccomp filter.
+///
+/// Attaching a seccomp filter compiles it (the kernel JITs every program it is
+/// given, even the same one) and frees it when the process exits: about 40 µs
+/// a spawn on these machines, most of what the sandbox costs. A filter is
+/// per thread and inherited by the children a thread creates, so this thread
+/// installs the socket-denying program on itself once (it never makes a
+/// socket) and every child that must deny sockets is cloned from it, already
+/// filtered. The calling thread waits for the spawn, as it would for its own.
+struct FilteredSpawner {
+    program: &'static [libc::sock_filter],
+    jobs: Mutex<mpsc::Sender<Job>>,
+}
+
+/// A spawn handed to the [`FilteredSpawner`]: the plan lives on the caller's
+/// stack, which waits on `done`.
+struct Job {
+    plan: *const Plan,
+    done: mpsc::SyncSender<io::Result<Option<(u32, OwnedFd)>>>,
+}
+
+// SAFETY: the plan's pointers are only read, by the spawner thread, while the
+// thread that owns the plan waits for the answer (`FilteredSpawner::run`).
+unsafe impl Send for Job {}
+
+static FILTERED_SPAWNER: OnceLock<Option<FilteredSpawner>> = OnceLock::new();
+
+/// The spawner for `plan` when its child must install a seccomp program; the
+/// plan then leaves that step to the inherited filter. `None`: the child
+/// installs the program itself (no program, or no spawner thread here).
+fn filtered_spawner(plan: &mut Plan) -> Option<&'static FilteredSpawner> {
+    let steps = plan.sandbox.as_mut()?;
+    let program = steps.seccomp?;
+    let spawner = FILTERED_SPAWNER
+        .get_or_init(|| FilteredSpawner::start(program))
+        .as_ref()
+        .filter(|s| std::ptr::eq(s.program, program))?;
+    steps.seccomp = None;
+    Some(spawner)
+}
+
+impl FilteredSpawner {
+    /// Starts the thread and installs `program` on it; `None` if either fails.
+    fn start(program: &'static [libc::sock_filter]) -> Option<FilteredSpawner> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let (ready, installed) = mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("plughost-spawner".into())
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let steps = ChildSteps {
+                    ruleset: None,
+                    proc_self: 0,
+                    seccomp: Some(program),
+                };
+                let ok = sandbox::enforce(&steps) == 0;
+                let _ = ready.send(ok);
+                if !ok {
+                    return;
+                }
+                for job in queue {
+                    // SAFETY: the job's owner keeps the plan alive and
+                    // unchanged until it receives the answer.
+                    let plan = unsafe { &*job.plan };
+                    let _ = job.done.send(clone_and_exec(plan));
+                }
+            })
+            .ok()?;
+        installed.recv().ok()?.then(|| FilteredSpawner {
+            program,
+            jobs: Mutex::new(jobs),
+        })
+    }
+
+    /// Spawns `plan` from the spawner thread and waits for the outcome.
+    fn run(&self, plan: &Plan) -> io::Result<Option<(u32, OwnedFd)>> {
+        let (done, outcome) = mpsc::sync_channel(1);
+        let job = Job {
+            plan: std::ptr::from_ref(plan),
+            done,
+        };
+        let gone = || io::Error::other("the spawner thread is gone");
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(job)
+            .map_err(|_| gone())?;
+        outcome.recv().map_err(|_| gone())?
+    }
 }
 
 /// The path `exec` gets: a relative path is taken from the host's current
@@ -245,7 +341,7 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 /// Clones a child that runs `plan` and returns once it has exec'd (its pid
 /// and pidfd) or failed (reaped, the failing step as the error). `Ok(None)`:
 /// the kernel does not know `CLONE_PIDFD`.
-fn clone_and_exec(plan: &Plan<'_>) -> io::Result<Option<(u32, OwnedFd)>> {
+fn clone_and_exec(plan: &Plan) -> io::Result<Option<(u32, OwnedFd)>> {
     // Each thread keeps its stack for the next spawn: mapping and unmapping
     // one per spawn costs page faults and, in a multi-threaded host, a TLB
     // shootdown on every CPU. A thread spawns one child at a time (it waits
@@ -264,7 +360,7 @@ thread_local! {
     static SPARE_STACK: Cell<Option<Stack>> = const { Cell::new(None) };
 }
 
-fn clone_on(plan: &Plan<'_>, stack: &Stack) -> io::Result<Option<(u32, OwnedFd)>> {
+fn clone_on(plan: &Plan, stack: &Stack) -> io::Result<Option<(u32, OwnedFd)>> {
     let mut shared = Shared {
         plan,
         errno: 0,

@@ -167,13 +167,13 @@ impl fmt::Debug for Prepared {
 
 /// What the child of a confined spawn does before `exec`, as plain data.
 #[derive(Clone, Copy)]
-pub(crate) struct ChildSteps<'a> {
+pub(crate) struct ChildSteps {
     /// The ruleset to restrict itself with.
     pub ruleset: Option<RawFd>,
     /// Rights on its own `/proc/PID` to add to the ruleset first (0: none).
     pub proc_self: u64,
     /// The seccomp program to install last.
-    pub seccomp: Option<&'a [libc::sock_filter]>,
+    pub seccomp: Option<&'static [libc::sock_filter]>,
 }
 
 impl Confinement {
@@ -351,7 +351,7 @@ impl Prepared {
 
     /// The steps for the child of a confined spawn. `self` must outlive the
     /// spawn (the ruleset descriptor is read in the child).
-    pub(crate) fn child_steps(&self) -> ChildSteps<'_> {
+    pub(crate) fn child_steps(&self) -> ChildSteps {
         ChildSteps {
             ruleset: self.ruleset.as_deref().map(AsRawFd::as_raw_fd),
             proc_self: self.proc_self,
@@ -402,7 +402,7 @@ impl Prepared {
 ///
 /// Runs between `clone`/`fork` and `exec`: only raw system calls on data the
 /// parent built, nothing that allocates, locks or unwinds.
-pub(crate) fn enforce(steps: &ChildSteps<'_>) -> i32 {
+pub(crate) fn enforce(steps: &ChildSteps) -> i32 {
     // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments and touches no memory.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return errno();
