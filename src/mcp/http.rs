@@ -118,7 +118,7 @@ impl HttpOptions {
 /// Who a bearer token lets in: one server (and its host) per tenant. With a
 /// single token, one tenant.
 pub struct Tenant {
-    /// For log lines.
+    /// Named in the log.
     pub name: String,
     /// The bearer token its requests carry.
     pub token: String,
@@ -127,7 +127,6 @@ pub struct Tenant {
 
 /// One tenant's front: its token, its sessions, rmcp's service over them.
 struct Front {
-    name: Arc<str>,
     token: Arc<str>,
     sessions: Arc<Sessions>,
     mcp: StreamableHttpService<McpServer, Sessions>,
@@ -173,6 +172,7 @@ pub async fn serve(
     let shutdown = CancellationToken::new();
     let mut fronts = Vec::new();
     let mut hosts = Vec::new();
+    let mut names = Vec::new();
     for Tenant {
         name,
         token,
@@ -202,8 +202,8 @@ pub async fn serve(
         let factory = server.clone();
         let mcp =
             StreamableHttpService::new(move || Ok(factory.session()), sessions.clone(), config);
+        names.push(name);
         fronts.push(Front {
-            name: name.into(),
             token: token.into(),
             sessions,
             mcp,
@@ -218,8 +218,8 @@ pub async fn serve(
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     log(&format!(
         "serving MCP at http://{bound}/mcp (bearer token required{})",
-        if fronts.len() > 1 {
-            format!("; {} tenants", fronts.len())
+        if names.len() > 1 {
+            format!("; tenants {}", names.join(", "))
         } else {
             String::new()
         }
@@ -299,7 +299,7 @@ async fn route(req: Request<Incoming>, fronts: &[Front], origins: &[String]) -> 
                 "bad request: DELETE needs the Mcp-Session-Id header",
             ),
             Some(id) if front.sessions.end(&id).await => {
-                (front.log)(&format!("http [{}]: session {id} deleted", front.name));
+                (front.log)(&format!("http: session {id} deleted"));
                 let mut r = Response::new(Full::new(Bytes::new()).boxed());
                 *r.status_mut() = StatusCode::NO_CONTENT;
                 r
@@ -385,7 +385,7 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
 
 /// A JSON-RPC error as the whole answer, logged.
 fn refuse(front: &Front, status: StatusCode, r: &Rejection) -> Reply {
-    (front.log)(&r.log_line(&format!("http [{}]", front.name)));
+    (front.log)(&r.log_line("http"));
     let mut reply = Response::new(Full::new(Bytes::from(r.to_json())).boxed());
     *reply.status_mut() = status;
     reply.headers_mut().insert(
