@@ -14,6 +14,15 @@
 //! A missing file means no approvals. A file that cannot be read or parsed is an
 //! error naming it: it approves nothing, and [`ApprovalStore::grant`] and
 //! [`ApprovalStore::revoke`] refuse to replace it.
+//!
+//! The file is opened without following a symbolic link (`O_NOFOLLOW`) and
+//! must be a regular file of at most [`MAX_FILE_BYTES`]: a symlink planted in
+//! the state folder cannot redirect what plughost reads or replaces, a FIFO
+//! cannot block every command, and a huge file is refused before it is read
+//! rather than parsed by every command. Writes never follow a symlink either:
+//! the temp file is created with `O_EXCL` and renamed over the file (a rename
+//! replaces a link, it does not write through it), and the lock file is opened
+//! with `O_NOFOLLOW`.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -36,6 +45,9 @@ pub(crate) const LOCK_FILE: &str = "approvals.lock";
 pub(crate) const FORMAT_VERSION: u64 = 1;
 
 const TEMP_FILE: &str = "approvals.json.tmp";
+
+/// The largest approvals file read: 4 MiB holds tens of thousands of grants.
+pub(crate) const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Why the approvals could not be read or changed. Every message names the file.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +74,18 @@ pub enum ApprovalError {
         source: io::Error,
     },
 
+    #[error(
+        "the approvals file {} is {what}; plughost reads only a regular file and never follows a symbolic link, so no plugin counts as approved until it is one: put the file itself in its place, or delete it to start over (deleting it revokes every approval)",
+        path.display()
+    )]
+    NotAFile { path: PathBuf, what: &'static str },
+
+    #[error(
+        "the approvals file {} is {size} bytes, over the limit of {} bytes (4 MiB); no plugin counts as approved until it is smaller: fix it, or delete it to start over (deleting it revokes every approval)",
+        path.display(), MAX_FILE_BYTES
+    )]
+    TooLarge { path: PathBuf, size: u64 },
+
     #[error("cannot write the approvals file {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -84,6 +108,8 @@ impl ApprovalError {
             ApprovalError::Corrupt { path, .. }
             | ApprovalError::UnsupportedVersion { path, .. }
             | ApprovalError::Read { path, .. }
+            | ApprovalError::NotAFile { path, .. }
+            | ApprovalError::TooLarge { path, .. }
             | ApprovalError::Write { path, .. }
             | ApprovalError::Lock { path, .. } => path,
         }
@@ -200,17 +226,69 @@ impl ApprovalStore {
 }
 
 fn read_file(path: &Path) -> Result<Approvals, ApprovalError> {
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
+    let read_error = |source| ApprovalError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Approvals::default()),
-        Err(source) => {
-            return Err(ApprovalError::Read {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(ApprovalError::NotAFile {
                 path: path.to_owned(),
-                source,
+                what: "a symbolic link",
             });
         }
+        Err(source) => return Err(read_error(source)),
     };
+    let meta = file.metadata().map_err(read_error)?;
+    if !meta.file_type().is_file() {
+        return Err(ApprovalError::NotAFile {
+            path: path.to_owned(),
+            what: kind_of(&meta.file_type()),
+        });
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(ApprovalError::TooLarge {
+            path: path.to_owned(),
+            size: meta.len(),
+        });
+    }
+    // The file may grow between the check and the read: read one byte past
+    // the limit at most.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    io::Read::read_to_end(&mut io::Read::take(&file, MAX_FILE_BYTES + 1), &mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ApprovalError::TooLarge {
+            path: path.to_owned(),
+            size: bytes.len() as u64,
+        });
+    }
     parse(path, &bytes)
+}
+
+/// What a file that is not a regular one is, in words.
+fn kind_of(t: &fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
 }
 
 fn parse(path: &Path, bytes: &[u8]) -> Result<Approvals, ApprovalError> {
@@ -256,10 +334,12 @@ fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
         _ => {}
     }
     let written = (|| {
+        // create_new is O_EXCL: a symlink in the temp file's place is not followed.
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&temp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
@@ -290,6 +370,7 @@ impl Lock {
             .create(true)
             .truncate(false)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .map_err(error)?;
         loop {

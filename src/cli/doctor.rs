@@ -1,6 +1,6 @@
 //! `plughost doctor`: what this machine enforces, the folders in use, and every
 //! plugin with a problem (rejected, colliding, awaiting approval, or started
-//! through a slow interpreter shim).
+//! through a slow interpreter shim), and a state folder that cannot be written.
 
 use std::process::ExitCode;
 
@@ -20,7 +20,12 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
         " (missing: created by plughost watch/serve)"
     };
     println!("plugins folder  {}{exists}", d.plugins_dir.display());
-    println!("state folder    {}", d.state_dir.display());
+    let writable = if d.state_dir_writable {
+        ""
+    } else {
+        " (NOT writable: see problems)"
+    };
+    println!("state folder    {}{writable}", d.state_dir.display());
     println!(
         "plugins         {} loaded, {} rejected",
         d.plugins, d.rejected

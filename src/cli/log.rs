@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use plughost::{
     AuditRecord, CallError, CallInfo, CallSummary, HostEvent, Interests, Observer, ObserverResult,
@@ -12,7 +12,12 @@ use plughost::{
 };
 
 pub struct Log {
-    file: Option<Mutex<File>>,
+    file: Option<Arc<Mutex<File>>>,
+    /// Put before every line (a tenant's name).
+    tag: Option<String>,
+    /// Whether catalog events are logged: several hosts of one plugins
+    /// folder would log each of them once per host.
+    events: bool,
 }
 
 impl Log {
@@ -27,13 +32,29 @@ impl Log {
             })
             .transpose()?;
         Ok(Log {
-            file: file.map(Mutex::new),
+            file: file.map(|f| Arc::new(Mutex::new(f))),
+            tag: None,
+            events: true,
         })
     }
 
+    /// The same log with `tag` before each line; catalog events only with `events`.
+    pub fn tagged(&self, tag: &str, events: bool) -> Log {
+        Log {
+            file: self.file.clone(),
+            tag: Some(tag.to_owned()),
+            events,
+        }
+    }
+
     pub fn line(&self, message: &str) {
+        let tag = self
+            .tag
+            .as_deref()
+            .map(|t| format!("[{t}] "))
+            .unwrap_or_default();
         let line = format!(
-            "{} plughost: {message}\n",
+            "{} plughost: {tag}{message}\n",
             AuditRecord::time_of(std::time::SystemTime::now())
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
@@ -55,6 +76,9 @@ impl Observer for Log {
     }
 
     fn event(&self, event: &HostEvent) -> ObserverResult {
+        if !self.events {
+            return Ok(());
+        }
         let text = event.to_string();
         let lines: Vec<&str> = text.lines().map(str::trim).collect();
         self.line(&lines.join("; "));

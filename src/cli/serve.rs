@@ -1,11 +1,14 @@
 //! `plughost serve`: the MCP server, on stdio or (with `--http ADDR`) over
 //! streamable HTTP. Only protocol messages go to stdout; logs go to stderr and,
-//! with `--log-file`, to a file.
+//! with `--log-file`, to a file. With `--tokens FILE`, each token is a tenant
+//! with a host of its own (see `plughost::mcp` tenants).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
+use plughost::PluginHost;
 use plughost::mcp::{self, McpServer};
 
 use super::Cli;
@@ -16,8 +19,17 @@ pub struct Args {
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
     /// The bearer token file for --http (default: generated into the state folder).
-    #[arg(long, value_name = "FILE", requires = "http")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "http",
+        conflicts_with = "tokens"
+    )]
     token_file: Option<PathBuf>,
+    /// Tenants for --http: a file of `NAME TOKEN` lines. Each token gets its
+    /// own approvals, data folders, call slots and sessions, in STATE/tenants/NAME.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    tokens: Option<PathBuf>,
     /// Allow --http on an address other than loopback.
     #[arg(long, requires = "http")]
     allow_remote: bool,
@@ -25,14 +37,51 @@ pub struct Args {
     /// besides the server's own; repeatable.
     #[arg(long, value_name = "ORIGIN", requires = "http")]
     allow_origin: Vec<String>,
+    /// Seconds a call outlives the HTTP connection that carried its answer, for
+    /// the client to resume it; then it is cancelled (0: at once).
+    #[arg(long, value_name = "SECS", requires = "http", default_value_t = mcp::DEFAULT_RESUME_WINDOW.as_secs_f64())]
+    resume_window: f64,
+    /// Calls one HTTP session may run at once (default: a quarter of --concurrency).
+    #[arg(long, value_name = "N", requires = "http")]
+    session_slots: Option<usize>,
+    /// Seconds an HTTP session may go without a call, a stream or a request before it ends.
+    #[arg(long, value_name = "SECS", requires = "http", default_value_t = mcp::DEFAULT_SESSION_IDLE.as_secs_f64())]
+    session_idle: f64,
+    /// The largest message accepted (a stdio line or an HTTP body), in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = mcp::DEFAULT_MAX_MESSAGE_BYTES)]
+    max_message_bytes: usize,
     /// Also append log lines to this file.
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
 }
 
+fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(value).map_err(|_| format!("{flag} takes seconds, 0 or more"))
+}
+
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let log = Arc::new(super::log::Log::open(args.log_file.as_deref())?);
-    let host = Arc::new(cli.host_with(|b| b.observer(log.clone()))?);
+    let resume_window = seconds(args.resume_window, "--resume-window")?;
+    let session_idle = seconds(args.session_idle, "--session-idle")?;
+    // One host per tenant (a single one without --tokens), each with its log.
+    let tenants: Vec<(String, Option<String>, Arc<PluginHost>)> = match &args.tokens {
+        None => vec![(
+            "default".to_owned(),
+            None,
+            Arc::new(cli.host_with(|b| b.observer(log.clone()))?),
+        )],
+        Some(file) => {
+            let mut hosts = Vec::new();
+            for (i, (name, token)) in mcp::read_tokens(file)?.into_iter().enumerate() {
+                let tagged = Arc::new(log.tagged(&name, i == 0));
+                let state = mcp::tenant_state_dir(&cli.state_dir(), &name);
+                let host = cli.host_with(|b| b.observer(tagged).state_dir(state))?;
+                hosts.push((name, Some(token), Arc::new(host)));
+            }
+            hosts
+        }
+    };
+    let host = tenants[0].2.clone();
     let listing = host.listing();
     log.line(&format!(
         "plugins from {}: {} loaded, {} rejected",
@@ -40,13 +89,26 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         listing.plugins.len(),
         listing.rejected.len()
     ));
+    let server_for = |name: &str, host: &Arc<PluginHost>| {
+        let (log, tag) = (log.clone(), name.to_owned());
+        let tagged = args.tokens.is_some();
+        McpServer::new(host.clone())
+            .with_max_message_bytes(args.max_message_bytes)
+            .with_log(move |m| match tagged {
+                true => log.line(&format!("[{tag}] {m}")),
+                false => log.line(m),
+            })
+    };
     let runtime = super::runtime();
     let result = runtime.block_on(async {
-        let _watch = host
-            .watch()
-            .map_err(|e| format!("cannot watch {}: {e}", host.plugins_dir().display()))?;
-        let server = McpServer::new(host.clone());
-        // A signal stops the server; the host's shutdown below kills calls in flight.
+        let mut watchers = Vec::new();
+        for (_, _, host) in &tenants {
+            watchers.push(
+                host.watch()
+                    .map_err(|e| format!("cannot watch {}: {e}", host.plugins_dir().display()))?,
+            );
+        }
+        // A signal stops the server; the hosts' shutdown below kills calls in flight.
         let stop = async {
             let n = super::termination_signal().await;
             log.line(&format!("stopping on signal {n}"));
@@ -55,28 +117,56 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             None => {
                 log.line("serving MCP on stdio");
                 tokio::select! {
-                    r = mcp::serve_stdio(server) => r.map_err(|e| e.to_string())?,
+                    r = mcp::serve_stdio(server_for("default", &host)) => r.map_err(|e| e.to_string())?,
                     _ = stop => {}
                 }
             }
             Some(addr) => {
-                let token =
-                    mcp::load_or_create_token(args.token_file.as_deref(), host.state_dir())?;
-                let token_source = match &args.token_file {
-                    Some(f) => f.display().to_string(),
-                    None => host.state_dir().join("http-token").display().to_string(),
-                };
-                log.line(&format!("bearer token in {token_source}"));
-                let options = mcp::HttpOptions {
-                    addr,
-                    token,
-                    allow_remote: args.allow_remote,
-                    allowed_origins: args.allow_origin.clone(),
-                };
-                mcp::serve_http(server, options, stop, |m| log.line(m)).await?;
+                let mut served = Vec::new();
+                for (name, token, host) in &tenants {
+                    let token = match token {
+                        Some(t) => t.clone(),
+                        None => {
+                            let token = mcp::load_or_create_token(
+                                args.token_file.as_deref(),
+                                host.state_dir(),
+                            )?;
+                            let source = match &args.token_file {
+                                Some(f) => f.display().to_string(),
+                                None => host.state_dir().join("http-token").display().to_string(),
+                            };
+                            log.line(&format!("bearer token in {source}"));
+                            token
+                        }
+                    };
+                    served.push(mcp::Tenant {
+                        name: name.clone(),
+                        token,
+                        server: server_for(name, host),
+                    });
+                }
+                if let Some(file) = &args.tokens {
+                    log.line(&format!(
+                        "{} tenants from {}, state in {}",
+                        served.len(),
+                        file.display(),
+                        mcp::tenant_state_dir(&cli.state_dir(), "NAME").display()
+                    ));
+                }
+                let mut options = mcp::HttpOptions::new(addr);
+                options.allow_remote = args.allow_remote;
+                options.allowed_origins = args.allow_origin.clone();
+                options.resume_window = resume_window;
+                options.session_slots = args.session_slots;
+                options.session_idle = session_idle;
+                let log = log.clone();
+                mcp::serve_http(served, options, stop, move |m| log.line(m)).await?;
             }
         }
-        host.shutdown();
+        for (_, _, host) in &tenants {
+            host.shutdown();
+        }
+        drop(watchers);
         log.line("server stopped");
         Ok(ExitCode::SUCCESS)
     });

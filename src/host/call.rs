@@ -106,7 +106,7 @@ impl Inner {
 
         let data = data_dir(&self.config.state_dir, plugin).map_err(|e| CallError::Failed {
             tool: tool.to_owned(),
-            reason: format!("cannot prepare the plugin's data folder: {e}"),
+            reason: e.to_string(),
             exit_code: None,
             stderr_tail: String::new(),
         })?;

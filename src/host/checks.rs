@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::approve::{Approval, ApproveError, Asked};
-use super::dirs::TempPool;
 use super::{Inner, SandboxMode};
 use crate::approval::{self, ApprovalError, Approver, Tier};
 use crate::error::{CallError, Refusal};
@@ -95,7 +94,7 @@ impl Inner {
                 reason: e.to_string(),
             },
         };
-        let tmp_root = TempPool::root(&self.config.state_dir, plugin.name());
+        let tmp_root = self.temp_pool.root(&self.config.state_dir, plugin.name());
         let confinement = self
             .confinement(plugin, data_dir, &tmp_root, env)
             .map_err(failed)?;

@@ -13,6 +13,13 @@
 //! that folder once per plugin version rather than each call's folder, so a
 //! plugin's processes could reach each other's temp folders (as they share its
 //! data folder), never another plugin's.
+//!
+//! A read-only or full state folder stops only what needs a new folder in it.
+//! A plugin whose data folder exists keeps running: its temp folders then live
+//! in a private folder of the system's temp folder (`$TMPDIR/plughost-PID-N`,
+//! made with `mkdir` mode 0700, so it is new and ours), chosen once per host
+//! when `STATE/tmp/HOSTPID` cannot be made. A data folder that does not exist
+//! and cannot be made fails the call with an error naming the folder and the fix.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,13 +28,36 @@ use std::sync::{Arc, Mutex};
 
 use crate::plugins::catalog::Plugin;
 
-/// The plugin's data folder, created when missing.
+/// The plugin's data folder, created when missing. The error names the
+/// folder and what to do about it.
 pub(super) fn data_dir(state_dir: &Path, plugin: &Plugin) -> std::io::Result<PathBuf> {
     let data = state_dir.join("data").join(plugin.name());
     if !data.is_dir() {
-        std::fs::create_dir_all(&data)?;
+        std::fs::create_dir_all(&data).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot create the plugin's data folder {}: {e}; {}",
+                    data.display(),
+                    state_fix(state_dir, &e)
+                ),
+            )
+        })?;
     }
     Ok(data)
+}
+
+/// What to do when a folder cannot be made in the state folder.
+pub(super) fn state_fix(state_dir: &Path, e: &std::io::Error) -> String {
+    let state = state_dir.display();
+    match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT) => format!(
+            "the file system of the state folder {state} is full: free some space, or choose another state folder (--state-dir)"
+        ),
+        _ => format!(
+            "make the state folder {state} writable, create the folder yourself, or choose another state folder (--state-dir)"
+        ),
+    }
 }
 
 /// Empty temp folders ready for the next call, by plugin.
@@ -36,6 +66,19 @@ pub(super) struct TempPool {
     /// Emptied folders, by the plugin folder that holds them.
     free: Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
     made: AtomicU64,
+    /// The folder that holds every plugin's temp folders, chosen at first use.
+    base: std::sync::OnceLock<Base>,
+}
+
+/// Where a host's temp folders live.
+#[derive(Debug)]
+struct Base {
+    path: PathBuf,
+    /// Made in the system's temp folder because the state folder refused:
+    /// removed with the pool.
+    fallback: bool,
+    /// Why the state folder refused, for errors about the fallback.
+    refused: Option<String>,
 }
 
 /// A pooled temp folder, given back (emptied) when dropped.
@@ -45,11 +88,13 @@ pub(super) struct TempDir {
 }
 
 impl TempPool {
-    /// The folder that holds `plugin`'s temp folders (made when missing).
-    pub(super) fn root(state_dir: &Path, plugin: &str) -> PathBuf {
-        state_dir
-            .join("tmp")
-            .join(std::process::id().to_string())
+    /// The folder that holds `plugin`'s temp folders (made when missing):
+    /// `STATE/tmp/HOSTPID/PLUGIN`, or its fallback in the system's temp folder
+    /// when the state folder is read-only or full.
+    pub(super) fn root(&self, state_dir: &Path, plugin: &str) -> PathBuf {
+        self.base
+            .get_or_init(|| Base::choose(state_dir))
+            .path
             .join(plugin)
     }
 
@@ -59,7 +104,7 @@ impl TempPool {
         state_dir: &Path,
         plugin: &str,
     ) -> std::io::Result<TempDir> {
-        let root = Self::root(state_dir, plugin);
+        let root = self.root(state_dir, plugin);
         let pooled = self
             .free
             .lock()
@@ -78,13 +123,26 @@ impl TempPool {
 
     /// A new folder for `plugin`, not pooled: the caller removes it.
     pub(super) fn fresh(&self, state_dir: &Path, plugin: &str) -> std::io::Result<PathBuf> {
-        self.fresh_in(&Self::root(state_dir, plugin))
+        self.fresh_in(&self.root(state_dir, plugin))
     }
 
     fn fresh_in(&self, root: &Path) -> std::io::Result<PathBuf> {
         let n = self.made.fetch_add(1, Ordering::Relaxed);
         let tmp = root.join(n.to_string());
-        std::fs::create_dir_all(&tmp)?;
+        std::fs::create_dir_all(&tmp).map_err(|e| {
+            let base = self.base.get();
+            let why = match base.and_then(|b| b.refused.as_deref()) {
+                Some(refused) => format!(" (the state folder refused too: {refused})"),
+                None => String::new(),
+            };
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot create a temp folder {}: {e}{why}; free some space or make that folder writable, or choose another state folder (--state-dir)",
+                    tmp.display()
+                ),
+            )
+        })?;
         Ok(tmp)
     }
 
@@ -108,6 +166,63 @@ impl TempPool {
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
+}
+
+impl Base {
+    /// `STATE/tmp/HOSTPID` when it can be made; otherwise a new private
+    /// folder in the system's temp folder.
+    fn choose(state_dir: &Path) -> Base {
+        let own = state_dir.join("tmp").join(std::process::id().to_string());
+        let refused = match std::fs::create_dir_all(&own) {
+            Ok(()) => {
+                return Base {
+                    path: own,
+                    fallback: false,
+                    refused: None,
+                };
+            }
+            Err(e) => format!("{}: {e}", own.display()),
+        };
+        match private_temp_folder() {
+            Ok(path) => Base {
+                path,
+                fallback: true,
+                refused: Some(refused),
+            },
+            // Calls fail naming both folders when they try to make one.
+            Err(_) => Base {
+                path: own,
+                fallback: false,
+                refused: Some(refused),
+            },
+        }
+    }
+}
+
+/// A new folder `plughost-PID-N` in the system's temp folder, mode 0700.
+/// `mkdir` fails on an existing name (a link or folder planted by someone
+/// else), so the folder returned is one this process made.
+fn private_temp_folder() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let system = std::env::temp_dir();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut last = None;
+    for attempt in 0..16u32 {
+        let path = system.join(format!(
+            "plughost-{}-{:x}",
+            std::process::id(),
+            seed.wrapping_add(attempt.wrapping_mul(7919))
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
 }
 
 impl TempDir {
@@ -148,6 +263,9 @@ impl Drop for TempPool {
             if let Some(host) = root.parent() {
                 let _ = std::fs::remove_dir(host);
             }
+        }
+        if let Some(base) = self.base.get().filter(|b| b.fallback) {
+            let _ = std::fs::remove_dir(&base.path);
         }
     }
 }

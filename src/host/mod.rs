@@ -125,6 +125,11 @@ impl PluginHost {
         &self.inner.config.state_dir
     }
 
+    /// How many calls run at once (the builder's `concurrency`).
+    pub fn concurrency(&self) -> usize {
+        self.inner.config.concurrency
+    }
+
     /// The current snapshot.
     pub(crate) fn catalog(&self) -> Arc<Catalog> {
         self.inner.catalog.read().expect("catalog lock").clone()

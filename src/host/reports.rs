@@ -78,6 +78,9 @@ pub struct Doctor {
     pub plugins_dir: PathBuf,
     pub plugins_dir_exists: bool,
     pub state_dir: PathBuf,
+    /// Whether a file can be written in the state folder now (false when it is
+    /// read-only, full, or cannot be made); the problems say why.
+    pub state_dir_writable: bool,
     pub plugins: usize,
     pub rejected: usize,
     /// What this system's sandbox enforces.
@@ -146,11 +149,14 @@ impl PluginHost {
         if let Err(e) = &approvals {
             problems.push(format!("approvals: {e}"));
         }
+        let state_problem = state_folder_problem(self.state_dir());
+        problems.extend(state_problem.clone());
         Doctor {
             version: env!("CARGO_PKG_VERSION"),
             plugins_dir: self.plugins_dir().to_owned(),
             plugins_dir_exists: self.plugins_dir().is_dir(),
             state_dir: self.state_dir().to_owned(),
+            state_dir_writable: state_problem.is_none(),
             plugins: catalog.plugins().count(),
             rejected: catalog.rejected().count(),
             sandbox: sandbox::support(),
@@ -163,6 +169,47 @@ impl PluginHost {
     fn approvals_snapshot(&self) -> Result<Approvals, String> {
         self.inner.approvals.load().map_err(|e| e.to_string())
     }
+}
+
+/// Whether the state folder takes a new file now: a probe file is written
+/// (4 KiB, synced so a full disk says so) and removed. A missing folder is
+/// probed where it would be made.
+fn state_folder_problem(dir: &Path) -> Option<String> {
+    use std::io::Write;
+    let existing = dir
+        .ancestors()
+        .find(|d| d.is_dir())
+        .unwrap_or(Path::new("/"));
+    let probe = existing.join(format!(".plughost-doctor-{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| {
+            let result = f.write_all(&[0u8; 4096]).and_then(|()| f.sync_all());
+            let _ = std::fs::remove_file(&probe);
+            result
+        });
+    let e = written.err()?;
+    let what = match e.raw_os_error() {
+        Some(libc::EROFS) => "is on a read-only file system",
+        Some(libc::ENOSPC | libc::EDQUOT) => "is on a full file system",
+        Some(libc::EACCES | libc::EPERM) => "is not writable by this user",
+        _ => "cannot be written",
+    };
+    let folder = if existing == dir {
+        format!("the state folder {}", dir.display())
+    } else {
+        format!(
+            "the state folder {} does not exist and {} (where it would be made)",
+            dir.display(),
+            existing.display()
+        )
+    };
+    Some(format!(
+        "state folder: {folder} {what} ({e}): plugins whose data folder exists still run (their temp folders go to the system's temp folder), but new data folders, approvals and the HTTP token cannot be saved; {}",
+        super::dirs::state_fix(dir, &e)
+    ))
 }
 
 /// The catalog of what `dir` holds, for `validate`.

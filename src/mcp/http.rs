@@ -1,4 +1,4 @@
-//! MCP over streamable HTTP, behind a bearer token.
+//! MCP over streamable HTTP, behind a bearer token (one per tenant).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -11,13 +11,16 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode, header};
+use hyper::{Method, Request, Response, StatusCode, header};
 use hyper_util::rt::TokioIo;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::sessions::{Rules, Sessions};
+use super::wire::{self, Checked, Rejection};
+use std::time::Duration;
 
 /// Reads the bearer token from `file`, or from `<state>/http-token`, creating
 /// that one (mode 0600) with a random token on first use.
@@ -72,62 +75,155 @@ pub fn load_or_create_token(file: Option<&Path>, state_dir: &Path) -> Result<Str
     Ok(token)
 }
 
-/// How `serve_http` listens.
+/// How `serve_http` listens and treats its sessions.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct HttpOptions {
     pub addr: SocketAddr,
-    /// The bearer token every request must carry.
-    pub token: String,
     /// Listen on an address other than loopback.
     pub allow_remote: bool,
     /// Browser origins allowed besides the server's own (`http://host:port`).
     pub allowed_origins: Vec<String>,
+    /// How long a call outlives the connection that carried its answer, for
+    /// the client to resume the stream (`GET` with `Last-Event-ID`); then it is
+    /// cancelled and its process tree killed. Zero cancels it at once.
+    pub resume_window: Duration,
+    /// Call slots one session may hold at once (default: a quarter of the
+    /// host's concurrency, at least one).
+    pub session_slots: Option<usize>,
+    /// A session without a call, an open stream or a request for this long
+    /// ends, and its id answers 404.
+    pub session_idle: Duration,
 }
 
-/// Serves `server` over MCP streamable HTTP at `http://ADDR/mcp` until
-/// `stop` resolves. Every request must carry `Authorization: Bearer TOKEN` (else
-/// 401); other paths are 404. A request from a browser page of another origin
-/// is refused (403), as the MCP transport rules ask against DNS rebinding,
-/// unless that origin is allowed. Binds only to loopback unless `allow_remote`.
+/// The default resume window.
+pub const DEFAULT_RESUME_WINDOW: Duration = Duration::from_secs(10);
+/// The default idle timeout of a session.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
+
+impl HttpOptions {
+    /// Loopback only, the default resume window, slots and idle timeout.
+    pub fn new(addr: SocketAddr) -> HttpOptions {
+        HttpOptions {
+            addr,
+            allow_remote: false,
+            allowed_origins: Vec::new(),
+            resume_window: DEFAULT_RESUME_WINDOW,
+            session_slots: None,
+            session_idle: DEFAULT_SESSION_IDLE,
+        }
+    }
+}
+
+/// Who a bearer token lets in: one server (and its host) per tenant. With a
+/// single token, one tenant.
+pub struct Tenant {
+    /// Named in the log.
+    pub name: String,
+    /// The bearer token its requests carry.
+    pub token: String,
+    pub server: McpServer,
+}
+
+/// One tenant's front: its token, its sessions, rmcp's service over them.
+struct Front {
+    token: Arc<str>,
+    sessions: Arc<Sessions>,
+    mcp: StreamableHttpService<McpServer, Sessions>,
+    max_message_bytes: usize,
+    log: super::Log,
+}
+
+/// Serves the tenants' servers over MCP streamable HTTP at `http://ADDR/mcp`
+/// until `stop` resolves. Every request must carry `Authorization: Bearer
+/// TOKEN` of a tenant (else 401), which picks the tenant; other paths are 404.
+/// A request from a browser page of another origin is refused (403), as the
+/// MCP transport rules ask against DNS rebinding, unless that origin is
+/// allowed. Binds only to loopback unless `allow_remote`.
+///
+/// Every POST is read (up to the server's message limit) and checked before
+/// rmcp sees it: a body that is not a JSON-RPC message is answered with a
+/// JSON-RPC error (`400` without an id, `200` with the request's id), one
+/// over the limit with `413` naming it. `DELETE` of a session cancels its
+/// calls and answers `204`; an unknown session `404`.
 pub async fn serve(
-    server: McpServer,
+    tenants: Vec<Tenant>,
     options: HttpOptions,
     stop: impl std::future::Future<Output = ()>,
-    log: impl Fn(&str),
+    log: impl Fn(&str) + Send + Sync + 'static,
 ) -> Result<(), String> {
     let HttpOptions {
         addr,
-        token,
         allow_remote,
         allowed_origins,
+        resume_window,
+        session_slots,
+        session_idle,
     } = options;
     if !addr.ip().is_loopback() && !allow_remote {
         return Err(format!(
             "{addr} is not a loopback address; pass --allow-remote to serve other machines"
         ));
     }
-    super::forward_catalog_changes(&server);
-    let shutdown = CancellationToken::new();
-    let mut config =
-        StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
-    if allow_remote {
-        // The bearer token is the gate; the Host check would refuse every remote name.
-        config.allowed_hosts.clear();
+    if tenants.is_empty() {
+        return Err("no token to serve".to_owned());
     }
-    let sessions = server.clone();
-    let mcp = StreamableHttpService::new(
-        move || Ok(sessions.session()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let log: super::Log = Arc::new(log);
+    let shutdown = CancellationToken::new();
+    let mut fronts = Vec::new();
+    let mut hosts = Vec::new();
+    let mut names = Vec::new();
+    for Tenant {
+        name,
+        token,
+        mut server,
+    } in tenants
+    {
+        super::forward_catalog_changes(&server);
+        hosts.push(server.host().clone());
+        let slots = session_slots.unwrap_or_else(|| (server.host().concurrency() / 4).max(1));
+        let sessions = Sessions::new(
+            Rules {
+                resume_window,
+                slots,
+                idle: session_idle,
+            },
+            server.log.clone(),
+        );
+        server.calls = Some(sessions.registry().clone());
+        let mut config =
+            StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
+        // Bodies are checked (and capped) before rmcp reads them.
+        config.max_request_body_bytes = usize::MAX;
+        if allow_remote {
+            // The bearer token is the gate; the Host check would refuse every remote name.
+            config.allowed_hosts.clear();
+        }
+        let factory = server.clone();
+        let mcp =
+            StreamableHttpService::new(move || Ok(factory.session()), sessions.clone(), config);
+        names.push(name);
+        fronts.push(Front {
+            token: token.into(),
+            sessions,
+            mcp,
+            max_message_bytes: server.max_message_bytes,
+            log: server.log.clone(),
+        });
+    }
+    let fronts: Arc<[Front]> = fronts.into();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     log(&format!(
-        "serving MCP at http://{bound}/mcp (bearer token required)"
+        "serving MCP at http://{bound}/mcp (bearer token required{})",
+        if names.len() > 1 {
+            format!("; tenants {}", names.join(", "))
+        } else {
+            String::new()
+        }
     ));
-    let token: Arc<str> = token.into();
     let mut origins = vec![format!("http://{bound}")];
     if bound.ip().is_loopback() {
         origins.push(format!("http://localhost:{}", bound.port()));
@@ -141,43 +237,18 @@ pub async fn serve(
                 Ok((stream, _)) => stream,
                 Err(e) => {
                     log(&format!("accept failed: {e}"));
+                    // Out of descriptors, say: do not spin.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },
             _ = &mut stop => break,
         };
-        let (mcp, token, origins) = (mcp.clone(), token.clone(), origins.clone());
+        let (fronts, origins) = (fronts.clone(), origins.clone());
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {
-                let (mcp, token, origins) = (mcp.clone(), token.clone(), origins.clone());
-                async move {
-                    if let Some(origin) = req.headers().get(header::ORIGIN)
-                        && !origins.iter().any(|o| o.as_bytes() == origin.as_bytes())
-                    {
-                        return Ok(plain(
-                            StatusCode::FORBIDDEN,
-                            "forbidden: this origin may not use the MCP endpoint (plughost serve --allow-origin ORIGIN allows one)",
-                        ));
-                    }
-                    if req.uri().path() != "/mcp" {
-                        return Ok::<_, Infallible>(plain(
-                            StatusCode::NOT_FOUND,
-                            "not found: the MCP endpoint is /mcp",
-                        ));
-                    }
-                    if !authorized(&req, &token) {
-                        let mut r = plain(
-                            StatusCode::UNAUTHORIZED,
-                            "unauthorized: send Authorization: Bearer TOKEN",
-                        );
-                        r.headers_mut().insert(
-                            header::WWW_AUTHENTICATE,
-                            header::HeaderValue::from_static("Bearer"),
-                        );
-                        return Ok(r);
-                    }
-                    Ok(mcp.handle(req).await)
-                }
+                let (fronts, origins) = (fronts.clone(), origins.clone());
+                async move { Ok::<_, Infallible>(route(req, &fronts, &origins).await) }
             });
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), svc)
@@ -185,8 +256,143 @@ pub async fn serve(
         });
     }
     shutdown.cancel();
-    server.host().shutdown();
+    for host in hosts {
+        host.shutdown();
+    }
     Ok(())
+}
+
+type Reply = Response<BoxBody<Bytes, Infallible>>;
+
+async fn route(req: Request<Incoming>, fronts: &[Front], origins: &[String]) -> Reply {
+    if let Some(origin) = req.headers().get(header::ORIGIN)
+        && !origins.iter().any(|o| o.as_bytes() == origin.as_bytes())
+    {
+        return plain(
+            StatusCode::FORBIDDEN,
+            "forbidden: this origin may not use the MCP endpoint (plughost serve --allow-origin ORIGIN allows one)",
+        );
+    }
+    if req.uri().path() != "/mcp" {
+        return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
+    }
+    let Some(front) = tenant(&req, fronts) else {
+        let mut r = plain(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized: send Authorization: Bearer TOKEN",
+        );
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+        return r;
+    };
+    let session = req
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(SessionId::from);
+    match *req.method() {
+        Method::DELETE => match session {
+            None => plain(
+                StatusCode::BAD_REQUEST,
+                "bad request: DELETE needs the Mcp-Session-Id header",
+            ),
+            Some(id) if front.sessions.end(&id).await => {
+                (front.log)(&format!("http: session {id} deleted"));
+                let mut r = Response::new(Full::new(Bytes::new()).boxed());
+                *r.status_mut() = StatusCode::NO_CONTENT;
+                r
+            }
+            Some(_) => plain(StatusCode::NOT_FOUND, "not found: no such session"),
+        },
+        Method::POST => post(req, front, session.is_some()).await,
+        _ => front.mcp.handle(req).await,
+    }
+}
+
+/// Reads and checks a POST's message, then hands it to rmcp.
+async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply {
+    let (parts, mut body) = req.into_parts();
+    let limit = front.max_message_bytes;
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            return plain(StatusCode::BAD_REQUEST, "bad request: the body broke off");
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if bytes.len() + data.len() > limit {
+            bytes.extend_from_slice(
+                &data[..(64 * 1024usize).saturating_sub(bytes.len()).min(data.len())],
+            );
+            return refuse(
+                front,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &Rejection::too_large(&bytes, limit),
+            );
+        }
+        bytes.extend_from_slice(&data);
+    }
+    match wire::check(&bytes) {
+        Checked::Reject(r) => {
+            let status = if r.id.is_null() {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::OK
+            };
+            refuse(front, status, &r)
+        }
+        Checked::Drop(why) => refuse(
+            front,
+            StatusCode::BAD_REQUEST,
+            &Rejection {
+                id: serde_json::Value::Null,
+                code: wire::INVALID_REQUEST,
+                message: format!("Invalid Request: {why}"),
+            },
+        ),
+        Checked::Message(m) => {
+            let is_initialize = matches!(
+                m.as_ref(),
+                rmcp::model::ClientJsonRpcMessage::Request(r)
+                    if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_))
+            );
+            if !has_session && !is_initialize {
+                // rmcp would serve it statelessly, outside any session and its limits.
+                let id = match m.as_ref() {
+                    rmcp::model::ClientJsonRpcMessage::Request(r) => r.id.clone().into_json_value(),
+                    _ => serde_json::Value::Null,
+                };
+                return refuse(
+                    front,
+                    StatusCode::BAD_REQUEST,
+                    &Rejection {
+                        id,
+                        code: wire::INVALID_REQUEST,
+                        message: "Bad Request: send initialize first, then the Mcp-Session-Id header it returns with every request".to_owned(),
+                    },
+                );
+            }
+            front
+                .mcp
+                .handle(Request::from_parts(parts, Full::new(Bytes::from(bytes))))
+                .await
+        }
+    }
+}
+
+/// A JSON-RPC error as the whole answer, logged.
+fn refuse(front: &Front, status: StatusCode, r: &Rejection) -> Reply {
+    (front.log)(&r.log_line("http"));
+    let mut reply = Response::new(Full::new(Bytes::from(r.to_json())).boxed());
+    *reply.status_mut() = status;
+    reply.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    reply
 }
 
 fn plain(status: StatusCode, message: &'static str) -> Response<BoxBody<Bytes, Infallible>> {
@@ -195,17 +401,24 @@ fn plain(status: StatusCode, message: &'static str) -> Response<BoxBody<Bytes, I
     r
 }
 
-/// Compares the bearer token in constant time, so its bytes cannot be guessed
-/// one by one from response times.
-fn authorized<B>(req: &Request<B>, token: &str) -> bool {
-    let Some(given) = req
+/// The tenant whose token the request carries. Every token is compared, in
+/// constant time, so neither a token's bytes nor which tenant matched can be
+/// learned from response times.
+fn tenant<'a, B>(req: &Request<B>, fronts: &'a [Front]) -> Option<&'a Front> {
+    let given = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    let (a, b) = (given.as_bytes(), token.as_bytes());
+        .and_then(|v| v.strip_prefix("Bearer "))?;
+    let mut found = None;
+    for front in fronts {
+        if same(given.as_bytes(), front.token.as_bytes()) {
+            found = Some(front);
+        }
+    }
+    found
+}
+
+fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

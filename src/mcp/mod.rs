@@ -9,11 +9,20 @@
 //!   its progress token (plugin progress becomes `notifications/progress`) and,
 //!   when the client supports elicitation, an approver that asks the user.
 //! - A catalog change sends `notifications/tools/list_changed` to every client.
+//!
+//! What clients send is checked in [`wire`] before rmcp reads it (every
+//! request gets an answer with its id); over HTTP, [`sessions`] ties each call
+//! to its client (a call whose client went away is cancelled after a resume
+//! window) and gives each session its share of the call slots; [`tenants`]
+//! serves one host per bearer token.
 
 mod content;
 mod elicit;
 mod http;
+mod sessions;
 mod stdio;
+mod tenants;
+mod wire;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,9 +44,17 @@ use crate::plugins::manifest::Permission;
 use crate::protocol::{Invocation, Scope, Source};
 
 use content::{error_result, outcome_result};
-pub use http::{HttpOptions, load_or_create_token, serve as serve_http};
+pub use http::{
+    DEFAULT_RESUME_WINDOW, DEFAULT_SESSION_IDLE, HttpOptions, Tenant, load_or_create_token,
+    serve as serve_http,
+};
 use stdio::forward_catalog_changes;
 pub use stdio::serve_stdio;
+pub use tenants::{read_tokens, tenant_state_dir};
+pub use wire::DEFAULT_MAX_MESSAGE_BYTES;
+
+/// Where the server's log lines go (the library never prints).
+pub(crate) type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Serves one [`PluginHost`] to any number of MCP sessions.
 #[derive(Clone)]
@@ -47,6 +64,10 @@ pub struct McpServer {
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
     next_session: Arc<AtomicU64>,
     session_id: Option<String>,
+    log: Log,
+    max_message_bytes: usize,
+    /// Over HTTP: the calls of each session, their client and their slots.
+    calls: Option<Arc<sessions::Registry>>,
 }
 
 impl McpServer {
@@ -56,7 +77,27 @@ impl McpServer {
             peers: Arc::default(),
             next_session: Arc::new(AtomicU64::new(1)),
             session_id: None,
+            log: Arc::new(|_| {}),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            calls: None,
         }
+    }
+
+    /// Where to send log lines: refused messages, cancelled calls, expired
+    /// sessions (default: nowhere).
+    #[must_use]
+    pub fn with_log(mut self, log: impl Fn(&str) + Send + Sync + 'static) -> McpServer {
+        self.log = Arc::new(log);
+        self
+    }
+
+    /// The largest message accepted, in bytes: a stdio line or an HTTP body
+    /// (default [`DEFAULT_MAX_MESSAGE_BYTES`]). A larger one is answered with
+    /// an error that names the limit.
+    #[must_use]
+    pub fn with_max_message_bytes(mut self, bytes: usize) -> McpServer {
+        self.max_message_bytes = bytes.max(1024);
+        self
     }
 
     /// A handler for a new session: same host and peers, its own session id
@@ -234,6 +275,27 @@ impl ServerHandler for McpServer {
         let (progress, forwarder) = progress.unzip();
         let approver = elicit::supported(&peer)
             .then(|| Arc::new(elicit::ElicitApprover::new(peer)) as Arc<dyn Approver>);
+        // Over HTTP the session cancels the call when its client is gone, and
+        // the call waits for one of the session's slots first.
+        let cancel = context.ct.child_token();
+        let ticket = self.calls.as_ref().and_then(|calls| {
+            let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+            let session = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+            calls.bind(session, &context.id, &cancel)
+        });
+        let _slot = match &ticket {
+            Some(ticket) => tokio::select! {
+                slot = ticket.slots().clone().acquire_owned() => Some(slot),
+                () = cancel.cancelled() => None,
+            },
+            None => None,
+        };
+        if ticket.is_some() && _slot.is_none() {
+            return Ok(error_result(&crate::CallError::Cancelled {
+                tool: request.name.to_string(),
+            })
+            .into());
+        }
         let options = CallOptions {
             invocation: Invocation {
                 request_id: Some(format!("{}", context.id)),
@@ -242,7 +304,7 @@ impl ServerHandler for McpServer {
                 scope: Some(Scope::Foreground),
                 ..Invocation::default()
             },
-            cancel: Some(context.ct.clone()),
+            cancel: Some(cancel),
             on_progress: progress.map(|tx| {
                 Arc::new(move |p| drop(tx.send(p))) as Arc<dyn Fn(crate::Progress) + Send + Sync>
             }),

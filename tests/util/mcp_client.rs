@@ -75,6 +75,18 @@ pub struct Session {
 /// Starts `plughost serve` on the sandbox and connects a client. `approve`:
 /// `None` for a client without elicitation, `Some(answer)` with it.
 pub async fn connect(sandbox: &Sandbox, approve: Option<bool>) -> Session {
+    let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plughost")).configure(|c| {
+        c.arg("--plugins-dir")
+            .arg(sandbox.plugins())
+            .arg("--state-dir")
+            .arg(sandbox.state())
+            .arg("serve");
+    });
+    connect_command(cmd, approve).await
+}
+
+/// Connects a client to the MCP server that `cmd` starts on stdio.
+pub async fn connect_command(cmd: tokio::process::Command, approve: Option<bool>) -> Session {
     let (ptx, progress) = mpsc::unbounded_channel();
     let (ltx, list_changed) = mpsc::unbounded_channel();
     let asked = Arc::new(Mutex::new(Vec::new()));
@@ -84,13 +96,6 @@ pub async fn connect(sandbox: &Sandbox, approve: Option<bool>) -> Session {
         approve: Arc::new(Mutex::new(approve)),
         asked: asked.clone(),
     };
-    let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plughost")).configure(|c| {
-        c.arg("--plugins-dir")
-            .arg(sandbox.plugins())
-            .arg("--state-dir")
-            .arg(sandbox.state())
-            .arg("serve");
-    });
     let (transport, _stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
         .spawn()

@@ -113,14 +113,99 @@ fn a_broken_file_is_an_error_that_approves_nothing_and_is_never_overwritten() {
         assert_eq!(std::fs::read(&path).unwrap(), bytes, "{what}");
     }
 
-    // An unreadable file (a folder in its place here, since tests may run as root).
+    // Not a file: a folder in its place.
     std::fs::remove_file(&path).unwrap();
     std::fs::create_dir(&path).unwrap();
     let err = store.load().unwrap_err();
-    assert!(matches!(err, ApprovalError::Read { .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            ApprovalError::NotAFile {
+                what: "a folder",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(err.to_string().contains(&path.display().to_string()));
     assert!(store.grant(&m).is_err());
     assert!(path.is_dir());
+}
+
+#[test]
+fn a_symlinked_fifo_or_huge_file_is_refused_by_name_and_never_followed() {
+    let dir = state_dir();
+    let store = ApprovalStore::new(dir.path());
+    let path = dir.path().join(APPROVALS_FILE);
+    let m = manifest("kv-store", &["network"], &[]);
+
+    // A symlink to a valid approvals file elsewhere: refused, not followed,
+    // and neither grant nor revoke writes through it or replaces it.
+    let elsewhere = state_dir();
+    let target = elsewhere.path().join("approvals.json");
+    ApprovalStore::new(elsewhere.path()).grant(&m).unwrap();
+    let before = std::fs::read(&target).unwrap();
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    let err = store.load().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ApprovalError::NotAFile {
+                what: "a symbolic link",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains(&path.display().to_string()) && message.contains("symbolic link"),
+        "{message}"
+    );
+    assert!(!message.contains("corrupt"), "{message}");
+    assert!(store.state(&m).is_err(), "a symlink approves nothing");
+    assert!(store.grant(&manifest("other", &["network"], &[])).is_err());
+    assert!(store.revoke("kv-store").is_err());
+    assert_eq!(std::fs::read(&target).unwrap(), before);
+    assert!(path.symlink_metadata().unwrap().file_type().is_symlink());
+    std::fs::remove_file(&path).unwrap();
+
+    // A lock file that is a symlink is not followed when locking.
+    let lock_target = elsewhere.path().join("planted");
+    std::fs::remove_file(dir.path().join("approvals.lock")).unwrap();
+    std::os::unix::fs::symlink(&lock_target, dir.path().join("approvals.lock")).unwrap();
+    let err = store.grant(&m).unwrap_err();
+    assert!(matches!(err, ApprovalError::Lock { .. }), "{err:?}");
+    assert!(!lock_target.exists(), "the lock's symlink was followed");
+    std::fs::remove_file(dir.path().join("approvals.lock")).unwrap();
+
+    // A FIFO: refused at once, not waited on.
+    let fifo = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let started = Instant::now();
+    let err = store.load().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ApprovalError::NotAFile {
+                what: "a named pipe (FIFO)",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+    std::fs::remove_file(&path).unwrap();
+
+    // Over the 4 MiB cap: refused before it is read, with the limit in words.
+    let big = std::fs::File::create(&path).unwrap();
+    big.set_len(50 * 1024 * 1024).unwrap();
+    let err = store.load().unwrap_err();
+    assert!(matches!(err, ApprovalError::TooLarge { .. }), "{err:?}");
+    assert!(err.to_string().contains("4 MiB"), "{err}");
+    assert!(store.grant(&m).is_err(), "never replaced");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 50 * 1024 * 1024);
 }
 
 #[test]

@@ -1,0 +1,117 @@
+//! Tenants of one HTTP server: a bearer token per tenant, and for each a host
+//! of its own over the same plugins folder.
+//!
+//! A tenant's host has its own state folder, `STATE/tenants/NAME`: its own
+//! approvals, plugin data folders and temp folders, its own call slots and
+//! session budget, and its own HTTP sessions (a session id is unknown to
+//! another tenant: 404). The token a request carries picks the tenant; a
+//! tenant has no way to name another's folders, approvals or sessions.
+//!
+//! The tokens file holds one tenant a line, `NAME TOKEN`; blank lines and
+//! lines starting with `#` are skipped:
+//!
+//! ```text
+//! # tenant   token (16 characters or more)
+//! alice      3f6c0a5e9b1d4c7f8e2a6b0c9d1e3f5a
+//! bob        9a8b7c6d5e4f30211203f4e5d6c7b8a9
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// The state folder of tenant `name` under the server's state folder.
+pub fn tenant_state_dir(state_dir: &Path, name: &str) -> PathBuf {
+    state_dir.join("tenants").join(name)
+}
+
+/// Reads a tokens file: `(name, token)` pairs in file order. Names are
+/// `[a-z0-9][a-z0-9_-]*` (at most 64 characters: a folder name), tokens at
+/// least 16 characters; both unique. Every error names the file and line.
+pub fn read_tokens(file: &Path) -> Result<Vec<(String, String)>, String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read the tokens file {}: {e}", file.display()))?;
+    parse_tokens(&text).map_err(|e| format!("the tokens file {}: {e}", file.display()))
+}
+
+fn parse_tokens(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut tenants: Vec<(String, String)> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = |what: String| format!("line {}: {what}", n + 1);
+        let mut words = line.split_whitespace();
+        let (Some(name), Some(token), None) = (words.next(), words.next(), words.next()) else {
+            return Err(at("expected NAME TOKEN".to_owned()));
+        };
+        let name_ok = name.len() <= 64
+            && name
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !name_ok {
+            return Err(at(format!(
+                "the tenant name \"{name}\" must be lowercase letters, digits, - and _ (a folder name)"
+            )));
+        }
+        if token.len() < 16 {
+            return Err(at(format!(
+                "the token of \"{name}\" is shorter than 16 characters"
+            )));
+        }
+        if tenants.iter().any(|(other, _)| other == name) {
+            return Err(at(format!("the tenant \"{name}\" is named twice")));
+        }
+        if tenants.iter().any(|(_, other)| other == token) {
+            return Err(at(format!(
+                "the token of \"{name}\" is another tenant's too"
+            )));
+        }
+        tenants.push((name.to_owned(), token.to_owned()));
+    }
+    if tenants.is_empty() {
+        return Err("no tenant in it (one a line: NAME TOKEN)".to_owned());
+    }
+    Ok(tenants)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_file_lines_and_their_errors() {
+        let ok = parse_tokens(
+            "# comment\n\nalice 0123456789abcdef0123\n  bob_2\tfedcba9876543210xyz  \n",
+        )
+        .unwrap();
+        assert_eq!(
+            ok,
+            [
+                ("alice".to_owned(), "0123456789abcdef0123".to_owned()),
+                ("bob_2".to_owned(), "fedcba9876543210xyz".to_owned()),
+            ]
+        );
+        for (text, expected) in [
+            ("alice", "line 1: expected NAME TOKEN"),
+            (
+                "Alice 0123456789abcdef",
+                "line 1: the tenant name \"Alice\"",
+            ),
+            ("../x 0123456789abcdef", "a folder name"),
+            ("a short", "shorter than 16"),
+            (
+                "a 0123456789abcdef\na 0123456789abcdeg",
+                "line 2: the tenant \"a\" is named twice",
+            ),
+            ("a 0123456789abcdef\nb 0123456789abcdef", "another tenant's"),
+            ("# nothing\n", "no tenant"),
+        ] {
+            let e = parse_tokens(text).unwrap_err();
+            assert!(e.contains(expected), "{text:?}: {e}");
+        }
+    }
+}
