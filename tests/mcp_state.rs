@@ -113,8 +113,8 @@ async fn a_full_state_folder_stops_only_what_needs_a_new_folder() {
         return;
     }
     let sandbox = Sandbox::new().with_examples();
-    // A 256 KiB file system, its data folder made, then filled to the brim.
-    let setup = "mount -t tmpfs -o size=256k none \"$STATE\"; mkdir -p \"$STATE/data/hello-world\"; \
+    // A 256 KiB file system of 64 inodes, its data folder made, then filled to the brim.
+    let setup = "mount -t tmpfs -o size=256k,nr_inodes=64 none \"$STATE\"; mkdir -p \"$STATE/data/hello-world\"; \
                  dd if=/dev/zero of=\"$STATE/filler\" bs=4k 2>/dev/null || true; \
                  i=0; while mkdir \"$STATE/d$i\" 2>/dev/null; do i=$((i+1)); done";
     calls_go_on_where_folders_exist(&sandbox, setup, "full").await;
