@@ -30,6 +30,7 @@ use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -125,9 +126,41 @@ struct FileFormat {
 }
 
 /// The approvals of one state folder. Cheap to create; holds no open file.
+/// Clones share the last file read, so a host checks a plugin's approval on
+/// every call with one `lstat` while the file is unchanged.
 #[derive(Debug, Clone)]
 pub(crate) struct ApprovalStore {
     dir: PathBuf,
+    last_read: Arc<Mutex<Option<LastRead>>>,
+}
+
+/// The approvals file as last read, and the approvals it held.
+type LastRead = (Stamp, Arc<Approvals>);
+
+/// What identifies one version of the approvals file: a write by plughost
+/// renames a new inode into place, and an edit in place changes the size or
+/// the change time. (Same-size edits within one tick of the file system's
+/// clock, a few milliseconds, look alike; plughost never edits in place.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
 }
 
 impl ApprovalStore {
@@ -136,6 +169,7 @@ impl ApprovalStore {
     pub(crate) fn new(state_dir: impl Into<PathBuf>) -> ApprovalStore {
         ApprovalStore {
             dir: state_dir.into(),
+            last_read: Arc::default(),
         }
     }
 
@@ -151,7 +185,31 @@ impl ApprovalStore {
 
     /// Reads every approval. A missing file (or state folder) gives none.
     pub(crate) fn load(&self) -> Result<Approvals, ApprovalError> {
-        read_file(&self.path())
+        Ok(Approvals::clone(&*self.current()?))
+    }
+
+    /// The approvals now: the last file read while its [`Stamp`] is unchanged
+    /// (one `lstat`), else the file read again. Only a file that read well is
+    /// kept; an error is found again on every use.
+    fn current(&self) -> Result<Arc<Approvals>, ApprovalError> {
+        let path = self.path();
+        let stamp = fs::symlink_metadata(&path)
+            .ok()
+            .filter(|m| m.file_type().is_file())
+            .map(|m| Stamp::of(&m));
+        let mut last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(now), Some((seen, approvals))) = (stamp, last.as_ref())
+            && now == *seen
+        {
+            return Ok(approvals.clone());
+        }
+        *last = None;
+        let (approvals, read) = read_file(&path)?;
+        let approvals = Arc::new(approvals);
+        if let Some(read) = read {
+            *last = Some((read, approvals.clone()));
+        }
+        Ok(approvals)
     }
 
     /// Where `manifest` stands now. A tier-1 plugin is
@@ -161,7 +219,7 @@ impl ApprovalStore {
         if super::tier(manifest) == Tier::Automatic {
             return Ok(ApprovalState::Automatic);
         }
-        Ok(self.load()?.state(manifest))
+        Ok(self.current()?.state(manifest))
     }
 
     /// Records that the user approved exactly what `manifest` asks for now
@@ -214,7 +272,7 @@ impl ApprovalStore {
             })?;
         let _lock = Lock::exclusive(&self.lock_path())?;
         let path = self.path();
-        let mut approvals = read_file(&path)?;
+        let (mut approvals, _) = read_file(&path)?;
         if !change(&mut approvals) {
             return Ok(false);
         }
@@ -225,7 +283,9 @@ impl ApprovalStore {
     }
 }
 
-fn read_file(path: &Path) -> Result<Approvals, ApprovalError> {
+/// The approvals in the file at `path`, and the [`Stamp`] of the file read
+/// (none when there is no file).
+fn read_file(path: &Path) -> Result<(Approvals, Option<Stamp>), ApprovalError> {
     let read_error = |source| ApprovalError::Read {
         path: path.to_owned(),
         source,
@@ -237,7 +297,7 @@ fn read_file(path: &Path) -> Result<Approvals, ApprovalError> {
         .open(path)
     {
         Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Approvals::default()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Approvals::default(), None)),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
             return Err(ApprovalError::NotAFile {
                 path: path.to_owned(),
@@ -270,7 +330,7 @@ fn read_file(path: &Path) -> Result<Approvals, ApprovalError> {
             size: bytes.len() as u64,
         });
     }
-    parse(path, &bytes)
+    Ok((parse(path, &bytes)?, Some(Stamp::of(&meta))))
 }
 
 /// What a file that is not a regular one is, in words.

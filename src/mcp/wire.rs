@@ -181,11 +181,11 @@ pub(crate) fn check(bytes: &[u8]) -> Checked {
     match object.get("method") {
         None => {
             // A response or an error from the client (to an elicitation).
-            return match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+            match serde_json::from_value::<ClientJsonRpcMessage>(value) {
                 Ok(m) if valid_id.is_some() => Checked::Message(Box::new(m)),
                 Ok(_) => Checked::Drop("a response without an id".to_owned()),
                 Err(e) => Checked::Drop(format!("an unreadable response: {e}")),
-            };
+            }
         }
         Some(Value::String(method)) => {
             if let Some(params) = object.get("params")

@@ -51,6 +51,43 @@ fn approval_survives_a_restart_in_the_documented_format() {
 }
 
 #[test]
+fn a_store_sees_every_change_of_the_file_it_read_before() {
+    let dir = state_dir();
+    let path = dir.path().join(APPROVALS_FILE);
+    let store = ApprovalStore::new(dir.path());
+    let m = manifest("kv-store", &["network"], &[]);
+    assert_eq!(store.state(&m).unwrap(), ApprovalState::NeedsApproval);
+
+    // Another process grants: the file is a new inode.
+    ApprovalStore::new(dir.path()).grant(&m).unwrap();
+    assert_eq!(store.state(&m).unwrap(), ApprovalState::Approved);
+
+    // An edit in place, same inode and same size: only the times differ.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let renamed = text.replace("kv-store", "kv-stork");
+    assert_eq!(renamed.len(), text.len());
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    std::fs::write(&path, &renamed).unwrap();
+    assert_eq!(store.state(&m).unwrap(), ApprovalState::NeedsApproval);
+
+    // Broken in place, then replaced by a symlink to a good file: both refused.
+    std::fs::write(&path, b"{").unwrap();
+    assert!(store.state(&m).is_err());
+    let elsewhere = state_dir();
+    ApprovalStore::new(elsewhere.path()).grant(&m).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join(APPROVALS_FILE), &path).unwrap();
+    assert!(matches!(
+        store.state(&m),
+        Err(ApprovalError::NotAFile { .. })
+    ));
+
+    // Deleted: nothing approved.
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(store.state(&m).unwrap(), ApprovalState::NeedsApproval);
+}
+
+#[test]
 fn a_broken_file_is_an_error_that_approves_nothing_and_is_never_overwritten() {
     let dir = state_dir();
     let store = ApprovalStore::new(dir.path());
