@@ -410,3 +410,45 @@ fn two_tenants_side_by_side_keep_their_approvals_data_and_sessions_apart() {
     );
     assert_eq!(server.client_with(TOKEN).post(&json!({})).status, 401);
 }
+
+#[test]
+fn a_tenant_at_its_session_limit_ends_the_quietest_session_and_refuses_when_all_are_busy() {
+    let sandbox = Sandbox::new();
+    slow_answer(&sandbox, 3);
+    let server = Server::start(&sandbox, &["--max-sessions", "2"]);
+    let quiet = server.client().initialize();
+    let busy = server.client().initialize();
+    let _busy_call = busy.start_call(1, "slow_answer");
+
+    // A third session ends the quiet one, whose id is then unknown.
+    let third = server.client().initialize();
+    let r = quiet.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    assert_eq!(r.status, 404, "{r:?}");
+    assert!(
+        server
+            .log_text()
+            .contains("ended to make room for a new one: 2 sessions is the limit"),
+        "{}",
+        server.log_text()
+    );
+
+    // Both sessions busy: a new one is refused, saying why and what to do.
+    let _third_call = third.start_call(1, "slow_answer");
+    let r = server
+        .client()
+        .post(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}}}));
+    assert_eq!(r.status, 503, "{r:?}");
+    let error = &r.answer(&json!(0)).expect("an answer with the id")["error"];
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        error["code"] == -32000 && message.contains("--max-sessions") && message.contains("DELETE"),
+        "{error}"
+    );
+    // The busy sessions go on.
+    assert_eq!(
+        busy.call(3, "slow_answer", json!({}))["result"]["content"][0]["text"],
+        "late answer"
+    );
+}

@@ -47,6 +47,9 @@ pub struct Args {
     /// Seconds an HTTP session may go without a call, a stream or a request before it ends.
     #[arg(long, value_name = "SECS", requires = "http", default_value_t = mcp::DEFAULT_SESSION_IDLE.as_secs_f64())]
     session_idle: f64,
+    /// HTTP sessions one tenant may hold; a new one ends the session idle longest.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = mcp::DEFAULT_MAX_SESSIONS)]
+    max_sessions: usize,
     /// The largest message accepted (a stdio line or an HTTP body), in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = mcp::DEFAULT_MAX_MESSAGE_BYTES)]
     max_message_bytes: usize,
@@ -159,6 +162,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 options.resume_window = resume_window;
                 options.session_slots = args.session_slots;
                 options.session_idle = session_idle;
+                options.max_sessions = args.max_sessions;
                 let log = log.clone();
                 mcp::serve_http(served, options, stop, move |m| log.line(m)).await?;
             }

@@ -94,12 +94,18 @@ pub struct HttpOptions {
     /// A session without a call, an open stream or a request for this long
     /// ends, and its id answers 404.
     pub session_idle: Duration,
+    /// Sessions a tenant may hold at once. A new one ends the session idle
+    /// longest that has no call or stream; when all are busy, `initialize`
+    /// is answered 503.
+    pub max_sessions: usize,
 }
 
 /// The default resume window.
 pub const DEFAULT_RESUME_WINDOW: Duration = Duration::from_secs(10);
 /// The default idle timeout of a session.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
+/// The default number of sessions a tenant may hold at once.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
 impl HttpOptions {
     /// Loopback only, the default resume window, slots and idle timeout.
@@ -111,6 +117,7 @@ impl HttpOptions {
             resume_window: DEFAULT_RESUME_WINDOW,
             session_slots: None,
             session_idle: DEFAULT_SESSION_IDLE,
+            max_sessions: DEFAULT_MAX_SESSIONS,
         }
     }
 }
@@ -159,6 +166,7 @@ pub async fn serve(
         resume_window,
         session_slots,
         session_idle,
+        max_sessions,
     } = options;
     if !addr.ip().is_loopback() && !allow_remote {
         return Err(format!(
@@ -187,6 +195,7 @@ pub async fn serve(
                 resume_window,
                 slots,
                 idle: session_idle,
+                max_sessions: max_sessions.max(1),
             },
             server.log.clone(),
         );
@@ -372,6 +381,26 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
                         id,
                         code: wire::INVALID_REQUEST,
                         message: "Bad Request: send initialize first, then the Mcp-Session-Id header it returns with every request".to_owned(),
+                    },
+                );
+            }
+            if is_initialize
+                && !has_session
+                && let Err(limit) = front.sessions.make_room().await
+            {
+                let id = match m.as_ref() {
+                    rmcp::model::ClientJsonRpcMessage::Request(r) => r.id.clone().into_json_value(),
+                    _ => serde_json::Value::Null,
+                };
+                return refuse(
+                    front,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &Rejection {
+                        id,
+                        code: wire::SERVER_BUSY,
+                        message: format!(
+                            "Server busy: all {limit} sessions have a call or a stream open (plughost serve --max-sessions); close sessions you no longer use (DELETE), or try again later"
+                        ),
                     },
                 );
             }

@@ -45,8 +45,8 @@ use crate::protocol::{Invocation, Scope, Source};
 
 use content::{error_result, outcome_result};
 pub use http::{
-    DEFAULT_RESUME_WINDOW, DEFAULT_SESSION_IDLE, HttpOptions, Tenant, load_or_create_token,
-    serve as serve_http,
+    DEFAULT_MAX_SESSIONS, DEFAULT_RESUME_WINDOW, DEFAULT_SESSION_IDLE, HttpOptions, Tenant,
+    load_or_create_token, serve as serve_http,
 };
 use stdio::forward_catalog_changes;
 pub use stdio::serve_stdio;

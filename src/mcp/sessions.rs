@@ -44,6 +44,8 @@ pub(super) struct Rules {
     pub(super) slots: usize,
     /// A session without calls, streams or requests for this long ends.
     pub(super) idle: Duration,
+    /// Sessions a tenant may hold at once.
+    pub(super) max_sessions: usize,
 }
 
 /// The session manager handed to rmcp's HTTP service.
@@ -66,6 +68,18 @@ struct Session {
     streams: HashMap<u64, RequestId>,
     open_streams: usize,
     last_seen: Instant,
+}
+
+impl Session {
+    /// No call runs and no stream is open. (A call no stream carries and no
+    /// handler runs is nothing.)
+    fn is_quiet(&self) -> bool {
+        let running = self
+            .calls
+            .values()
+            .any(|c| c.attached > 0 || c.cancel.is_some());
+        !running && self.open_streams == 0
+    }
 }
 
 #[derive(Default)]
@@ -99,6 +113,24 @@ impl Sessions {
 
     pub(super) fn registry(&self) -> &Arc<Registry> {
         &self.registry
+    }
+
+    /// Makes room for one more session: `Ok` when there is room, after
+    /// ending the session idle longest if the tenant was at its limit; `Err`
+    /// with the limit when every session has a call or a stream.
+    pub(super) async fn make_room(&self) -> Result<(), usize> {
+        let limit = self.registry.rules.max_sessions;
+        let Some(quiet) = self.registry.quietest_if_full() else {
+            return Ok(());
+        };
+        let Some(id) = quiet else {
+            return Err(limit);
+        };
+        (self.registry.log)(&format!(
+            "http: session {id} ended to make room for a new one: {limit} sessions is the limit (plughost serve --max-sessions)"
+        ));
+        self.end(&id).await;
+        Ok(())
     }
 
     /// Ends a session: its calls are cancelled now, then rmcp closes it.
@@ -168,20 +200,29 @@ impl Registry {
         true
     }
 
+    /// `None` while there is room for a session; when full, the session
+    /// without calls or streams that was seen longest ago, if any.
+    fn quietest_if_full(&self) -> Option<Option<SessionId>> {
+        let sessions = self.sessions.lock().expect("sessions lock");
+        if sessions.len() < self.rules.max_sessions {
+            return None;
+        }
+        Some(
+            sessions
+                .iter()
+                .filter(|(_, s)| s.is_quiet())
+                .min_by_key(|(_, s)| s.last_seen)
+                .map(|(id, _)| id.clone()),
+        )
+    }
+
     fn idle(&self) -> Vec<SessionId> {
         let idle = self.rules.idle;
         self.sessions
             .lock()
             .expect("sessions lock")
             .iter()
-            .filter(|(_, s)| {
-                // A call no stream carries and no handler runs is nothing.
-                let running = s
-                    .calls
-                    .values()
-                    .any(|c| c.attached > 0 || c.cancel.is_some());
-                !running && s.open_streams == 0 && s.last_seen.elapsed() >= idle
-            })
+            .filter(|(_, s)| s.is_quiet() && s.last_seen.elapsed() >= idle)
             .map(|(id, _)| id.clone())
             .collect()
     }
