@@ -191,25 +191,32 @@ impl ApprovalStore {
     /// The approvals now: the last file read while its [`Stamp`] is unchanged
     /// (one `lstat`), else the file read again. Only a file that read well is
     /// kept; an error is found again on every use.
-    fn current(&self) -> Result<Arc<Approvals>, ApprovalError> {
-        let path = self.path();
-        let stamp = fs::symlink_metadata(&path)
-            .ok()
-            .filter(|m| m.file_type().is_file())
-            .map(|m| Stamp::of(&m));
-        let mut last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
-        if let (Some(now), Some((seen, approvals))) = (stamp, last.as_ref())
-            && now == *seen
-        {
-            return Ok(approvals.clone());
+    pub(crate) fn current(&self) -> Result<Arc<Approvals>, ApprovalError> {
+        if let Some(approvals) = self.unchanged() {
+            return Ok(approvals);
         }
-        *last = None;
+        let path = self.path();
         let (approvals, read) = read_file(&path)?;
         let approvals = Arc::new(approvals);
         if let Some(read) = read {
-            *last = Some((read, approvals.clone()));
+            *self.last_read.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some((read, approvals.clone()));
         }
         Ok(approvals)
+    }
+
+    /// The approvals last read, if the file is still that one (one `lstat`,
+    /// cheap enough for an async caller); `None` when it must be read again.
+    pub(crate) fn unchanged(&self) -> Option<Arc<Approvals>> {
+        let meta = fs::symlink_metadata(self.path()).ok()?;
+        let now = Stamp::of(&meta);
+        let last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
+        match last.as_ref() {
+            Some((seen, approvals)) if meta.file_type().is_file() && now == *seen => {
+                Some(approvals.clone())
+            }
+            _ => None,
+        }
     }
 
     /// Where `manifest` stands now. A tier-1 plugin is

@@ -179,16 +179,18 @@ impl Inner {
         if approval::tier(&plugin.manifest) == Tier::Automatic {
             return Ok(Asked::Done(Approval::NotNeeded));
         }
-        let state = self.approval_state_of(plugin).await?;
+        // A call checks only its own tool's pin; the question shows them all.
+        let state = self.approval_state_of(plugin, tool).await?;
         if !state.wants_approval(tool) {
             return Ok(Asked::Done(Approval::AlreadyApproved));
         }
+        let state = self.approval_state_of(plugin, None).await?;
         let Some(approver) = approver.or(self.config.approver.as_deref()) else {
             return Ok(Asked::NobodyToAsk(state));
         };
         let _one_question = self.asking.lock().await;
         // Another question may have approved it while this one waited.
-        let state = self.approval_state_of(plugin).await?;
+        let state = self.approval_state_of(plugin, None).await?;
         if !state.wants_approval(tool) {
             return Ok(Asked::Done(Approval::AlreadyApproved));
         }
@@ -219,22 +221,27 @@ impl Inner {
     }
 
     /// The plugin's approval state; an MCP server's is measured against the
-    /// tools it offers now.
+    /// tools it offers now (only `tool`'s pin, when given). The file is read
+    /// on a blocking thread, unless the one last read is unchanged.
     pub(super) async fn approval_state_of(
         &self,
         plugin: &Arc<Plugin>,
+        tool: Option<&str>,
     ) -> Result<ApprovalState, ApprovalError> {
-        let (store, plugin) = (self.approvals.clone(), plugin.clone());
-        blocking(move || {
-            let approvals = store.load()?;
-            let grant = approvals.get(plugin.name());
-            Ok(approval::state_with_tools(
-                &plugin.manifest,
-                grant,
-                plugin.tools.iter().map(|t| &t.spec),
-            ))
-        })
-        .await
+        let approvals = match self.approvals.unchanged() {
+            Some(approvals) => approvals,
+            None => {
+                let store = self.approvals.clone();
+                blocking(move || store.current()).await?
+            }
+        };
+        let grant = approvals.get(plugin.name());
+        let tools = plugin.tools.iter().map(|t| &t.spec);
+        Ok(approval::state_with_tools(
+            &plugin.manifest,
+            grant,
+            tools.filter(|spec| tool.is_none_or(|t| spec.name == t)),
+        ))
     }
 }
 

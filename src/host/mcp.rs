@@ -86,7 +86,7 @@ impl Inner {
             });
         }
         let state = self
-            .approval_state_of(&current)
+            .approval_state_of(&current, Some(tool))
             .await
             .map_err(|e| CallError::NotAllowed {
                 refusal: Refusal::ApprovalsUnreadable {
