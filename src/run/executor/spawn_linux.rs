@@ -33,7 +33,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use crate::run::sandbox::{self, ChildSteps};
 
@@ -193,15 +193,18 @@ pub(super) fn spawn(
     }))
 }
 
-/// A thread that spawns children which inherit its seccomp filter.
+/// Threads that spawn children which inherit their seccomp filter.
 ///
 /// Attaching a seccomp filter compiles it (the kernel JITs every program it is
 /// given, even the same one) and frees it when the process exits: about 40 µs
 /// a spawn on these machines, most of what the sandbox costs. A filter is
-/// per thread and inherited by the children a thread creates, so this thread
-/// installs the socket-denying program on itself once (it never makes a
-/// socket) and every child that must deny sockets is cloned from it, already
-/// filtered. The calling thread waits for the spawn, as it would for its own.
+/// per thread and inherited by the children a thread creates, so each of
+/// these threads installs the socket-denying program on itself once (they
+/// never make a socket) and every child that must deny sockets is cloned from
+/// one of them, already filtered. The calling thread waits for the spawn, as
+/// it would for its own. A `CLONE_VFORK` spawn holds its thread until the
+/// child execs, so there is one thread per core (at most four): one thread
+/// would make the spawns of concurrent calls wait in line.
 struct FilteredSpawner {
     program: &'static [libc::sock_filter],
     jobs: Mutex<mpsc::Sender<Job>>,
@@ -235,39 +238,48 @@ fn filtered_spawner(plan: &mut Plan) -> Option<&'static FilteredSpawner> {
 }
 
 impl FilteredSpawner {
-    /// Starts the thread and installs `program` on it; `None` if either fails.
+    /// Starts the threads and installs `program` on each; `None` if any fails.
     fn start(program: &'static [libc::sock_filter]) -> Option<FilteredSpawner> {
         let (jobs, queue) = mpsc::channel::<Job>();
-        let (ready, installed) = mpsc::sync_channel(1);
-        std::thread::Builder::new()
-            .name("plughost-spawner".into())
-            .stack_size(256 * 1024)
-            .spawn(move || {
-                let steps = ChildSteps {
-                    ruleset: None,
-                    proc_self: 0,
-                    seccomp: Some(program),
-                };
-                let ok = sandbox::enforce(&steps) == 0;
-                let _ = ready.send(ok);
-                if !ok {
-                    return;
-                }
-                for job in queue {
-                    // SAFETY: the job's owner keeps the plan alive and
-                    // unchanged until it receives the answer.
-                    let plan = unsafe { &*job.plan };
-                    let _ = job.done.send(clone_and_exec(plan));
-                }
-            })
-            .ok()?;
-        installed.recv().ok()?.then(|| FilteredSpawner {
+        let queue = Arc::new(Mutex::new(queue));
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+        let (ready, installed) = mpsc::sync_channel(threads);
+        for _ in 0..threads {
+            let (queue, ready) = (queue.clone(), ready.clone());
+            std::thread::Builder::new()
+                .name("plughost-spawner".into())
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    let steps = ChildSteps {
+                        ruleset: None,
+                        proc_self: 0,
+                        seccomp: Some(program),
+                    };
+                    let ok = sandbox::enforce(&steps) == 0;
+                    let _ = ready.send(ok);
+                    if !ok {
+                        return;
+                    }
+                    loop {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        let Ok(job) = next else { return };
+                        // SAFETY: the job's owner keeps the plan alive and
+                        // unchanged until it receives the answer.
+                        let plan = unsafe { &*job.plan };
+                        let _ = job.done.send(clone_and_exec(plan));
+                    }
+                })
+                .ok()?;
+        }
+        drop(ready);
+        let all_installed = (0..threads).all(|_| installed.recv() == Ok(true));
+        all_installed.then(|| FilteredSpawner {
             program,
             jobs: Mutex::new(jobs),
         })
     }
 
-    /// Spawns `plan` from the spawner thread and waits for the outcome.
+    /// Spawns `plan` from a spawner thread and waits for the outcome.
     fn run(&self, plan: &Plan) -> io::Result<Option<(u32, OwnedFd)>> {
         let (done, outcome) = mpsc::sync_channel(1);
         let job = Job {
