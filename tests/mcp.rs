@@ -176,6 +176,22 @@ async fn adding_a_plugin_folder_sends_list_changed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_starting_and_stopping_send_no_list_changed() {
+    let sandbox = Sandbox::new().with_fixtures(&["worker-counter"]);
+    let mut s = connect(&sandbox, None).await;
+    // A worker starts, then crashes (stops), then another starts.
+    for tool in ["worker_count", "worker_crash", "worker_count"] {
+        s.client
+            .call_tool(call(tool, serde_json::json!({})))
+            .await
+            .unwrap();
+    }
+    let quiet = tokio::time::timeout(Duration::from_millis(700), s.list_changed.recv()).await;
+    assert!(quiet.is_err(), "list_changed after worker churn: {quiet:?}");
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plugin_progress_becomes_progress_notifications() {
     let sandbox = Sandbox::new().with_fixtures(&["progress-reporter"]);
     let mut s = connect(&sandbox, None).await;

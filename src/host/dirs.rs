@@ -16,7 +16,7 @@
 //!
 //! A read-only or full state folder stops only what needs a new folder in it.
 //! A plugin whose data folder exists keeps running: its temp folders then live
-//! in a private folder of the system's temp folder (`$TMPDIR/plughost-PID-N`,
+//! in a private folder of the system's temp folder (`$TMPDIR/plughost-PID-HEX`,
 //! made with `mkdir` mode 0700, so it is new and ours), chosen once per host
 //! when `STATE/tmp/HOSTPID` cannot be made. A data folder that does not exist
 //! and cannot be made fails the call with an error naming the folder and the fix.
@@ -199,7 +199,7 @@ impl Base {
     }
 }
 
-/// A new folder `plughost-PID-N` in the system's temp folder, mode 0700.
+/// A new folder `plughost-PID-HEX` in the system's temp folder, mode 0700.
 /// `mkdir` fails on an existing name (a link or folder planted by someone
 /// else), so the folder returned is one this process made.
 fn private_temp_folder() -> std::io::Result<PathBuf> {

@@ -269,7 +269,14 @@ pub(super) fn forward_catalog_changes(server: &McpServer) {
         use tokio::sync::broadcast::error::RecvError;
         loop {
             match events.recv().await {
-                Ok(HostEvent::Notice { .. }) => {}
+                // Neither changes a tool (a server's new listing comes as
+                // a plugin update): worker churn must not make every client
+                // list the tools again.
+                Ok(
+                    HostEvent::Notice { .. }
+                    | HostEvent::WorkerStarted { .. }
+                    | HostEvent::WorkerStopped { .. },
+                ) => {}
                 Ok(_) | Err(RecvError::Lagged(_)) => server.notify_tools_changed().await,
                 Err(RecvError::Closed) => break,
             }

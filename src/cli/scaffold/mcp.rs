@@ -40,9 +40,11 @@ pub fn create(parent: &Path, name: &str, command: &[String]) -> Result<Created, 
     };
     let program = resolve(program)?;
     let mut grants = Vec::new();
-    if !SYSTEM.iter().any(|s| program.starts_with(s)) {
+    if !SYSTEM.iter().any(|s| program.starts_with(s))
+        && let Some(folder) = install_folder(&program, std::env::home_dir().as_deref())
+    {
         grants.push((
-            format!("filesystem:read:{}", install_folder(&program).display()),
+            format!("filesystem:read:{}", folder.display()),
             "where the command is installed",
         ));
     }
@@ -103,16 +105,52 @@ fn resolve(program: &str) -> Result<PathBuf, String> {
 }
 
 /// The folder a command is installed in: the prefix above its `bin`, or the
-/// folder that holds it.
-fn install_folder(program: &Path) -> PathBuf {
-    let folder = program.parent().unwrap_or(Path::new("/"));
-    match folder.file_name() {
-        Some(n) if n == "bin" => folder.parent().unwrap_or(folder).to_owned(),
-        _ => folder.to_owned(),
-    }
+/// folder that holds it. Never a folder that holds the home folder, the home
+/// folder itself or `~/.local` (a command in `~/bin` or `~/.local/bin` gets
+/// only that `bin`): a read grant there would open every file of the user.
+fn install_folder(program: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let too_wide = |f: &Path| {
+        f == Path::new("/") || home.is_some_and(|h| h.starts_with(f) || f == h.join(".local"))
+    };
+    let folder = program.parent()?;
+    let prefix = folder
+        .parent()
+        .filter(|_| folder.file_name().is_some_and(|n| n == "bin"));
+    [prefix, Some(folder)]
+        .into_iter()
+        .flatten()
+        .find(|f| !too_wide(f))
+        .map(Path::to_owned)
 }
 
 /// `text` in single quotes for `sh`.
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_s_read_grant_never_opens_the_home_folder() {
+        let home = Some(Path::new("/home/ada"));
+        let folder = |p: &str| install_folder(Path::new(p), home).map(|f| f.display().to_string());
+        assert_eq!(folder("/opt/tool/bin/tool").as_deref(), Some("/opt/tool"));
+        assert_eq!(
+            folder("/home/ada/.nvm/versions/node/v20/bin/npx").as_deref(),
+            Some("/home/ada/.nvm/versions/node/v20")
+        );
+        assert_eq!(
+            folder("/home/ada/bin/tool").as_deref(),
+            Some("/home/ada/bin")
+        );
+        assert_eq!(
+            folder("/home/ada/.local/bin/tool").as_deref(),
+            Some("/home/ada/.local/bin")
+        );
+        assert_eq!(folder("/home/ada/tool"), None);
+        assert_eq!(folder("/bin/tool"), Some("/bin".to_owned()));
+        assert_eq!(folder("/tool"), None);
+    }
 }

@@ -4,8 +4,9 @@
 //! the host itself is never restricted. Everything that allocates or can fail
 //! for a reason worth reporting happens in the parent: once per plugin version,
 //! [`Confinement::new`] works out which folders the plugin may touch and opens
-//! them; once per process, [`Confinement::for_call`] builds a Landlock ruleset
-//! from them and the call's own folders. The child then makes only raw system
+//! them; [`Confinement::for_call`] hands out a Landlock ruleset built from
+//! them and the plugin's data and temp folders, shared by up to
+//! `CHILDREN_PER_RULESET` processes. The child then makes only raw system
 //! calls (`prctl`, `open`, `landlock_add_rule`, `landlock_restrict_self`,
 //! `seccomp`), so it is sound even though the host is multi-threaded.
 //!
@@ -22,8 +23,8 @@
 //! | any of the above | no signals to processes outside the sandbox; no set-uid gain (`no_new_privs`) | Landlock scope (ABI 6+), `prctl` |
 //!
 //! `shell:exec`, `clipboard` and `notifications` are advisory: nothing enforces them.
-//! A plugin granted `filesystem:read`, `filesystem:write` and `network` gets no hook
-//! at all (and keeps the `posix_spawn` fast path).
+//! A plugin granted `filesystem:read`, `filesystem:write` and `network` is not
+//! confined at all.
 //!
 //! # Guarantees and caveats
 //! - What this kernel enforces is reported, never assumed: [`support`] for the
@@ -33,11 +34,15 @@
 //! - Files already open before the restriction (stdin, stdout, stderr) keep working.
 //! - A Landlock domain is inherited by every descendant and cannot be lifted, so a
 //!   plugin's own children are confined the same way. They cannot read their own
-//!   `/proc/PID` files when reads are confined (only the entrypoint's process
-//!   can): a bash plugin that runs `ps` needs `filesystem:read`.
-//! - Each process gets a ruleset of its own (the child adds its own `/proc/PID`
-//!   to it); the folders behind it are opened once per plugin version. A scoped
-//!   folder deleted and made again is noticed ([`Confinement::is_current`]).
+//!   `/proc/PID` files unless the plugin has both `filesystem:read` and
+//!   `filesystem:write` (only the entrypoint's process can): a bash plugin that
+//!   runs `ps` needs both.
+//! - A ruleset serves up to `CHILDREN_PER_RULESET` processes of one plugin
+//!   version, each adding its own `/proc/PID` to it, so a process can read the
+//!   `/proc` files of the earlier processes of the same plugin version that
+//!   shared its ruleset (never another plugin's). The folders behind it are
+//!   opened once per plugin version; a scoped folder deleted and made again is
+//!   noticed ([`Confinement::is_current`]).
 //! - Without `network`, `socketpair(2)` and pipes still work (a plugin can talk to
 //!   its own children), but a plugin cannot connect to local daemons either
 //!   (`ssh-agent`, `docker.sock`, D-Bus, `nscd`; glibc falls back to files).
