@@ -78,6 +78,10 @@ pub(crate) fn pin(spec: &ToolSpec) -> ToolPin {
 }
 
 /// The pins of every tool in `specs`.
+#[cfg_attr(
+    not(feature = "mcp"),
+    expect(dead_code, reason = "used by MCP server plugins")
+)]
 pub(crate) fn pin_all<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> Pins {
     specs
         .into_iter()

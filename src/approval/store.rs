@@ -244,6 +244,10 @@ impl ApprovalStore {
 
     /// Pins an MCP server's tools in the grant of `plugin`, replacing any
     /// earlier pins. Returns whether the plugin has a grant to pin them in.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "used by MCP server plugins")
+    )]
     pub(crate) fn set_tools(
         &self,
         plugin: &str,

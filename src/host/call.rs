@@ -14,6 +14,7 @@ use super::{CallOptions, Inner};
 use crate::error::{CallError, RejectedTool};
 use crate::observe::{CallInfo, CallSummary};
 use crate::plugins::catalog::{Catalog, Plugin, ToolRef};
+#[cfg(feature = "mcp")]
 use crate::plugins::manifest::Protocol;
 use crate::protocol::{Context, Request};
 use crate::run::env::plugin_env;

@@ -77,6 +77,10 @@ pub struct PluginHost {
 
 struct Inner {
     /// This host, for callbacks that must not keep it alive.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "used by MCP server plugins")
+    )]
     me: Weak<Inner>,
     config: PluginHostBuilder,
     catalog: RwLock<Arc<Catalog>>,

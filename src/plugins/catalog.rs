@@ -50,6 +50,10 @@ pub(crate) struct Tool {
     pub input: Validator,
     pub output: Option<Validator>,
     /// For an MCP server's tool: its name on the server (without `tool_prefix`).
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "used by MCP server plugins")
+    )]
     pub remote_name: Option<String>,
 }
 
@@ -62,6 +66,10 @@ impl Plugin {
     }
 
     /// The same load of the plugin with other tools (an MCP server's list).
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "used by MCP server plugins")
+    )]
     pub(crate) fn with_tools(&self, tools: Vec<Tool>, tool_notes: Vec<String>) -> Plugin {
         Plugin {
             manifest: self.manifest.clone(),

@@ -121,6 +121,10 @@ pub(crate) enum RunError {
     /// its backoff ends.
     Backoff(String),
     /// An MCP server answered with a JSON-RPC error instead of a result.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "used by MCP server plugins")
+    )]
     ServerError {
         code: i32,
         message: String,

@@ -420,6 +420,10 @@ impl Pool {
 
     /// A worker that answered: back to the pool, and any start-up failure
     /// streak is over.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "used by MCP server plugins")
+    )]
     fn answered(self: &Arc<Self>, worker: Worker) {
         {
             let mut state = self.state.lock().expect("pool lock");
@@ -464,6 +468,10 @@ impl Lease {
     }
 
     /// Gives a worker that was started but not called back to the pool.
+    #[cfg_attr(
+        not(feature = "mcp"),
+        expect(dead_code, reason = "used by MCP server plugins")
+    )]
     pub(crate) fn give_back(mut self) {
         if let Some(worker) = self.worker.take() {
             self.pool.check_in(worker);

@@ -171,6 +171,10 @@ impl Worker {
         stderr: &mut StderrCollector,
         on_progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<Answer, Stop> {
+        #[cfg_attr(
+            not(feature = "mcp"),
+            expect(irrefutable_let_patterns, reason = "only lines without MCP")
+        )]
         let Io::Lines(pipes) = &mut self.io else {
             unreachable!("a line call goes to a line worker");
         };
