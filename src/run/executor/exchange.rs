@@ -210,9 +210,10 @@ where
             _ = &mut cancel => break Err(Stop::Cancelled),
         }
     };
-    if line_mode && ended.is_ok() {
-        // The worker wrote its progress before its answer: take what is in the
-        // pipe now, even if the runtime has not seen it yet.
+    if line_mode {
+        // The worker wrote its progress before its answer, or its last words
+        // before it died: take what is in the pipe now, even if the runtime
+        // has not seen it yet.
         if let Some(pipe) = pipes.stderr.as_mut()
             && read_all_now(pipe, &mut err_buf, |bytes| {
                 stderr.push(bytes, on_progress);
