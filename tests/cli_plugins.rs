@@ -259,3 +259,48 @@ fn cli_schema_manifest_prints_the_schema() {
     // `tools` is required unless the plugin is an MCP server.
     assert_eq!(v["else"]["required"], json!(["tools"]));
 }
+
+/// A `plugin.json` nobody may read is rejected by name. Root reads a mode-000
+/// file anyway (`CAP_DAC_OVERRIDE`), so as root the binary runs with those
+/// capabilities dropped from its bounding set (`setpriv`).
+#[test]
+fn an_unreadable_manifest_is_rejected_by_name() {
+    let sandbox = Sandbox::new();
+    sandbox.write_plugin("sealed", &manifest("sealed", "sealed_tool"), SCRIPT);
+    let path = sandbox.plugins().join("sealed/plugin.json");
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    let root = util::is_root();
+    let drop_caps = ["--bounding-set", "-dac_override,-dac_read_search"];
+    if root
+        && !util::prerequisite(
+            "setpriv (util-linux), to run plughost as root without CAP_DAC_OVERRIDE",
+            Command::new("setpriv")
+                .args(drop_caps)
+                .arg("true")
+                .status()
+                .is_ok_and(|s| s.success()),
+        )
+    {
+        return;
+    }
+    let mut c = if root {
+        let mut c = Command::new("setpriv");
+        c.args(drop_caps).arg(env!("CARGO_BIN_EXE_plughost"));
+        c
+    } else {
+        plughost()
+    };
+    c.arg("--plugins-dir")
+        .arg(sandbox.plugins())
+        .arg("--state-dir")
+        .arg(sandbox.state())
+        .arg("validate");
+    let out = util::run(c);
+    let text = util::stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", util::stderr(&out));
+    assert!(
+        text.contains("invalid  sealed")
+            && text.contains("cannot open plugin.json: Permission denied"),
+        "{text}"
+    );
+}

@@ -317,6 +317,14 @@ pub fn vm_hwm_kib() -> u64 {
         .unwrap()
 }
 
+/// Whether this process runs as root: a file it creates is owned by its
+/// effective user.
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    file.as_file().metadata().unwrap().uid() == 0
+}
+
 /// Whether a prerequisite of a test is here. When it is missing, the test
 /// fails in CI (`CI` set: CI installs everything the suite needs) and is
 /// skipped elsewhere with a message saying what is missing; it never passes

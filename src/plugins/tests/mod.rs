@@ -157,8 +157,3 @@ pub(super) fn hostile(make: impl FnOnce(&Path)) -> (Sandbox, PathBuf) {
     make(&dir.join(MANIFEST_FILE));
     (sb, dir)
 }
-
-pub(super) fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
