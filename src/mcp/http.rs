@@ -368,17 +368,18 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
                 rmcp::model::ClientJsonRpcMessage::Request(r)
                     if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_))
             );
+            // The id a refusal answers with.
+            let id = || match m.as_ref() {
+                rmcp::model::ClientJsonRpcMessage::Request(r) => r.id.clone().into_json_value(),
+                _ => serde_json::Value::Null,
+            };
             if !has_session && !is_initialize {
                 // rmcp would serve it statelessly, outside any session and its limits.
-                let id = match m.as_ref() {
-                    rmcp::model::ClientJsonRpcMessage::Request(r) => r.id.clone().into_json_value(),
-                    _ => serde_json::Value::Null,
-                };
                 return refuse(
                     front,
                     StatusCode::BAD_REQUEST,
                     &Rejection {
-                        id,
+                        id: id(),
                         code: wire::INVALID_REQUEST,
                         message: "Bad Request: send initialize first, then the Mcp-Session-Id header it returns with every request".to_owned(),
                     },
@@ -388,15 +389,11 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
                 && !has_session
                 && let Err(limit) = front.sessions.make_room().await
             {
-                let id = match m.as_ref() {
-                    rmcp::model::ClientJsonRpcMessage::Request(r) => r.id.clone().into_json_value(),
-                    _ => serde_json::Value::Null,
-                };
                 return refuse(
                     front,
                     StatusCode::SERVICE_UNAVAILABLE,
                     &Rejection {
-                        id,
+                        id: id(),
                         code: wire::SERVER_BUSY,
                         message: format!(
                             "Server busy: all {limit} sessions have a call or a stream open (plughost serve --max-sessions); close sessions you no longer use (DELETE), or try again later"
