@@ -79,8 +79,8 @@ pub use approval::{
 };
 pub use error::{BuildError, CallError, ErrorKind, Refusal, RejectedTool};
 pub use host::{
-    Approval, ApproveError, CallOptions, DEFAULT_CONCURRENCY, Doctor, Listing, PluginHost,
-    PluginHostBuilder, PluginListing, SandboxMode, ToolInfo, ToolListing, Validation,
+    Approval, ApproveError, CallOptions, CodeToolsError, DEFAULT_CONCURRENCY, Doctor, Listing,
+    PluginHost, PluginHostBuilder, PluginListing, SandboxMode, ToolInfo, ToolListing, Validation,
 };
 pub use observe::audit::AuditRecord;
 pub use observe::metrics::{ToolStats, WorkerStats};

@@ -162,13 +162,14 @@ async fn a_symlinked_approvals_file_is_refused_by_name_and_never_written_through
 
     // A client that would approve when asked: approving must not write through the link.
     let s = connect(&sandbox, Some(true)).await;
+    // Approvals that cannot be read offer nothing that needs approval.
     let tools = s.client.list_all_tools().await.unwrap();
-    let net = tools.iter().find(|t| t.name == "net_fetch").unwrap();
-    let description = net.description.as_deref().unwrap_or_default();
     assert!(
-        description.contains("symbolic link") && !description.contains("corrupt"),
-        "{description}"
+        tools.iter().all(|t| t.name != "net_fetch"),
+        "{:?}",
+        tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
+    assert!(tools.iter().any(|t| t.name == "hello_greet"));
     let r = s
         .client
         .call_tool(call("net_fetch", json!({})))

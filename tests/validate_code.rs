@@ -85,15 +85,16 @@ fn in_sync_sdk_plugins_pass_and_drifted_ones_are_reported_by_tool_and_field() {
 }
 
 /// Plain validate never runs plugin code; --with-code runs an SDK-based
-/// plugin's entrypoint (a Rust one is recognized by its Cargo.toml), and one
-/// that fails is reported with its own words.
+/// plugin's entrypoint (a Rust one is recognized by its Cargo.toml), confined
+/// as a plugin granted nothing, and one that fails is reported with its own
+/// words.
 #[test]
 fn only_with_code_runs_the_entrypoint() {
     let sandbox = Sandbox::new();
     let marker = sandbox.root.path().join("ran");
     let m = util::manifest("rusty", "rusty_tool");
     let script = format!(
-        "#!/bin/sh\ntouch '{}'\n[ \"$1\" = --manifest-tools ] || exit 3\necho '{}'\n",
+        "#!/bin/sh\ntouch '{}' 2>/dev/null\n[ \"$1\" = --manifest-tools ] || exit 3\necho '{}'\n",
         marker.display(),
         serde_json::to_string(&m["tools"]).unwrap()
     );
@@ -108,11 +109,11 @@ fn only_with_code_runs_the_entrypoint() {
     assert!(!marker.exists(), "plain validate ran the plugin");
     let (code, out) = validate(&sandbox, &["--with-code"], &dir);
     assert_eq!(code, Some(0), "{out}");
-    assert!(
-        marker.exists(),
-        "--with-code ran ./main.sh --manifest-tools"
-    );
+    // It ran (it printed its tools) but could not write outside its folders.
     assert!(out.contains("code     rusty: plugin.json matches"), "{out}");
+    if plughost::SandboxSupport::here().filesystem {
+        assert!(!marker.exists(), "--with-code ran the code unconfined");
+    }
 
     // A plugin that cannot print its tools (here: a Python plugin whose SDK import fails).
     let m = util::manifest("broken-py", "broken_tool");
@@ -128,4 +129,31 @@ fn only_with_code_runs_the_entrypoint() {
         out.contains("./main.sh --manifest-tools failed (exit status: 1): ImportError: no module named plughost_plugin"),
         "{out}"
     );
+}
+
+/// `--with-code` runs the entrypoint like any plugin process: on timeout its
+/// whole process group is killed, a grandchild included.
+#[test]
+fn a_hanging_manifest_tools_run_is_killed_with_its_grandchildren() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.write_plugin(
+        "hangs",
+        &util::manifest("hangs", "hangs_tool"),
+        "#!/bin/sh\nsleep 300 &\nsleep 300\n",
+    );
+    // What marks a folder as SDK-based: the Python SDK's file.
+    std::fs::write(dir.join("plughost_plugin.py"), "# the SDK\n").unwrap();
+    let mut cmd = sandbox.cmd();
+    cmd.args(["--timeout", "1", "validate", "--with-code"])
+        .arg(&dir);
+    let started = std::time::Instant::now();
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("did not finish within 1s"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    util::assert_no_processes_in(&dir);
 }

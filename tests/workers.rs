@@ -387,6 +387,90 @@ async fn revoking_stops_the_workers_before_any_further_call() {
     assert_eq!(err.kind(), ErrorKind::NotAllowed);
 }
 
+/// A worker granted `network` while a revoke comes from another `plughost`
+/// process: the host notices the approvals file changed and kills the
+/// worker within a second, without waiting for a call or the idle timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoke_from_another_process_stops_the_worker_within_a_second() {
+    let sandbox = Sandbox::new().with_fixtures(&[PLUGIN]);
+    let manifest = dir(&sandbox).join("plugin.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    m["permissions"] = json!(["network"]);
+    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+    let host = host_with(&sandbox, Duration::from_secs(10));
+    host.approve(PLUGIN).await.unwrap();
+    let mut events = host.events();
+    count(&host).await;
+    assert!(!processes_in(&dir(&sandbox)).is_empty());
+    let mut revoke = sandbox.cmd();
+    revoke.args(["revoke", PLUGIN]);
+    let out = util::run(revoke);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    let revoked = Instant::now();
+    let deadline = revoked + Duration::from_secs(3);
+    while !processes_in(&dir(&sandbox)).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_no_processes_in(&dir(&sandbox));
+    assert!(
+        revoked.elapsed() < Duration::from_millis(1500),
+        "the worker stopped {:?} after the revoke",
+        revoked.elapsed()
+    );
+    wait_event(&mut events, |e| {
+        matches!(e, HostEvent::ApprovalRevoked { plugin } if plugin == PLUGIN).then_some(())
+    })
+    .await;
+    let err = call(&host, "worker_count", json!({})).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotAllowed);
+}
+
+/// Calls through the CLI, each its own `plughost` process, leave nothing in
+/// the state folder's `tmp`: a worker's temp folder and the folders that held
+/// it go with the process.
+#[test]
+fn cli_calls_of_a_persistent_plugin_leave_no_temp_folders() {
+    let sandbox = Sandbox::new().with_fixtures(&[PLUGIN]);
+    for _ in 0..3 {
+        let mut c = sandbox.cmd();
+        c.args(["call", "worker_count", "{}"]);
+        let out = util::run(c);
+        assert!(out.status.success(), "{}", util::stderr(&out));
+    }
+    let tmp = sandbox.state().join("tmp");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in {}: {left:?}", tmp.display());
+}
+
+/// A host killed without a chance to clean up leaves `STATE/tmp/PID`; the
+/// next host removes the folders of hosts that no longer run.
+#[test]
+fn the_temp_folders_of_a_host_that_died_are_removed_by_the_next() {
+    let sandbox = Sandbox::new().with_fixtures(&[PLUGIN]);
+    // A pid that is not running: a child that has exited and been reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = sandbox
+        .state()
+        .join("tmp")
+        .join(dead.to_string())
+        .join(PLUGIN)
+        .join("7");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("left.txt"), "x").unwrap();
+    let mut c = sandbox.cmd();
+    c.args(["call", "worker_count", "{}"]);
+    let out = util::run(c);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    assert!(
+        !sandbox.state().join("tmp").join(dead.to_string()).exists(),
+        "the dead host's folder was removed"
+    );
+}
+
 #[tokio::test]
 async fn stop_workers_closes_stdin_and_waits() {
     let (sandbox, host) = setup();

@@ -20,6 +20,7 @@ pub(crate) mod prompt;
 pub(crate) mod store;
 #[cfg(test)]
 mod tests;
+pub(crate) mod view;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -33,6 +34,7 @@ pub use pins::ToolChange;
 pub use approver::{Approver, BoxFuture, TerminalApprover};
 pub use store::ApprovalError;
 pub(crate) use store::ApprovalStore;
+pub(crate) use view::{ApprovalView, Offer};
 
 /// The extra warning shown when a plugin asks for both `shell:exec` and `network`.
 pub(crate) const SHELL_NETWORK_WARNING: &str = "WARNING: shell:exec together with network lets this plugin run any program and send what it finds to other machines.";
@@ -97,6 +99,17 @@ impl Grant {
     }
 }
 
+impl Grant {
+    /// What a running process of the plugin depends on (its permissions and
+    /// variables, not its pins or time), as a key: a worker started under
+    /// another key no longer matches the grant and is stopped.
+    pub(crate) fn key(&self) -> String {
+        let permissions: Vec<String> = self.permissions.iter().map(ToString::to_string).collect();
+        let env: Vec<&str> = self.env.iter().map(|e| e.0.as_str()).collect();
+        format!("{}|{}", permissions.join(","), env.join(","))
+    }
+}
+
 /// Every stored approval, keyed by plugin name. Read with [`ApprovalStore::load`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Approvals {
@@ -109,18 +122,11 @@ impl Approvals {
         self.plugins.get(plugin)
     }
 
-    /// Where `manifest` stands against these approvals.
+    /// Where `manifest` stands against these approvals (pins aside: the
+    /// view measures those against the tools a server lists).
+    #[cfg(test)]
     pub(crate) fn state(&self, manifest: &Manifest) -> ApprovalState {
         state(manifest, self.get(&manifest.name))
-    }
-
-    /// Where a loaded plugin stands, an MCP server's tools included.
-    pub(crate) fn state_of(&self, plugin: &crate::plugins::catalog::Plugin) -> ApprovalState {
-        state_with_tools(
-            &plugin.manifest,
-            self.get(plugin.name()),
-            plugin.tools.iter().map(|t| &t.spec),
-        )
     }
 }
 

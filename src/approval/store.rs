@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ApprovalState, Approvals, Grant, Tier};
+use super::{Approvals, Grant};
 use crate::plugins::manifest::Manifest;
 
 /// Name of the approvals file inside the state folder.
@@ -51,7 +51,8 @@ const TEMP_FILE: &str = "approvals.json.tmp";
 pub(crate) const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Why the approvals could not be read or changed. Every message names the file.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum ApprovalError {
     #[error(
         "the approvals file {} is corrupt ({reason}); no plugin counts as approved until it is fixed: fix it, or delete it to start over (deleting it revokes every approval)",
@@ -72,7 +73,7 @@ pub enum ApprovalError {
     Read {
         path: PathBuf,
         #[source]
-        source: io::Error,
+        source: Arc<io::Error>,
     },
 
     #[error(
@@ -91,14 +92,14 @@ pub enum ApprovalError {
     Write {
         path: PathBuf,
         #[source]
-        source: io::Error,
+        source: Arc<io::Error>,
     },
 
     #[error("cannot lock the approvals file with {}: {source}", path.display())]
     Lock {
         path: PathBuf,
         #[source]
-        source: io::Error,
+        source: Arc<io::Error>,
     },
 }
 
@@ -142,7 +143,7 @@ type LastRead = (Stamp, Arc<Approvals>);
 /// the change time. (Same-size edits within one tick of the file system's
 /// clock, a few milliseconds, look alike; plughost never edits in place.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     dev: u64,
     ino: u64,
     size: u64,
@@ -219,12 +220,21 @@ impl ApprovalStore {
         }
     }
 
+    /// The identity of the approvals file now (one `lstat`; `None` when there
+    /// is none): when it differs from an earlier one, the file changed.
+    pub(crate) fn stamp(&self) -> Option<Stamp> {
+        fs::symlink_metadata(self.path())
+            .ok()
+            .map(|m| Stamp::of(&m))
+    }
+
     /// Where `manifest` stands now. A tier-1 plugin is
     /// [`ApprovalState::Automatic`] without reading the file, so a broken
     /// approvals file never blocks plugins that need no approval.
-    pub(crate) fn state(&self, manifest: &Manifest) -> Result<ApprovalState, ApprovalError> {
-        if super::tier(manifest) == Tier::Automatic {
-            return Ok(ApprovalState::Automatic);
+    #[cfg(test)]
+    pub(crate) fn state(&self, manifest: &Manifest) -> Result<super::ApprovalState, ApprovalError> {
+        if super::tier(manifest) == super::Tier::Automatic {
+            return Ok(super::ApprovalState::Automatic);
         }
         Ok(self.current()?.state(manifest))
     }
@@ -279,7 +289,7 @@ impl ApprovalStore {
             .create(&self.dir)
             .map_err(|source| ApprovalError::Write {
                 path: self.path(),
-                source,
+                source: Arc::new(source),
             })?;
         let _lock = Lock::exclusive(&self.lock_path())?;
         let path = self.path();
@@ -288,8 +298,12 @@ impl ApprovalStore {
             return Ok(false);
         }
         let text = serialize(&approvals);
-        write_atomically(&self.dir, &path, text.as_bytes())
-            .map_err(|source| ApprovalError::Write { path, source })?;
+        write_atomically(&self.dir, &path, text.as_bytes()).map_err(|source| {
+            ApprovalError::Write {
+                path,
+                source: Arc::new(source),
+            }
+        })?;
         Ok(true)
     }
 }
@@ -299,7 +313,7 @@ impl ApprovalStore {
 fn read_file(path: &Path) -> Result<(Approvals, Option<Stamp>), ApprovalError> {
     let read_error = |source| ApprovalError::Read {
         path: path.to_owned(),
-        source,
+        source: Arc::new(source),
     };
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
     let file = match OpenOptions::new()
@@ -433,7 +447,7 @@ impl Lock {
     fn exclusive(path: &Path) -> Result<Lock, ApprovalError> {
         let error = |source| ApprovalError::Lock {
             path: path.to_owned(),
-            source,
+            source: Arc::new(source),
         };
         let file = OpenOptions::new()
             .read(true)

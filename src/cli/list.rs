@@ -64,10 +64,9 @@ pub fn print_text(l: &Listing) {
         }
         let width = p.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
         for t in &p.tools {
-            let skipped = match (&t.withheld, t.offered) {
-                (Some(why), _) => format!("  [withheld: {why}]"),
-                (None, false) => "  [skipped: name taken by another plugin]".to_owned(),
-                (None, true) => String::new(),
+            let skipped = match &t.not_offered {
+                Some(why) => format!("  [not offered: {why}]"),
+                None => String::new(),
             };
             println!(
                 "  - {:width$}  {}{skipped}",

@@ -47,7 +47,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             .plugins
             .iter()
             .filter(|p| with_code::uses_sdk(&p.dir))
-            .map(|p| (p.name.clone(), with_code::check(&p.dir)))
+            .map(|p| (p.name.clone(), with_code::check(&host, &p.dir)))
             .collect()
     } else {
         Vec::new()

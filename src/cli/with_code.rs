@@ -2,39 +2,17 @@
 //! with the tools its code declares through an author SDK, which prints them
 //! for `--manifest-tools`.
 //!
-//! This runs the plugin's code (unsandboxed, with the environment allowlist),
-//! so it only happens when asked: plain `validate` must stay safe on a folder
-//! someone sent you. It lives in the CLI, not the library: only the command
-//! line offers it, and the host never runs code to load a plugin.
+//! This runs the plugin's code (through the library's executor, confined
+//! as a plugin granted nothing, with the environment allowlist), so it only
+//! happens when asked: plain `validate` must stay safe on a folder someone
+//! sent you.
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
+use plughost::PluginHost;
 use serde_json::Value;
 
 use plughost::manifest::MANIFEST_FILE;
-
-/// How long an entrypoint may take to print its tools.
-const TIMEOUT: Duration = Duration::from_secs(10);
-/// More output than any tools array needs; the rest is not read.
-const MAX_OUTPUT: u64 = 16 << 20;
-/// The variables the entrypoint gets: enough to find its interpreter (the
-/// same names a plugin call gets), none of the user's secrets.
-const ENV: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "LANG",
-    "TZ",
-    "PYENV_ROOT",
-    "PYENV_VERSION",
-    "NVM_DIR",
-    "NVM_BIN",
-];
 
 /// Whether the folder's code declares its tools through an SDK: it holds the
 /// Python or Node SDK file, or a Cargo.toml that depends on `plughost-plugin`.
@@ -57,7 +35,7 @@ pub fn uses_sdk(dir: &Path) -> bool {
 /// The differences between the folder's manifest and its code, one line each
 /// (`tool "x": input_schema differs from the code's …`); empty when they agree.
 /// A plugin whose code cannot be run is one line saying why.
-pub fn check(dir: &Path) -> Vec<String> {
+pub fn check(host: &PluginHost, dir: &Path) -> Vec<String> {
     let manifest = match std::fs::read(dir.join(MANIFEST_FILE))
         .map_err(|e| e.to_string())
         .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
@@ -65,84 +43,10 @@ pub fn check(dir: &Path) -> Vec<String> {
         Ok(m) => m,
         Err(e) => return vec![format!("cannot read {MANIFEST_FILE}: {e}")],
     };
-    let Some(entrypoint) = manifest["entrypoint"].as_str() else {
-        return vec![format!("{MANIFEST_FILE} names no entrypoint")];
-    };
-    match code_tools(dir, entrypoint) {
+    match super::runtime().block_on(host.code_tools(dir)) {
         Ok(code) => compare(&manifest["tools"], &code),
-        Err(e) => vec![e],
+        Err(e) => vec![e.to_string()],
     }
-}
-
-/// Runs `ENTRYPOINT --manifest-tools` in the plugin folder, stdin closed,
-/// within [`TIMEOUT`], and parses what it prints.
-fn code_tools(dir: &Path, entrypoint: &str) -> Result<Value, String> {
-    let what = format!("./{entrypoint} --manifest-tools");
-    let mut cmd = Command::new(dir.join(entrypoint));
-    cmd.arg("--manifest-tools")
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_clear();
-    for (key, value) in std::env::vars_os() {
-        if key
-            .to_str()
-            .is_some_and(|k| ENV.contains(&k) || k.starts_with("LC_"))
-        {
-            cmd.env(key, value);
-        }
-    }
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run {what}: {e}"))?;
-    let stdout = read_in_background(child.stdout.take());
-    let stderr = read_in_background(child.stderr.take());
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{what} did not finish within {}s",
-                    TIMEOUT.as_secs()
-                ));
-            }
-            Err(e) => return Err(format!("cannot wait for {what}: {e}")),
-        }
-    };
-    // A child it started may still hold the pipes open: do not wait for it long.
-    let collect =
-        |rx: mpsc::Receiver<Vec<u8>>| rx.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
-    let (out, err) = (collect(stdout), collect(stderr));
-    if !status.success() {
-        let err = String::from_utf8_lossy(&err);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        return Err(format!("{what} failed ({status}): {}", last.trim()));
-    }
-    let tools: Value = serde_json::from_slice(&out)
-        .map_err(|e| format!("{what} did not print a JSON tools array: {e}"))?;
-    if !tools.is_array() {
-        return Err(format!("{what} did not print a JSON tools array"));
-    }
-    Ok(tools)
-}
-
-fn read_in_background(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    if let Some(pipe) = pipe {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.take(MAX_OUTPUT).read_to_end(&mut buf);
-            let _ = tx.send(buf);
-        });
-    }
-    rx
 }
 
 /// Compares two `tools` arrays by tool name and field.

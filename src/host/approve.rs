@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{Inner, PluginHost};
-use crate::approval::{self, ApprovalError, ApprovalState, Approver, BoxFuture, Tier};
+use crate::approval::{
+    self, ApprovalError, ApprovalState, ApprovalView, Approver, BoxFuture, Tier,
+};
 use crate::plugins::catalog::Plugin;
 use crate::plugins::events::HostEvent;
 use crate::plugins::manifest::Manifest;
@@ -62,12 +64,15 @@ pub(super) enum Asked {
 }
 
 impl PluginHost {
-    /// The approval state of a loaded plugin.
+    /// The approval state of a loaded plugin, as listings show it: an MCP
+    /// server whose tools differ from the pinned ones is
+    /// [`ApprovalState::ToolsChanged`]. `None` when no plugin of that name is
+    /// loaded; an error when the approvals file cannot be read (then nothing
+    /// that needs approval runs).
     pub fn approval_state(&self, plugin: &str) -> Option<Result<ApprovalState, ApprovalError>> {
-        let catalog = self.catalog();
-        catalog
-            .plugin(plugin)
-            .map(|p| self.inner.approvals.state(&p.manifest))
+        let view = self.view();
+        let p = view.catalog().plugin(plugin)?.clone();
+        Some(view.state(&p))
     }
 
     /// Grants a loaded plugin what its manifest asks for now, without asking
@@ -85,28 +90,33 @@ impl PluginHost {
         plugin: &str,
         approver: &dyn Approver,
     ) -> Result<Approval, ApproveError> {
-        let p = self.loaded(plugin)?;
-        let approval = match self.inner.ask_approval(&p, None, Some(approver)).await? {
-            Asked::Done(approval) => approval,
-            Asked::NobodyToAsk(_) => unreachable!("an approver was given"),
-        };
-        // An approved MCP server whose tool list is missing (its cache was
-        // deleted or unreadable) is started to list them again; what it lists
-        // is measured against the pins as always.
+        #[cfg_attr(
+            not(feature = "mcp"),
+            expect(unused_mut, reason = "MCP servers relist")
+        )]
+        let mut p = self.loaded(plugin)?;
+        // An approved MCP server may run: the question shows, and the
+        // approval pins, what it offers now, never a cached list.
         #[cfg(feature = "mcp")]
-        if approval == Approval::AlreadyApproved
-            && p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp
-            && p.tools.is_empty()
+        if p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp
+            && matches!(
+                self.inner.approval_state_of(&p, None).await,
+                Ok(ApprovalState::Approved | ApprovalState::ToolsChanged { .. })
+            )
         {
-            self.inner
-                .relist(&p)
+            p = self
+                .inner
+                .list_now(&p)
                 .await
                 .map_err(|reason| ApproveError::ServerFailed {
                     plugin: plugin.to_owned(),
                     reason,
                 })?;
         }
-        Ok(approval)
+        match self.inner.ask_approval(&p, None, Some(approver)).await? {
+            Asked::Done(approval) => Ok(approval),
+            Asked::NobodyToAsk(_) => unreachable!("an approver was given"),
+        }
     }
 
     /// The command that approves `plugin` for this host's folders.
@@ -220,28 +230,30 @@ impl Inner {
         Ok(())
     }
 
-    /// The plugin's approval state; an MCP server's is measured against the
-    /// tools it offers now (only `tool`'s pin, when given). The file is read
-    /// on a blocking thread, unless the one last read is unchanged.
+    /// The plugin's approval state, from the approval view of now; an MCP
+    /// server's is measured against the tools it offers now (only `tool`'s
+    /// pin, when given).
     pub(super) async fn approval_state_of(
         &self,
         plugin: &Arc<Plugin>,
         tool: Option<&str>,
     ) -> Result<ApprovalState, ApprovalError> {
+        self.current_view().await.state_for(plugin, tool)
+    }
+
+    /// The approval view of the current catalog and approvals. The file is
+    /// read on a blocking thread, unless the one last read is unchanged (one
+    /// `lstat`, cheap enough for the calling thread).
+    pub(super) async fn current_view(&self) -> ApprovalView {
+        let catalog = self.catalog.read().expect("catalog lock").clone();
         let approvals = match self.approvals.unchanged() {
-            Some(approvals) => approvals,
+            Some(approvals) => Ok(approvals),
             None => {
                 let store = self.approvals.clone();
-                blocking(move || store.current()).await?
+                blocking(move || store.current()).await
             }
         };
-        let grant = approvals.get(plugin.name());
-        let tools = plugin.tools.iter().map(|t| &t.spec);
-        Ok(approval::state_with_tools(
-            &plugin.manifest,
-            grant,
-            tools.filter(|spec| tool.is_none_or(|t| spec.name == t)),
-        ))
+        ApprovalView::new(catalog, approvals)
     }
 }
 

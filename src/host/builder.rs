@@ -199,6 +199,7 @@ impl PluginHostBuilder {
                 asking: tokio::sync::Mutex::new(()),
                 sandbox_warned: Default::default(),
                 timer_kept: Default::default(),
+                approvals_watched: Default::default(),
                 confinements: Default::default(),
                 temp_pool: Default::default(),
                 config: self,

@@ -210,9 +210,7 @@ impl Inner {
         worker: &mut Option<u32>,
     ) -> Result<Finished, Failure> {
         tokio::pin!(stop);
-        let pool = self
-            .workers
-            .pool(call.plugin, "", self.config.limits.kill_grace);
+        let pool = self.pool_for(call.plugin).await;
         // A turn on a worker first, then a slot: calls queued behind a busy
         // worker do not hold slots that other plugins could use.
         let mut lease = tokio::select! {

@@ -65,6 +65,9 @@ pub(super) fn state_fix(state_dir: &Path, e: &std::io::Error) -> String {
 pub(super) struct TempPool {
     /// Emptied folders, by the plugin folder that holds them.
     free: Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
+    /// Every plugin folder handed out, removed (when empty) with the pool:
+    /// a worker's folder is not pooled, but its plugin folder is ours.
+    roots: Mutex<std::collections::HashSet<PathBuf>>,
     made: AtomicU64,
     /// The folder that holds every plugin's temp folders, chosen at first use.
     base: std::sync::OnceLock<Base>,
@@ -74,9 +77,6 @@ pub(super) struct TempPool {
 #[derive(Debug)]
 struct Base {
     path: PathBuf,
-    /// Made in the system's temp folder because the state folder refused:
-    /// removed with the pool.
-    fallback: bool,
     /// Why the state folder refused, for errors about the fallback.
     refused: Option<String>,
 }
@@ -92,10 +92,16 @@ impl TempPool {
     /// `STATE/tmp/HOSTPID/PLUGIN`, or its fallback in the system's temp folder
     /// when the state folder is read-only or full.
     pub(super) fn root(&self, state_dir: &Path, plugin: &str) -> PathBuf {
-        self.base
+        let root = self
+            .base
             .get_or_init(|| Base::choose(state_dir))
             .path
-            .join(plugin)
+            .join(plugin);
+        let mut roots = self.roots.lock().expect("temp pool lock");
+        if !roots.contains(&root) {
+            roots.insert(root.clone());
+        }
+        root
     }
 
     /// A pooled folder for one call of `plugin`.
@@ -175,9 +181,9 @@ impl Base {
         let own = state_dir.join("tmp").join(std::process::id().to_string());
         let refused = match std::fs::create_dir_all(&own) {
             Ok(()) => {
+                sweep_dead_hosts(&state_dir.join("tmp"));
                 return Base {
                     path: own,
-                    fallback: false,
                     refused: None,
                 };
             }
@@ -186,15 +192,32 @@ impl Base {
         match private_temp_folder() {
             Ok(path) => Base {
                 path,
-                fallback: true,
                 refused: Some(refused),
             },
             // Calls fail naming both folders when they try to make one.
             Err(_) => Base {
                 path: own,
-                fallback: false,
                 refused: Some(refused),
             },
+        }
+    }
+}
+
+/// Removes the temp folders of hosts that are no longer running
+/// (`STATE/tmp/PID` of a plughost that was killed): nothing else removes them.
+/// A folder whose pid is running now is kept, even if another program got
+/// that pid: it is left for later rather than taken from a live host.
+fn sweep_dead_hosts(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !crate::run::executor::process_exists(pid) {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
@@ -202,7 +225,7 @@ impl Base {
 /// A new folder `plughost-PID-HEX` in the system's temp folder, mode 0700.
 /// `mkdir` fails on an existing name (a link or folder planted by someone
 /// else), so the folder returned is one this process made.
-fn private_temp_folder() -> std::io::Result<PathBuf> {
+pub(super) fn private_temp_folder() -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     let system = std::env::temp_dir();
     let seed = std::time::SystemTime::now()
@@ -255,16 +278,14 @@ impl Drop for TempPool {
     /// that held them once empty.
     fn drop(&mut self) {
         let free = self.free.get_mut().map(std::mem::take).unwrap_or_default();
-        for (root, dirs) in free {
-            for dir in dirs {
-                let _ = std::fs::remove_dir(&dir);
-            }
-            let _ = std::fs::remove_dir(&root);
-            if let Some(host) = root.parent() {
-                let _ = std::fs::remove_dir(host);
-            }
+        for dir in free.into_values().flatten() {
+            let _ = std::fs::remove_dir(&dir);
         }
-        if let Some(base) = self.base.get().filter(|b| b.fallback) {
+        let roots = self.roots.get_mut().map(std::mem::take).unwrap_or_default();
+        for root in roots {
+            let _ = std::fs::remove_dir(&root);
+        }
+        if let Some(base) = self.base.get() {
             let _ = std::fs::remove_dir(&base.path);
         }
     }

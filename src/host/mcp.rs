@@ -30,9 +30,7 @@ impl Inner {
         worker: &mut Option<u32>,
     ) -> Result<Finished, Failure> {
         tokio::pin!(stop);
-        let pool = self
-            .workers
-            .pool(call.plugin, "", self.config.limits.kill_grace);
+        let pool = self.pool_for(call.plugin).await;
         let mut lease = tokio::select! {
             lease = pool.lease() => lease,
             _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
@@ -165,56 +163,55 @@ impl Inner {
     }
 
     /// Pins an approved MCP server's tools. `seen` is the state the user
-    /// approved: when it showed changed tools, those (the current list) are
-    /// pinned; otherwise the server is started now and its list is pinned.
+    /// approved: when it showed changed tools, the list it showed (`plugin`'s,
+    /// listed by the server just before the question) is pinned; otherwise
+    /// the server is started now and what it lists is pinned.
     pub(super) async fn pin_tools(
         &self,
         plugin: &Arc<Plugin>,
         seen: &ApprovalState,
     ) -> Result<(), ApproveError> {
-        let plugin =
-            match seen {
-                ApprovalState::ToolsChanged { .. } => plugin.clone(),
-                _ => self.start_and_list(plugin).await.map_err(|reason| {
-                    ApproveError::ServerFailed {
-                        plugin: plugin.name().to_owned(),
-                        reason,
-                    }
+        let plugin = match seen {
+            ApprovalState::ToolsChanged { .. } => plugin.clone(),
+            _ => self
+                .list_now(plugin)
+                .await
+                .map_err(|reason| ApproveError::ServerFailed {
+                    plugin: plugin.name().to_owned(),
+                    reason,
                 })?,
-            };
+        };
         let pins = pins::pin_all(plugin.tools.iter().map(|t| &t.spec));
         let (store, name) = (self.approvals.clone(), plugin.name().to_owned());
         blocking(move || store.set_tools(&name, pins)).await?;
         Ok(())
     }
 
-    /// Lists an approved server's tools again (its cache was lost).
-    pub(super) async fn relist(&self, plugin: &Arc<Plugin>) -> Result<(), String> {
-        self.start_and_list(plugin).await.map(drop)
-    }
-
-    /// Starts the server of `plugin` (if none of its workers is idle) and
-    /// returns the plugin as it is listed now.
-    async fn start_and_list(&self, plugin: &Arc<Plugin>) -> Result<Arc<Plugin>, String> {
+    /// What the server of `plugin` offers now: an idle server is asked for
+    /// its tools again, else one is started (and lists them). Never the cache.
+    /// Returns the plugin as it is listed now.
+    pub(super) async fn list_now(&self, plugin: &Arc<Plugin>) -> Result<Arc<Plugin>, String> {
         let data = super::dirs::data_dir(&self.config.state_dir, plugin)
             .map_err(|e| format!("cannot prepare its data folder: {e}"))?;
-        let pool = self.workers.pool(plugin, "", self.config.limits.kill_grace);
+        let pool = self.pool_for(plugin).await;
         let mut lease = pool.lease().await;
-        if !lease.has_worker() {
+        let mut limits = self.config.limits;
+        limits.timeout = self.config.timeout_override.unwrap_or(limits.timeout);
+        let listed = if lease.has_worker() {
+            lease.list_mcp(limits.timeout).await?
+        } else {
             let spec = self
                 .worker_spec(plugin, &data, false)
                 .map_err(|e| match e {
                     Ok(io) => io.to_string(),
                     Err(refused) => refused.to_string(),
                 })?;
-            let mut limits = self.config.limits;
-            limits.timeout = self.config.timeout_override.unwrap_or(limits.timeout);
-            let listed = lease
+            lease
                 .start_mcp(spec, &limits, self.on_tools(plugin))
                 .await
-                .map_err(|e| start_failure(&e))?;
-            self.apply_listing(plugin, &listed);
-        }
+                .map_err(|e| start_failure(&e))?
+        };
+        self.apply_listing(plugin, &listed);
         lease.give_back();
         let catalog = self.catalog.read().expect("catalog lock").clone();
         Ok(catalog.plugin(plugin.name()).unwrap_or(plugin).clone())

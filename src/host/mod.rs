@@ -9,11 +9,13 @@ mod approve;
 mod builder;
 mod call;
 mod checks;
+mod code_tools;
 mod dirs;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod reload;
 mod reports;
+mod revocation;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -28,9 +30,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use approve::{Approval, ApproveError};
 pub use builder::{DEFAULT_CONCURRENCY, PluginHostBuilder};
+pub use code_tools::CodeToolsError;
 pub use reports::{Doctor, Listing, PluginListing, ToolListing, Validation};
 
-use crate::approval::{ApprovalStore, Approver};
+use crate::approval::{ApprovalStore, ApprovalView, Approver};
 use crate::error::CallError;
 use crate::observe::Bus;
 use crate::observe::metrics::{Metrics, ToolStats};
@@ -76,11 +79,7 @@ pub struct PluginHost {
 }
 
 struct Inner {
-    /// This host, for callbacks that must not keep it alive.
-    #[cfg_attr(
-        not(feature = "mcp"),
-        expect(dead_code, reason = "used by MCP server plugins")
-    )]
+    /// This host, for callbacks and tasks that must not keep it alive.
     me: Weak<Inner>,
     config: PluginHostBuilder,
     catalog: RwLock<Arc<Catalog>>,
@@ -102,6 +101,9 @@ struct Inner {
     sandbox_warned: std::sync::atomic::AtomicBool,
     /// Whether the task that keeps a timer pending runs (`call.rs`).
     timer_kept: std::sync::atomic::AtomicBool,
+    /// Whether the task that stops workers whose grant changed runs
+    /// (`revocation.rs`).
+    approvals_watched: std::sync::atomic::AtomicBool,
     /// Each plugin version's prepared confinement, by generation.
     confinements: Mutex<std::collections::HashMap<u64, Arc<crate::run::sandbox::Confinement>>>,
     temp_pool: Arc<dirs::TempPool>,
@@ -179,23 +181,25 @@ impl PluginHost {
         )
     }
 
-    /// Every callable tool, sorted by name. An MCP server's tool that changed
-    /// since the user approved it is left out until approved again.
+    /// Every tool offered to a model, sorted by name: a tool whose plugin
+    /// still needs approval is listed (a call asks for it), an MCP server's
+    /// tool that changed since the user approved it is not, and neither is
+    /// anything that needs approval while the approvals file cannot be read
+    /// ([`Self::listing`] says why).
+    ///
+    /// Reads the approvals file when it changed since the last read (a small
+    /// file, capped at 4 MiB); otherwise one `lstat`.
     pub fn tools(&self) -> Vec<ToolInfo> {
-        let catalog = self.catalog();
-        let servers = catalog
-            .plugins()
-            .any(|p| p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp);
-        let approvals = servers.then(|| self.inner.approvals.load().ok()).flatten();
-        catalog
-            .tools()
-            .filter(|(name, t)| {
-                approvals
-                    .as_ref()
-                    .is_none_or(|a| a.state_of(&t.plugin).withheld(name).is_none())
-            })
+        self.view()
+            .offered()
             .map(|(_, t)| ToolInfo::new(t))
             .collect()
+    }
+
+    /// The approval view of the current catalog and approvals (see
+    /// `approval::view`): what every listing and call reads.
+    pub(crate) fn view(&self) -> ApprovalView {
+        ApprovalView::new(self.catalog(), self.inner.approvals.current())
     }
 
     /// Call counters and durations per tool since the host was built.
@@ -207,12 +211,6 @@ impl PluginHost {
     /// the host was built.
     pub fn worker_metrics(&self) -> BTreeMap<String, crate::observe::metrics::WorkerStats> {
         self.inner.metrics.workers()
-    }
-
-    /// The approvals of this host's state folder.
-    #[cfg(feature = "mcp")]
-    pub(crate) fn approvals_store(&self) -> &ApprovalStore {
-        &self.inner.approvals
     }
 
     /// Cancels every call in flight and stops every worker.

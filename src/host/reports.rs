@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::PluginHost;
-use crate::approval::{ApprovalState, Approvals};
+use std::sync::Arc;
+
+use crate::approval::{ApprovalState, ApprovalView, Offer};
 use crate::plugins::catalog::{Catalog, Collision, Plugin, Rejected};
 use crate::plugins::manifest::{MANIFEST_FILE, Persistent, Protocol};
 use crate::run::sandbox::{self, SandboxSupport};
@@ -56,8 +58,13 @@ pub struct PluginListing {
 pub struct ToolListing {
     pub name: String,
     pub description: String,
-    /// False when another plugin kept this tool name.
+    /// Whether a model is offered it now: false when another plugin kept
+    /// its name, when it is withheld, or when its plugin needs approval and
+    /// the approvals file cannot be read.
     pub offered: bool,
+    /// Why it is not offered, in words, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_offered: Option<String>,
     /// Why an MCP server's tool waits for approval again, when it does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub withheld: Option<String>,
@@ -94,12 +101,7 @@ pub struct Doctor {
 impl PluginHost {
     /// The loaded and rejected plugins, with their approval state.
     pub fn listing(&self) -> Listing {
-        listing(
-            &self.catalog(),
-            self.plugins_dir(),
-            &self.approvals_snapshot(),
-            self,
-        )
+        listing(&self.view(), self.plugins_dir(), self)
     }
 
     /// Checks `dir`: one plugin folder (a folder with a `plugin.json`), or a
@@ -108,9 +110,10 @@ impl PluginHost {
     pub fn validate(&self, dir: &Path) -> Validation {
         let catalog = validate_catalog(dir);
         let ok = catalog.rejected().next().is_none() && catalog.collisions().is_empty();
+        let view = ApprovalView::new(Arc::new(catalog), self.inner.approvals.current());
         Validation {
             ok,
-            report: listing(&catalog, dir, &self.approvals_snapshot(), self),
+            report: listing(&view, dir, self),
         }
     }
 
@@ -118,8 +121,8 @@ impl PluginHost {
     /// plugin with a problem: rejected, colliding, awaiting approval, or
     /// started through a slow interpreter shim.
     pub fn doctor(&self) -> Doctor {
-        let catalog = self.catalog();
-        let approvals = self.inner.approvals.load();
+        let view = self.view();
+        let catalog = view.catalog();
         let mut problems: Vec<String> = Vec::new();
         for r in catalog.rejected() {
             problems.extend(r.to_string().lines().map(|l| format!("rejected: {l}")));
@@ -128,16 +131,15 @@ impl PluginHost {
             problems.push(format!("collision: {c}"));
         }
         for p in catalog.plugins() {
-            if let Ok(a) = &approvals {
-                let state = a.state_of(p);
-                if !state.allows_call() || matches!(state, ApprovalState::ToolsChanged { .. }) {
-                    problems.push(format!(
-                        "{}: {}; run: {}",
-                        p.name(),
-                        state.label(),
-                        self.approve_command(p.name())
-                    ));
-                }
+            if let Ok(state) = view.state(p)
+                && (!state.allows_call() || matches!(state, ApprovalState::ToolsChanged { .. }))
+            {
+                problems.push(format!(
+                    "{}: {}; run: {}",
+                    p.name(),
+                    state.label(),
+                    self.approve_command(p.name())
+                ));
             }
             for note in p.all_notes() {
                 problems.push(format!("{}: {note}", p.name()));
@@ -146,7 +148,7 @@ impl PluginHost {
                 problems.push(format!("{}: {note}", p.name()));
             }
         }
-        if let Err(e) = &approvals {
+        if let Some(e) = view.approvals_error() {
             problems.push(format!("approvals: {e}"));
         }
         let state_problem = state_folder_problem(self.state_dir());
@@ -163,11 +165,6 @@ impl PluginHost {
             advisory_permissions: vec!["shell:exec", "clipboard", "notifications"],
             problems,
         }
-    }
-
-    /// The approvals file, read once for a whole listing.
-    fn approvals_snapshot(&self) -> Result<Approvals, String> {
-        self.inner.approvals.load().map_err(|e| e.to_string())
     }
 }
 
@@ -232,27 +229,20 @@ fn validate_catalog(dir: &Path) -> Catalog {
     Catalog::new([(folder, result)])
 }
 
-fn listing(
-    catalog: &Catalog,
-    dir: &Path,
-    approvals: &Result<Approvals, String>,
-    host: &PluginHost,
-) -> Listing {
+fn listing(view: &ApprovalView, dir: &Path, host: &PluginHost) -> Listing {
     let workers = host.workers();
+    let catalog = view.catalog();
     Listing {
         plugins_dir: dir.to_owned(),
         plugins: catalog
             .plugins()
             .map(|p| {
-                let (approval, state) = match approvals {
-                    Ok(a) => {
-                        let state = a.state_of(p);
-                        (state.label(), Some(state))
-                    }
+                let (approval, state) = match view.state(p) {
+                    Ok(state) => (state.label(), Some(state)),
                     Err(e) => (format!("unknown: {e}"), None),
                 };
                 entry(
-                    catalog,
+                    view,
                     p,
                     approval,
                     state.as_ref(),
@@ -266,7 +256,7 @@ fn listing(
 }
 
 fn entry(
-    catalog: &Catalog,
+    view: &ApprovalView,
     p: &Plugin,
     approval: String,
     state: Option<&ApprovalState>,
@@ -288,13 +278,26 @@ fn entry(
         tools: p
             .tools
             .iter()
-            .map(|t| ToolListing {
-                name: t.spec.name.clone(),
-                description: t.spec.description.clone(),
-                offered: catalog.offers(&m.name, &t.spec.name),
-                withheld: state
-                    .and_then(|s| s.withheld(&t.spec.name))
-                    .map(|c| c.to_string()),
+            .map(|t| {
+                let not_offered = match view.catalog().tool(&t.spec.name) {
+                    Some(r) if r.plugin.name() == m.name => match view.offer(r) {
+                        Offer::Callable | Offer::AfterApproval => None,
+                        Offer::Withheld(change) => Some(format!("withheld: {change}")),
+                        Offer::Unknown => Some(
+                            "the approvals file cannot be read (see the approval state)".to_owned(),
+                        ),
+                    },
+                    _ => Some("its name is taken by another plugin".to_owned()),
+                };
+                ToolListing {
+                    name: t.spec.name.clone(),
+                    description: t.spec.description.clone(),
+                    offered: not_offered.is_none(),
+                    not_offered,
+                    withheld: state
+                        .and_then(|s| s.withheld(&t.spec.name))
+                        .map(|c| c.to_string()),
+                }
             })
             .collect(),
     }

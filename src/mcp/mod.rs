@@ -37,7 +37,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::approval::{self, ApprovalState, Approvals, Approver, Tier};
+use crate::approval::{ApprovalView, Approver, Offer};
 use crate::host::{CallOptions, PluginHost};
 use crate::plugins::catalog::{Plugin, ToolRef};
 use crate::plugins::manifest::Permission;
@@ -127,11 +127,17 @@ impl McpServer {
         *self.peers.lock().expect("peers lock") = alive;
     }
 
-    fn tool(&self, t: &ToolRef, approvals: &Result<Approvals, String>) -> Tool {
+    fn tool(&self, t: &ToolRef, view: &ApprovalView) -> Tool {
         let spec = &t.tool().spec;
         let mut description = spec.description.clone();
-        if let Some(note) = self.approval_note(&t.plugin, approvals) {
-            description.push_str(&format!(" ({note})"));
+        if view.offer(t) == Offer::AfterApproval
+            && let Ok(state) = view.state(&t.plugin)
+        {
+            description.push_str(&format!(
+                " ({}: run {})",
+                state.label(),
+                self.host.approve_command(t.plugin.name())
+            ));
         }
         let mut tool = Tool::new(
             spec.name.clone(),
@@ -144,48 +150,6 @@ impl McpServer {
         }
         tool
     }
-
-    fn approval_note(
-        &self,
-        plugin: &Plugin,
-        approvals: &Result<Approvals, String>,
-    ) -> Option<String> {
-        if approval::tier(&plugin.manifest) == Tier::Automatic {
-            return None;
-        }
-        match approvals.as_ref().map(|a| a.state_of(plugin)) {
-            Ok(
-                ApprovalState::Automatic
-                | ApprovalState::Approved
-                | ApprovalState::ToolsChanged { .. },
-            ) => None,
-            Ok(state) => Some(format!(
-                "{}: run {}",
-                state.label(),
-                self.host.approve_command(plugin.name())
-            )),
-            Err(e) => Some(format!("approval unknown: {e}")),
-        }
-    }
-
-    /// The approvals file, read once for a whole listing.
-    fn approvals(&self) -> Result<Approvals, String> {
-        self.host
-            .approvals_store()
-            .load()
-            .map_err(|e| e.to_string())
-    }
-}
-
-/// Whether an MCP server's tool changed since the user approved it: such a
-/// tool is not offered (its new description could be a prompt injection);
-/// `plughost list` shows it and `plughost approve` releases it.
-fn withheld(t: &ToolRef, approvals: &Result<Approvals, String>) -> bool {
-    approvals.as_ref().is_ok_and(|a| {
-        a.state_of(&t.plugin)
-            .withheld(&t.tool().spec.name)
-            .is_some()
-    })
 }
 
 /// Hints for clients, from the plugin's permissions: read-only when it asks for
@@ -225,22 +189,21 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let catalog = self.host.catalog();
-        let approvals = self.approvals();
+        let view = self.host.view();
+        if let Some(e) = view.approvals_error() {
+            (self.log)(&format!(
+                "tools/list: the tools that need approval are not offered: {e}"
+            ));
+        }
         Ok(ListToolsResult::with_all_items(
-            catalog
-                .tools()
-                .filter(|(_, t)| !withheld(t, &approvals))
-                .map(|(_, t)| self.tool(t, &approvals))
-                .collect(),
+            view.offered().map(|(_, t)| self.tool(t, &view)).collect(),
         ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let catalog = self.host.catalog();
-        let t = catalog.tool(name)?;
-        let approvals = self.approvals();
-        (!withheld(t, &approvals)).then(|| self.tool(t, &approvals))
+        let view = self.host.view();
+        let t = view.offered_tool(name)?;
+        Some(self.tool(t, &view))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

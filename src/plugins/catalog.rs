@@ -305,7 +305,8 @@ impl Catalog {
         self.tools.get(name)
     }
 
-    /// Whether `plugin`'s tool `tool` is offered (false when it lost a collision).
+    /// Whether `plugin`'s tool `tool` won its name (false when it lost a collision).
+    #[cfg(test)]
     pub(crate) fn offers(&self, plugin: &str, tool: &str) -> bool {
         self.tools
             .get(tool)

@@ -9,6 +9,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use crate::plugins::catalog::Plugin;
+use crate::plugins::manifest::EnvVarName;
 
 /// Variables every plugin gets from the host's environment, when set. `LC_*` is
 /// matched as a prefix. The interpreter-manager variables keep pyenv and nvm
@@ -38,7 +39,17 @@ pub(crate) fn plugin_env(
     tmp_dir: &Path,
     inherit: bool,
 ) -> Vec<(OsString, OsString)> {
-    let declared = &plugin.manifest.env;
+    let mut env = base_env(inherit, &plugin.manifest.env);
+    env.push(("PLUGHOST_PLUGIN_DIR".into(), plugin.dir.clone().into()));
+    env.push(("PLUGHOST_DATA_DIR".into(), data_dir.into()));
+    env.push(("TMPDIR".into(), tmp_dir.into()));
+    env
+}
+
+/// The host's variables a plugin process gets: the allowlist and the
+/// `declared` ones (everything with `inherit`), without `TMPDIR` and
+/// plughost's own, which the caller sets.
+pub(crate) fn base_env(inherit: bool, declared: &[EnvVarName]) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| {
             inherit
@@ -50,8 +61,5 @@ pub(crate) fn plugin_env(
         })
         .collect();
     env.retain(|(k, _)| k != "TMPDIR" && k != "PLUGHOST_PLUGIN_DIR" && k != "PLUGHOST_DATA_DIR");
-    env.push(("PLUGHOST_PLUGIN_DIR".into(), plugin.dir.clone().into()));
-    env.push(("PLUGHOST_DATA_DIR".into(), data_dir.into()));
-    env.push(("TMPDIR".into(), tmp_dir.into()));
     env
 }

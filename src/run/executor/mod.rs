@@ -54,6 +54,7 @@ pub(crate) use os::become_subreaper;
 pub(crate) use process::{End, Group, Leader, Output, Pipes, Process, Spawn, Stdin, end};
 pub use stderr::Progress;
 pub(crate) use stderr::StderrCollector;
+pub(crate) use unix::process_exists;
 
 /// The limits of one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,6 +30,17 @@ pub(super) fn configure(cmd: &mut Command) {
 
 /// Sends `signal` to every process in group `pgid`. Returns false when the group
 /// no longer exists.
+/// Whether a process with this pid exists now (it may belong to another
+/// user: `EPERM` still says it exists).
+pub(crate) fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 checks the pid without sending anything; no memory is involved.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 pub(super) fn signal_group(pgid: u32, signal: i32) -> bool {
     // SAFETY: killpg takes plain integers and has no memory effects.
     let rc = unsafe { libc::killpg(pgid as libc::pid_t, signal) };

@@ -175,6 +175,19 @@ impl McpSession {
         Ok((session, tools.into_iter().map(convert::listed).collect()))
     }
 
+    /// Asks the server for its tools now (`tools/list`, every page), within
+    /// `timeout`.
+    pub(crate) async fn list_tools(&self, timeout: Duration) -> Result<Vec<ListedTool>, String> {
+        match tokio::time::timeout(timeout, self.service.peer().list_all_tools()).await {
+            Ok(Ok(tools)) => Ok(tools.into_iter().map(convert::listed).collect()),
+            Ok(Err(e)) => Err(format!("listing its tools failed: {e}")),
+            Err(_) => Err(format!(
+                "the MCP server did not list its tools within {}s",
+                timeout.as_secs_f64()
+            )),
+        }
+    }
+
     /// Whether the connection is gone (the server closed its stdout, or rmcp
     /// gave up on it).
     pub(crate) fn is_closed(&self) -> bool {

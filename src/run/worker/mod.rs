@@ -23,5 +23,5 @@ mod pool;
 mod process;
 
 pub use pool::WorkerInfo;
-pub(crate) use pool::Workers;
+pub(crate) use pool::{Pool, Workers};
 pub(crate) use process::{TmpFolder, WorkerSpec};

@@ -131,6 +131,17 @@ impl Workers {
         }
     }
 
+    /// Each pool's plugin, its load (generation) and the grant key its
+    /// workers were started under.
+    pub(crate) fn pools(&self) -> Vec<(String, u64, String)> {
+        self.pools
+            .lock()
+            .expect("pools lock")
+            .iter()
+            .map(|(name, pool)| (name.clone(), pool.plugin.generation, pool.grant.clone()))
+            .collect()
+    }
+
     /// The running workers of each plugin.
     pub(crate) fn running(&self) -> HashMap<String, Vec<WorkerInfo>> {
         let pools = self.pools.lock().expect("pools lock");
@@ -589,6 +600,16 @@ impl Lease {
                 })
             }
         }
+    }
+
+    /// The tools the lease's MCP server lists now. The server stays with
+    /// the lease.
+    pub(crate) async fn list_mcp(
+        &self,
+        timeout: Duration,
+    ) -> Result<Vec<crate::plugins::mcp_tools::ListedTool>, String> {
+        let worker = self.worker.as_ref().expect("a lease lists with a worker");
+        worker.list_mcp(timeout).await
     }
 
     /// One `tools/call` on the lease's MCP server. A server that answered

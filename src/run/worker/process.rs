@@ -229,6 +229,18 @@ impl Worker {
         ended
     }
 
+    /// An MCP server's tools as it lists them now.
+    #[cfg(feature = "mcp")]
+    pub(super) async fn list_mcp(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<ListedTool>, String> {
+        match &self.io {
+            Io::Mcp(session) => session.list_tools(timeout).await,
+            Io::Lines(_) => Err("not an MCP server".to_owned()),
+        }
+    }
+
     /// Whether the worker can take a request now: still running, its pipes
     /// open, and (line protocol) nothing on stdout that no request asked for.
     /// Otherwise, why not.

@@ -1,0 +1,186 @@
+//! The tools a plugin's code declares: `ENTRYPOINT --manifest-tools`, which
+//! the author SDKs answer with the JSON `tools` array the code defines
+//! (`plughost validate --with-code` compares it with `plugin.json`).
+//!
+//! It runs plugin code, so it only happens when asked, and it runs the way
+//! every plugin process does: through the executor (its own process group,
+//! killed to the end on timeout; stdout capped; stderr drained), with the
+//! environment allowlist, and confined as a plugin granted nothing (it reads
+//! the system, its interpreter and its own folder; it writes only a private
+//! temp folder; no network).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{PluginHost, SandboxMode};
+use crate::plugins::manifest::MANIFEST_FILE;
+use crate::run::env::base_env;
+use crate::run::executor::{self, Limits, RunError, Spawn};
+use crate::run::sandbox;
+
+/// More output than any tools array needs.
+const MAX_OUTPUT: usize = 16 << 20;
+
+/// Why the tools a plugin's code declares could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodeToolsError {
+    /// The folder's `plugin.json` cannot be read, or names no entrypoint.
+    #[error("cannot read {}: {reason}", path.display())]
+    Manifest { path: PathBuf, reason: String },
+    /// The entrypoint could not be started.
+    #[error("cannot run {command}: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// It did not finish in time; its process tree was killed.
+    #[error("{command} did not finish within {}s; its process tree was killed", after.as_secs_f64())]
+    Timeout { command: String, after: Duration },
+    /// It printed more than a tools array needs; its process tree was killed.
+    #[error("{command} printed more than {MAX_OUTPUT} bytes; its process tree was killed")]
+    TooLarge { command: String },
+    /// It exited with an error.
+    #[error("{command} failed ({status}): {last_line}")]
+    Failed {
+        command: String,
+        status: String,
+        /// The last line it wrote to stderr.
+        last_line: String,
+    },
+    /// It did not print a JSON array.
+    #[error("{command} did not print a JSON tools array{}", reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
+    NotAnArray {
+        command: String,
+        reason: Option<String>,
+    },
+}
+
+impl PluginHost {
+    /// Runs `ENTRYPOINT --manifest-tools` in the plugin folder `dir` and
+    /// returns the tools array it prints, within the host's timeout (10 s
+    /// unless [`crate::PluginHostBuilder::timeout`] says otherwise). See the
+    /// module docs for how it is confined.
+    pub async fn code_tools(&self, dir: &Path) -> Result<Value, CodeToolsError> {
+        let manifest_error = |reason: String| CodeToolsError::Manifest {
+            path: dir.join(MANIFEST_FILE),
+            reason,
+        };
+        let text =
+            std::fs::read(dir.join(MANIFEST_FILE)).map_err(|e| manifest_error(e.to_string()))?;
+        let manifest: Value =
+            serde_json::from_slice(&text).map_err(|e| manifest_error(e.to_string()))?;
+        let Some(entrypoint) = manifest["entrypoint"].as_str() else {
+            return Err(manifest_error("it names no entrypoint".to_owned()));
+        };
+        let command = format!("./{entrypoint} --manifest-tools");
+        let dir = dir
+            .canonicalize()
+            .map_err(|e| manifest_error(format!("cannot resolve its folder: {e}")))?;
+        let program = dir.join(entrypoint);
+        let tmp = super::dirs::private_temp_folder()
+            .map(|path| TempFolder { path })
+            .map_err(|source| CodeToolsError::Spawn {
+                command: command.clone(),
+                source,
+            })?;
+        let mut env = base_env(self.inner.config.inherit_env, &[]);
+        env.push(("TMPDIR".into(), tmp.path.clone().into()));
+        let sandbox = match self.inner.config.sandbox {
+            SandboxMode::Off => None,
+            _ => {
+                let policy = sandbox::Policy {
+                    plugin_dir: &dir,
+                    data_dir: &tmp.path,
+                    tmp_dir: &tmp.path,
+                    entrypoint: &program,
+                    permissions: &[],
+                    env: &env,
+                };
+                let prepared = sandbox::Confinement::new(&policy)
+                    .and_then(|c| c.for_call())
+                    .map_err(|e| CodeToolsError::Spawn {
+                        command: command.clone(),
+                        source: std::io::Error::other(e.to_string()),
+                    })?;
+                Some(prepared)
+            }
+        };
+        let limits = Limits {
+            timeout: self
+                .inner
+                .config
+                .timeout_override
+                .unwrap_or(Duration::from_secs(10)),
+            max_stdout: MAX_OUTPUT,
+            ..self.inner.config.limits
+        };
+        let spawn = Spawn {
+            program: &program,
+            args: &["--manifest-tools".to_owned()],
+            cwd: &dir,
+            env: &env,
+            sandbox,
+        };
+        let stop = self.inner.shutdown.cancelled();
+        let finished = executor::run_once(spawn, b"", &limits, stop, &|_| {})
+            .await
+            .map_err(|e| match e {
+                RunError::Timeout { .. } => CodeToolsError::Timeout {
+                    command: command.clone(),
+                    after: limits.timeout,
+                },
+                RunError::OutputTooLarge => CodeToolsError::TooLarge {
+                    command: command.clone(),
+                },
+                RunError::Spawn(source) => CodeToolsError::Spawn {
+                    command: command.clone(),
+                    source,
+                },
+                other => CodeToolsError::Spawn {
+                    command: command.clone(),
+                    source: std::io::Error::other(format!("{other:?}")),
+                },
+            })?;
+        if let Some(status) = finished.status.filter(|s| !s.success()) {
+            let last_line = finished
+                .stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim()
+                .to_owned();
+            return Err(CodeToolsError::Failed {
+                command,
+                status: status.to_string(),
+                last_line,
+            });
+        }
+        match serde_json::from_slice::<Value>(&finished.stdout) {
+            Ok(tools) if tools.is_array() => Ok(tools),
+            Ok(_) => Err(CodeToolsError::NotAnArray {
+                command,
+                reason: None,
+            }),
+            Err(e) => Err(CodeToolsError::NotAnArray {
+                command,
+                reason: Some(e.to_string()),
+            }),
+        }
+    }
+}
+
+/// A private temp folder, removed with what it holds when dropped.
+struct TempFolder {
+    path: PathBuf,
+}
+
+impl Drop for TempFolder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
