@@ -4,14 +4,19 @@
 //! whose [`crate::ToolOutcome`] says `is_error`.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::plugins::manifest::{EnvVarName, Permission, ToolChange};
+
 /// The kind of a host error, as printed by the CLI and sent over MCP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ErrorKind {
     NotFound,
     InvalidArgs,
@@ -50,6 +55,7 @@ impl fmt::Display for ErrorKind {
 /// people: it is carried in `stderr_tail` and shown in the text only for
 /// `invalid_output`, where it usually explains the garbage.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// No loaded plugin offers the tool. When a rejected plugin declares it,
     /// `rejected` names that plugin and its first problem.
@@ -97,12 +103,20 @@ pub enum CallError {
     #[error("\"{tool}\": {reason}")]
     Failed {
         tool: String,
+        /// What failed, in one sentence.
         reason: String,
         /// The plugin's exit code, when it exited with one.
         exit_code: Option<i32>,
         stderr_tail: String,
+        /// The error behind it, when there is one (an I/O error starting the
+        /// plugin, an approval that could not be saved…).
+        #[source]
+        cause: Option<Cause>,
     },
 }
+
+/// The error behind a [`CallError::Failed`].
+pub type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A tool declared by a plugin that was rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,29 +162,47 @@ pub(crate) fn last_chars(s: &str, n: usize) -> &str {
     }
 }
 
+/// Something a plugin asks for that the user must grant.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Requirement {
+    /// A permission (`network`, `filesystem:write:~/notes`…).
+    Permission(Permission),
+    /// An environment variable the plugin receives from the user's environment.
+    Env(EnvVarName),
+}
+
+impl fmt::Display for Requirement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Requirement::Permission(p) => write!(f, "{p}"),
+            Requirement::Env(e) => write!(f, "env {}", e.0),
+        }
+    }
+}
+
 /// Why a call was refused before anything ran (`not_allowed`), as data an
-/// embedder can match on. Each message says what to do about it.
+/// embedder can match on. The words say what happened; what to do about it
+/// (the command that approves a plugin, a dialog) is the front end's to say.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Refusal {
     /// The plugin asks for permissions or variables the user has not granted.
     #[error(
-        "plugin \"{plugin}\" needs {} for {}; run: {command}",
+        "plugin \"{plugin}\" needs {} for {}",
         if *again { "re-approval" } else { "approval" },
-        if *again { format!("new permissions {}", missing.join(", ")) } else { missing.join(", ") }
+        listed(missing, *again)
     )]
     NeedsApproval {
         plugin: String,
-        /// What is not granted: permissions (`network`) and variables (`env API_KEY`).
-        missing: Vec<String>,
+        /// What is not granted.
+        missing: Vec<Requirement>,
         /// It was approved before and now asks for more.
         again: bool,
-        /// The command that approves it.
-        command: String,
     },
     /// The approver was asked and said no.
-    #[error("the user declined plugin \"{plugin}\"; to approve it later, run: {command}")]
-    Declined { plugin: String, command: String },
+    #[error("the user declined plugin \"{plugin}\"")]
+    Declined { plugin: String },
     /// The plugin's rate limit is spent for now.
     #[error(
         "plugin \"{plugin}\" is limited to {limit} calls per minute; try again in {}s",
@@ -188,7 +220,7 @@ pub enum Refusal {
     BudgetSpent { session: String, budget: u32 },
     /// The sandbox is required and this system cannot enforce all of it.
     #[error(
-        "plugin \"{plugin}\": the sandbox is required but this system cannot enforce: {}; run without --require-sandbox to accept that",
+        "plugin \"{plugin}\": the sandbox is required but this system cannot enforce: {}",
         missing.join("; ")
     )]
     SandboxUnavailable {
@@ -201,17 +233,124 @@ pub enum Refusal {
     /// An MCP server's tool differs from what the user approved (or is new):
     /// it is withheld until approved again.
     #[error(
-        "tool \"{tool}\" of plugin \"{plugin}\" is withheld: {change}; review it and run: {command}"
+        "tool \"{tool}\" of plugin \"{plugin}\" is withheld: {change}; review it and approve the plugin again"
     )]
     ToolChanged {
         plugin: String,
         tool: String,
-        change: crate::approval::ToolChange,
-        command: String,
+        change: ToolChange,
     },
-    /// The approvals file cannot be read or written, so nothing counts as approved.
-    #[error("{message}")]
-    ApprovalsUnreadable { path: PathBuf, message: String },
+    /// The approvals file cannot be read, so nothing that needs approval runs.
+    #[error(transparent)]
+    ApprovalsUnreadable(#[from] ApprovalError),
+}
+
+impl Refusal {
+    /// The plugin that approving would let through, when approval is the remedy.
+    pub fn plugin_to_approve(&self) -> Option<&str> {
+        match self {
+            Refusal::NeedsApproval { plugin, .. }
+            | Refusal::Declined { plugin }
+            | Refusal::ToolChanged { plugin, .. } => Some(plugin),
+            _ => None,
+        }
+    }
+}
+
+/// `network, env API_TOKEN`, or `new permissions network, env API_TOKEN`.
+fn listed(missing: &[Requirement], again: bool) -> String {
+    let items: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    if again {
+        format!("new permissions {}", items.join(", "))
+    } else {
+        items.join(", ")
+    }
+}
+
+/// Why the approvals could not be read or changed. Every message names the file.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    #[error(
+        "the approvals file {} is corrupt ({reason}); no plugin counts as approved until it is fixed: fix it, or delete it to start over (deleting it revokes every approval)",
+        path.display()
+    )]
+    Corrupt { path: PathBuf, reason: String },
+
+    #[error(
+        "the approvals file {} has format version {found}, but this plughost reads version {supported}; use a newer plughost, or delete the file to start over (deleting it revokes every approval)",
+        path.display()
+    )]
+    UnsupportedVersion {
+        path: PathBuf,
+        found: String,
+        supported: u64,
+    },
+
+    #[error(
+        "cannot read the approvals file {}: {source}; no plugin counts as approved until it can be read: fix its permissions, or delete it to start over",
+        path.display()
+    )]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: Arc<io::Error>,
+    },
+
+    #[error(
+        "the approvals file {} is {what}; plughost reads only a regular file and never follows a symbolic link, so no plugin counts as approved until it is one: put the file itself in its place, or delete it to start over (deleting it revokes every approval)",
+        path.display()
+    )]
+    NotAFile { path: PathBuf, what: &'static str },
+
+    #[error(
+        "the approvals file {} is {size} bytes, over the limit of {limit} bytes ({} MiB); no plugin counts as approved until it is smaller: fix it, or delete it to start over (deleting it revokes every approval)",
+        path.display(), limit >> 20
+    )]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
+
+    #[error("cannot write the approvals file {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: Arc<io::Error>,
+    },
+
+    #[error("cannot lock the approvals file with {}: {source}", path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: Arc<io::Error>,
+    },
+}
+
+/// Two errors are equal when they say the same about the same file (an I/O
+/// error is compared by its words).
+impl PartialEq for ApprovalError {
+    fn eq(&self, other: &Self) -> bool {
+        self.path() == other.path() && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for ApprovalError {}
+
+impl ApprovalError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            ApprovalError::Corrupt { path, .. }
+            | ApprovalError::UnsupportedVersion { path, .. }
+            | ApprovalError::Read { path, .. }
+            | ApprovalError::NotAFile { path, .. }
+            | ApprovalError::TooLarge { path, .. }
+            | ApprovalError::Write { path, .. }
+            | ApprovalError::Lock { path, .. } => path,
+        }
+    }
 }
 
 /// Why a host could not be built. The host goes on despite broken plugins;

@@ -53,18 +53,37 @@
 //! persistent worker. `approval` keeps the grants, `observe` the hooks. The
 //! README has the map.
 
-mod approval;
+pub mod approval;
 mod error;
+pub mod events;
 pub mod export;
 mod host;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-server")]
 pub mod mcp;
-mod observe;
-mod paths;
+pub mod observe;
+pub mod paths;
 mod plugins;
 pub mod protocol;
 mod run;
-mod schemas;
+pub mod schemas;
+
+/// The `plugin.json` format: its types, and [`check_folder`](manifest::check_folder),
+/// the check the host loads a plugin folder with.
+pub mod manifest {
+    pub use crate::plugins::manifest::*;
+    pub use crate::plugins::validate::check_folder;
+}
+
+/// What a host reports about itself: `list`, `validate` and `doctor` as
+/// data, for a front end to print.
+pub mod report {
+    pub use crate::error::RejectedTool;
+    pub use crate::host::{Doctor, Listing, PluginListing, ToolListing, Validation};
+    pub use crate::plugins::catalog::{Collision, Rejected};
+    pub use crate::run::sandbox::SandboxSupport;
+    pub use crate::run::worker::WorkerInfo;
+}
+
 // The integration tests' helpers (throwaway folders, /proc scans), shared.
 #[cfg(test)]
 #[path = "../tests/util/mod.rs"]
@@ -74,26 +93,12 @@ mod schemas;
 )]
 mod test_support;
 
-pub use approval::{
-    ApprovalError, ApprovalState, Approver, BoxFuture, TerminalApprover, ToolChange, WithheldTool,
-};
-pub use error::{BuildError, CallError, ErrorKind, Refusal, RejectedTool};
-pub use host::{
-    Approval, ApproveError, CallOptions, CodeToolsError, DEFAULT_CONCURRENCY, Doctor, Listing,
-    PluginHost, PluginHostBuilder, PluginListing, SandboxMode, ToolInfo, ToolListing, Validation,
-};
-pub use observe::audit::AuditRecord;
-pub use observe::metrics::{ToolStats, WorkerStats};
-pub use observe::policy::Policy;
-pub use observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
-pub use paths::{default_plugins_dir, default_state_dir};
-pub use plugins::catalog::{Collision, Rejected};
-pub use plugins::events::HostEvent;
-pub use plugins::manifest;
+pub use approval::{Approval, ApprovalError, ApprovalState, ApproveError, Approver};
+pub use error::{BuildError, CallError, Cause, ErrorKind, Refusal, Requirement};
+pub use events::HostEvent;
+pub use host::{CallOptions, CodeToolsError, PluginHost, PluginHostBuilder, SandboxMode, ToolInfo};
+pub use observe::Observer;
 pub use plugins::watcher::Watcher;
 pub use protocol::{Invocation, Scope, Source};
 pub use run::executor::{Limits, Progress};
 pub use run::outcome::ToolOutcome;
-pub use run::sandbox::SandboxSupport;
-pub use run::worker::WorkerInfo;
-pub use schemas::SchemaName;

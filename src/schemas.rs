@@ -38,7 +38,7 @@ impl SchemaName {
     /// The schema as JSON.
     pub fn generate(self) -> Value {
         match self {
-            SchemaName::Manifest => manifest_schema(),
+            SchemaName::Manifest => Manifest::schema(),
             SchemaName::Request => to_value(schemars::schema_for!(Request<'static>)),
             SchemaName::Response => to_value(schemars::schema_for!(Response)),
         }
@@ -50,11 +50,6 @@ impl SchemaName {
         text.push('\n');
         text
     }
-}
-
-/// The manifest schema; the validator checks every `plugin.json` against it.
-pub(crate) fn manifest_schema() -> Value {
-    to_value(schemars::schema_for!(Manifest))
 }
 
 fn to_value(schema: schemars::Schema) -> Value {

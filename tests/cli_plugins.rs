@@ -6,7 +6,7 @@ mod util;
 use std::path::Path;
 use std::process::Command;
 
-use plughost::SchemaName;
+use plughost::schemas::SchemaName;
 use serde_json::{Value, json};
 use util::{Sandbox, example_manifests, manifest, tool_names};
 

@@ -3,6 +3,8 @@
 
 mod util;
 
+use plughost::events::Notice;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -299,7 +301,7 @@ async fn the_polling_fallback_sees_changes_and_says_so_once() {
     let mut rx = host.events();
     let _watch = host.watch_with(true).unwrap();
     match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
-        Ok(Ok(HostEvent::Notice { message })) => assert!(message.contains("polling"), "{message}"),
+        Ok(Ok(HostEvent::Notice(Notice::WatchingFailed { polling, .. }))) => assert!(polling),
         other => panic!("expected the polling notice, got {other:?}"),
     }
     write_like_cp(

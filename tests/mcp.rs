@@ -1,5 +1,5 @@
 //! `plughost serve` driven by a real MCP client (rmcp's), over stdio.
-#![cfg(feature = "mcp")]
+#![cfg(feature = "mcp-server")]
 
 #[path = "util/mcp_client.rs"]
 mod mcp_client;

@@ -2,7 +2,7 @@
 //! their session or send what is not JSON-RPC; and tenants side by side.
 //! Real clients: the official Python SDK, and raw sockets where a test must
 //! drop a connection or send bytes no SDK would.
-#![cfg(feature = "mcp")]
+#![cfg(feature = "mcp-server")]
 
 mod util;
 

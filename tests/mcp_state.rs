@@ -2,7 +2,7 @@
 //! approvals file that is a symlink or huge. A real MCP client (rmcp's); the
 //! read-only and full folders are mounts in a user namespace (`unshare -rm`),
 //! since permission bits do not stop root.
-#![cfg(feature = "mcp")]
+#![cfg(feature = "mcp-server")]
 
 #[path = "util/mcp_client.rs"]
 mod mcp_client;

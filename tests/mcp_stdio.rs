@@ -1,6 +1,6 @@
 //! `plughost serve` on stdio under a client that sends what is not JSON-RPC:
 //! raw pipes, every line answered as JSON-RPC promises.
-#![cfg(feature = "mcp")]
+#![cfg(feature = "mcp-server")]
 
 mod util;
 

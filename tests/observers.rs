@@ -5,10 +5,10 @@ mod util;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use plughost::AuditRecord;
+use plughost::observe::AuditRecord;
+use plughost::observe::{CallInfo, CallSummary, Interests, ObserverResult, Policy};
 use plughost::{
-    CallError, CallInfo, CallSummary, ErrorKind, HostEvent, Interests, Invocation, Observer,
-    ObserverResult, PluginHost, Policy, Progress, ToolOutcome,
+    CallError, ErrorKind, HostEvent, Invocation, Observer, PluginHost, Progress, ToolOutcome,
 };
 use serde_json::json;
 use util::Sandbox;

@@ -3,7 +3,7 @@
 //! reports, progress, an attachment, and progress over MCP. The plugins'
 //! code is in `tests/fixtures/sdk-plugins/`; each folder is assembled here
 //! from it, a copy of the SDK, and a manifest whose tools the code prints.
-#![cfg(feature = "mcp")]
+#![cfg(feature = "mcp-server")]
 
 mod util;
 

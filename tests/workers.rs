@@ -7,6 +7,7 @@ mod util;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use plughost::events::{Notice, WorkerStop};
 use plughost::{
     CallError, CallOptions, ErrorKind, HostEvent, Invocation, Limits, PluginHost, Progress,
     ToolOutcome,
@@ -291,7 +292,7 @@ async fn an_edited_script_is_served_by_the_next_call() {
         _ => None,
     })
     .await;
-    assert_eq!(reason, "the plugin changed");
+    assert_eq!(reason, WorkerStop::PluginChanged);
     let o = call(&host, "worker_count", json!({})).await.unwrap();
     assert_eq!(o.result, "edited 1");
 }
@@ -318,8 +319,8 @@ async fn an_idle_worker_is_stopped_after_its_timeout() {
     })
     .await;
     assert_eq!(
-        (u64::from(worker), reason.as_str(), calls),
-        (pid, "idle for 1s", 1)
+        (u64::from(worker), reason, calls),
+        (pid, WorkerStop::Idle { secs: 1 }, 1)
     );
     assert!(started.elapsed() >= Duration::from_millis(900));
     assert_no_processes_in(&dir(&sandbox));
@@ -357,7 +358,7 @@ async fn a_worker_that_dies_at_start_up_is_retried_with_backoff_and_reported_onc
     let mut worker_starts = 0;
     while let Ok(e) = rx.try_recv() {
         match e {
-            HostEvent::Notice { message } if message.contains("keeps exiting") => notices += 1,
+            HostEvent::Notice(Notice::WorkerBackoff { .. }) => notices += 1,
             HostEvent::WorkerStarted { .. } => worker_starts += 1,
             _ => {}
         }
@@ -486,7 +487,7 @@ async fn stop_workers_closes_stdin_and_waits() {
         _ => None,
     })
     .await;
-    assert_eq!(reason, "asked to stop");
+    assert_eq!(reason, WorkerStop::AskedToStop);
     assert_eq!(
         count(&host).await.0,
         1,

@@ -23,18 +23,63 @@ mod tests;
 pub(crate) mod view;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Refusal;
+pub use crate::plugins::manifest::ToolChange;
 use crate::plugins::manifest::{EnvVarName, Manifest, Permission, Protocol, ToolSpec};
-pub use pins::ToolChange;
 
+pub use crate::error::Requirement;
 pub use approver::{Approver, BoxFuture, TerminalApprover};
 pub use store::ApprovalError;
 pub(crate) use store::ApprovalStore;
 pub(crate) use view::{ApprovalView, Offer};
+
+/// How an approval ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// The plugin asks for nothing that needs approval.
+    NotNeeded,
+    /// Everything it asks for was granted before.
+    AlreadyApproved,
+    /// Granted now, and saved.
+    Approved,
+    /// The approver said no; nothing was saved.
+    Declined,
+}
+
+/// Why a plugin could not be approved or revoked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApproveError {
+    /// No plugin of that name is loaded (and, for a revoke, none was approved).
+    #[error(
+        "no plugin named \"{plugin}\" in {}{}",
+        dir.display(),
+        nearest.as_ref().map(|n| format!("; did you mean \"{n}\"?")).unwrap_or_default()
+    )]
+    NotFound {
+        plugin: String,
+        dir: PathBuf,
+        nearest: Option<String>,
+    },
+    /// The plugin's folder is rejected; `reason` lists its problems.
+    #[error(
+        "plugin \"{plugin}\" is rejected; fix it first (plughost validate {plugin}):\n{reason}"
+    )]
+    Rejected { plugin: String, reason: String },
+    /// The approvals file cannot be read or written.
+    #[error(transparent)]
+    Approvals(#[from] ApprovalError),
+    /// An MCP server was approved but could not be started to list its
+    /// tools; they are listed (and approved) by the next `approve`.
+    #[error(
+        "plugin \"{plugin}\" is approved, but its MCP server could not list its tools: {reason}"
+    )]
+    ServerFailed { plugin: String, reason: String },
+}
 
 /// The extra warning shown when a plugin asks for both `shell:exec` and `network`.
 pub(crate) const SHELL_NETWORK_WARNING: &str = "WARNING: shell:exec together with network lets this plugin run any program and send what it finds to other machines.";
@@ -286,40 +331,13 @@ pub(crate) fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState
     }
 }
 
-/// The command that approves a plugin, naming the plugins and state folders
-/// when they are not the defaults (pass `None` for a default one), so that the
-/// command copied from an error message approves the plugin that was refused.
-pub(crate) fn approve_command_in(
-    plugin: &str,
-    plugins_dir: Option<&Path>,
-    state_dir: Option<&Path>,
-) -> String {
-    let mut cmd = String::from("plughost");
-    if let Some(dir) = plugins_dir {
-        cmd.push_str(" --plugins-dir ");
-        cmd.push_str(&shell_quote(&dir.to_string_lossy()));
-    }
-    if let Some(dir) = state_dir {
-        cmd.push_str(" --state-dir ");
-        cmd.push_str(&shell_quote(&dir.to_string_lossy()));
-    }
-    cmd.push_str(" approve ");
-    cmd.push_str(&shell_quote(plugin));
-    cmd
-}
-
 /// Why a call of `manifest` is refused in `state`, or `None` when `state`
-/// allows the call. `approve_command` is the command that approves it (see
-/// [`approve_command_in`]). The same words in the CLI, the library and MCP:
+/// allows the call:
 ///
-/// `plugin "kv-store" needs approval for network, shell:exec; run: plughost approve kv-store`
+/// `plugin "kv-store" needs approval for network, shell:exec`
 ///
-/// `plugin "kv-store" needs re-approval for new permissions network, env API_TOKEN; run: plughost approve kv-store`
-pub(crate) fn refusal(
-    manifest: &Manifest,
-    state: &ApprovalState,
-    approve_command: &str,
-) -> Option<Refusal> {
+/// `plugin "kv-store" needs re-approval for new permissions network, env API_TOKEN`
+pub(crate) fn refusal(manifest: &Manifest, state: &ApprovalState) -> Option<Refusal> {
     let (permissions, env, again) = match state {
         ApprovalState::Automatic | ApprovalState::Approved | ApprovalState::ToolsChanged { .. } => {
             return None;
@@ -340,9 +358,12 @@ pub(crate) fn refusal(
     };
     Some(Refusal::NeedsApproval {
         plugin: manifest.name.clone(),
-        missing: item_list(&permissions, &env),
+        missing: permissions
+            .into_iter()
+            .map(Requirement::Permission)
+            .chain(env.into_iter().map(Requirement::Env))
+            .collect(),
         again,
-        command: approve_command.to_owned(),
     })
 }
 
@@ -357,19 +378,6 @@ fn item_list(permissions: &[Permission], env: &[EnvVarName]) -> Vec<String> {
         .map(ToString::to_string)
         .chain(env.iter().map(|e| format!("env {}", e.0)))
         .collect()
-}
-
-/// Quotes a word for a POSIX shell when it needs it.
-fn shell_quote(word: &str) -> String {
-    let safe = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
-    if safe {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 /// Seconds since the Unix epoch.

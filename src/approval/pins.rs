@@ -4,13 +4,11 @@
 //! withheld until the user approves again. It closes the "rug pull", where a
 //! trusted server turns its tools into prompt injections after approval.
 
-use std::collections::BTreeMap;
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 
-use crate::plugins::manifest::ToolSpec;
+use crate::plugins::manifest::{ToolChange, ToolSpec};
 
 /// What was approved of one tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,45 +21,6 @@ pub(crate) struct ToolPin {
 
 /// The pins of a plugin's tools, by tool name.
 pub(crate) type Pins = BTreeMap<String, ToolPin>;
-
-/// How a tool the server offers now differs from what was approved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolChange {
-    /// Not among the approved tools.
-    New,
-    /// Its description changed.
-    Description,
-    /// Its input schema changed.
-    InputSchema,
-    /// Both changed.
-    DescriptionAndInputSchema,
-}
-
-impl ToolChange {
-    /// A few words for listings: `new`, `description changed`.
-    pub fn short(self) -> &'static str {
-        match self {
-            ToolChange::New => "new",
-            ToolChange::Description => "description changed",
-            ToolChange::InputSchema => "input schema changed",
-            ToolChange::DescriptionAndInputSchema => "description and input schema changed",
-        }
-    }
-}
-
-impl fmt::Display for ToolChange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ToolChange::New => "new since the approval",
-            ToolChange::Description => "its description changed since the approval",
-            ToolChange::InputSchema => "its input schema changed since the approval",
-            ToolChange::DescriptionAndInputSchema => {
-                "its description and input schema changed since the approval"
-            }
-        })
-    }
-}
 
 /// The pin of a tool as it is now.
 pub(crate) fn pin(spec: &ToolSpec) -> ToolPin {
@@ -79,7 +38,7 @@ pub(crate) fn pin(spec: &ToolSpec) -> ToolPin {
 
 /// The pins of every tool in `specs`.
 #[cfg_attr(
-    not(feature = "mcp"),
+    not(feature = "mcp-plugins"),
     expect(dead_code, reason = "used by MCP server plugins")
 )]
 pub(crate) fn pin_all<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> Pins {

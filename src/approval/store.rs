@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Approvals, Grant};
+pub use crate::error::ApprovalError;
 use crate::plugins::manifest::Manifest;
 
 /// Name of the approvals file inside the state folder.
@@ -49,74 +50,6 @@ const TEMP_FILE: &str = "approvals.json.tmp";
 
 /// The largest approvals file read: 4 MiB holds tens of thousands of grants.
 pub(crate) const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
-
-/// Why the approvals could not be read or changed. Every message names the file.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum ApprovalError {
-    #[error(
-        "the approvals file {} is corrupt ({reason}); no plugin counts as approved until it is fixed: fix it, or delete it to start over (deleting it revokes every approval)",
-        path.display()
-    )]
-    Corrupt { path: PathBuf, reason: String },
-
-    #[error(
-        "the approvals file {} has format version {found}, but this plughost reads version {FORMAT_VERSION}; use a newer plughost, or delete the file to start over (deleting it revokes every approval)",
-        path.display()
-    )]
-    UnsupportedVersion { path: PathBuf, found: String },
-
-    #[error(
-        "cannot read the approvals file {}: {source}; no plugin counts as approved until it can be read: fix its permissions, or delete it to start over",
-        path.display()
-    )]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: Arc<io::Error>,
-    },
-
-    #[error(
-        "the approvals file {} is {what}; plughost reads only a regular file and never follows a symbolic link, so no plugin counts as approved until it is one: put the file itself in its place, or delete it to start over (deleting it revokes every approval)",
-        path.display()
-    )]
-    NotAFile { path: PathBuf, what: &'static str },
-
-    #[error(
-        "the approvals file {} is {size} bytes, over the limit of {} bytes (4 MiB); no plugin counts as approved until it is smaller: fix it, or delete it to start over (deleting it revokes every approval)",
-        path.display(), MAX_FILE_BYTES
-    )]
-    TooLarge { path: PathBuf, size: u64 },
-
-    #[error("cannot write the approvals file {}: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: Arc<io::Error>,
-    },
-
-    #[error("cannot lock the approvals file with {}: {source}", path.display())]
-    Lock {
-        path: PathBuf,
-        #[source]
-        source: Arc<io::Error>,
-    },
-}
-
-impl ApprovalError {
-    /// The file the error is about.
-    pub fn path(&self) -> &Path {
-        match self {
-            ApprovalError::Corrupt { path, .. }
-            | ApprovalError::UnsupportedVersion { path, .. }
-            | ApprovalError::Read { path, .. }
-            | ApprovalError::NotAFile { path, .. }
-            | ApprovalError::TooLarge { path, .. }
-            | ApprovalError::Write { path, .. }
-            | ApprovalError::Lock { path, .. } => path,
-        }
-    }
-}
 
 /// The on-disk shape.
 #[derive(Serialize, Deserialize)]
@@ -185,6 +118,7 @@ impl ApprovalStore {
     }
 
     /// Reads every approval. A missing file (or state folder) gives none.
+    #[cfg(test)]
     pub(crate) fn load(&self) -> Result<Approvals, ApprovalError> {
         Ok(Approvals::clone(&*self.current()?))
     }
@@ -255,7 +189,7 @@ impl ApprovalStore {
     /// Pins an MCP server's tools in the grant of `plugin`, replacing any
     /// earlier pins. Returns whether the plugin has a grant to pin them in.
     #[cfg_attr(
-        not(feature = "mcp"),
+        not(feature = "mcp-plugins"),
         expect(dead_code, reason = "used by MCP server plugins")
     )]
     pub(crate) fn set_tools(
@@ -342,6 +276,7 @@ fn read_file(path: &Path) -> Result<(Approvals, Option<Stamp>), ApprovalError> {
         return Err(ApprovalError::TooLarge {
             path: path.to_owned(),
             size: meta.len(),
+            limit: MAX_FILE_BYTES,
         });
     }
     // The file may grow between the check and the read: read one byte past
@@ -353,6 +288,7 @@ fn read_file(path: &Path) -> Result<(Approvals, Option<Stamp>), ApprovalError> {
         return Err(ApprovalError::TooLarge {
             path: path.to_owned(),
             size: bytes.len() as u64,
+            limit: MAX_FILE_BYTES,
         });
     }
     Ok((parse(path, &bytes)?, Some(Stamp::of(&meta))))
@@ -392,6 +328,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Approvals, ApprovalError> {
         return Err(ApprovalError::UnsupportedVersion {
             path: path.to_owned(),
             found: version.to_string(),
+            supported: FORMAT_VERSION,
         });
     }
     let file: FileFormat = serde_json::from_value(value).map_err(|e| corrupt(e.to_string()))?;

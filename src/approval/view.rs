@@ -120,6 +120,10 @@ impl ApprovalView {
     }
 
     /// The offered tool of this name.
+    #[cfg_attr(
+        not(feature = "mcp-server"),
+        expect(dead_code, reason = "the MCP front end looks tools up by name")
+    )]
     pub(crate) fn offered_tool(&self, name: &str) -> Option<&ToolRef> {
         self.catalog
             .tool(name)

@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use plughost::{Approval, ApproveError, TerminalApprover};
+use plughost::approval::TerminalApprover;
+use plughost::{Approval, ApproveError};
 
 use super::Cli;
 

@@ -6,8 +6,9 @@ use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use plughost::approval::TerminalApprover;
 use plughost::{
-    Approver, CallError, CallOptions, Invocation, Progress, Scope, Source, TerminalApprover,
+    Approver, CallError, CallOptions, Invocation, PluginHost, Progress, Refusal, Scope, Source,
 };
 use serde_json::{Value, json};
 
@@ -106,7 +107,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             ExitCode::from(if outcome.is_error { 1 } else { 0 })
         }
         Err(err) => {
-            report_error(cli, &err);
+            report_error(cli, &host, &err);
             ExitCode::from(2)
         }
     })
@@ -134,17 +135,26 @@ fn read_input(arg: Option<&str>, max: usize) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("the input is not valid JSON: {e}"))
 }
 
-fn report_error(cli: &Cli, err: &CallError) {
+fn report_error(cli: &Cli, host: &PluginHost, err: &CallError) {
+    // What to do about a refusal that approving lifts: the command that does.
+    let remedy = err
+        .refusal()
+        .and_then(Refusal::plugin_to_approve)
+        .map(|plugin| host.approve_command(plugin));
     if cli.json {
         // With --json, only the JSON: a program reads stdout, nothing else.
         super::print_json(&json!({"error": {
             "kind": err.kind(),
             "message": err.to_string(),
+            "remedy": remedy,
             "stderr_tail": err.stderr_tail(),
         }}));
         return;
     }
-    eprintln!("error: {}: {err}", err.kind());
+    match remedy {
+        Some(command) => eprintln!("error: {}: {err}; run: {command}", err.kind()),
+        None => eprintln!("error: {}: {err}", err.kind()),
+    }
     // invalid_output already shows the stderr tail in its message.
     if let Some(tail) = err.stderr_tail().map(str::trim).filter(|t| !t.is_empty())
         && !matches!(err, CallError::InvalidOutput { .. })

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use plughost::Listing;
 use plughost::manifest::Protocol;
+use plughost::report::Listing;
 
 use super::Cli;
 

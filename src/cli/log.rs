@@ -6,10 +6,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use plughost::{
-    AuditRecord, CallError, CallInfo, CallSummary, HostEvent, Interests, Observer, ObserverResult,
-    ToolOutcome,
-};
+use plughost::observe::{AuditRecord, CallInfo, CallSummary, Interests, ObserverResult};
+use plughost::{CallError, HostEvent, Observer, ToolOutcome};
 
 pub struct Log {
     file: Option<Arc<Mutex<File>>>,

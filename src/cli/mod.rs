@@ -65,7 +65,7 @@ pub struct Cli {
     require_sandbox: bool,
 
     /// How many plugin processes run at once (further calls wait).
-    #[arg(long, global = true, value_name = "N", default_value_t = plughost::DEFAULT_CONCURRENCY)]
+    #[arg(long, global = true, value_name = "N", default_value_t = plughost::PluginHostBuilder::DEFAULT_CONCURRENCY)]
     concurrency: usize,
 
     /// Largest tool input accepted, in bytes of JSON (default 1 MiB).
@@ -154,13 +154,13 @@ impl Cli {
     fn plugins_dir(&self) -> PathBuf {
         self.plugins_dir
             .clone()
-            .unwrap_or_else(plughost::default_plugins_dir)
+            .unwrap_or_else(plughost::paths::default_plugins_dir)
     }
 
     fn state_dir(&self) -> PathBuf {
         self.state_dir
             .clone()
-            .unwrap_or_else(plughost::default_state_dir)
+            .unwrap_or_else(plughost::paths::default_state_dir)
     }
 
     /// A host configured from the global options.
@@ -186,10 +186,10 @@ impl Cli {
             } else {
                 SandboxMode::On
             })
-            .policy(plughost::Policy {
+            .policy(plughost::observe::Policy {
                 rate_per_minute: self.rate_limit,
                 session_budget: self.session_budget,
-                ..plughost::Policy::default()
+                ..plughost::observe::Policy::default()
             });
         if let Some(max) = self.max_input_bytes {
             builder = builder.limits(plughost::Limits {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use plughost::SchemaName;
+use plughost::schemas::SchemaName;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use plughost::{AuditRecord, ToolStats};
+use plughost::observe::{AuditRecord, ToolStats};
 
 use super::Cli;
 

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use plughost::HostEvent;
+use plughost::events::Notice;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Cli;
@@ -16,16 +17,16 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
         .watch()
         .map_err(|e| format!("cannot watch {}: {e}", host.plugins_dir().display()))?;
     let listing = host.listing();
-    emit(
+    let watching = format!(
+        "watching {}: {} plugins loaded, {} rejected",
+        host.plugins_dir().display(),
+        listing.plugins.len(),
+        listing.rejected.len()
+    );
+    print_line(
         cli.json,
-        &HostEvent::Notice {
-            message: format!(
-                "watching {}: {} plugins loaded, {} rejected",
-                host.plugins_dir().display(),
-                listing.plugins.len(),
-                listing.rejected.len()
-            ),
-        },
+        serde_json::json!({"event": "notice", "notice": "watching", "message": watching}),
+        &format!("note     {watching}"),
     );
     super::runtime().block_on(async {
         // Registered once: a signal between two events must not be missed (once
@@ -36,7 +37,9 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
             tokio::select! {
                 e = events.recv() => match e {
                     Ok(event) => emit(cli.json, &event),
-                    Err(RecvError::Lagged(n)) => emit(cli.json, &HostEvent::Notice { message: format!("{n} events were dropped; run plughost list for the current state") }),
+                    Err(RecvError::Lagged(count)) => {
+                        emit(cli.json, &HostEvent::Notice(Notice::EventsDropped { count }));
+                    }
                     Err(RecvError::Closed) => break,
                 },
                 _ = &mut stop => break,
@@ -46,16 +49,21 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// One event: its words, or its JSON (a notice's words in `message`).
 fn emit(json: bool, event: &HostEvent) {
+    let mut value = serde_json::to_value(event).expect("events serialize");
+    if let HostEvent::Notice(notice) = event {
+        value["message"] = notice.to_string().into();
+    }
+    print_line(json, value, &event.to_string());
+}
+
+fn print_line(json: bool, value: serde_json::Value, text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = if json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string(event).expect("events serialize")
-        )
+        writeln!(out, "{value}")
     } else {
-        writeln!(out, "{event}")
+        writeln!(out, "{text}")
     };
     let _ = out.flush();
 }

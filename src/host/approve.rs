@@ -1,60 +1,16 @@
 //! Approving and revoking plugins: one flow for a call that needs approval,
 //! `plughost approve`, MCP elicitation and an embedder's own dialog.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{Inner, PluginHost};
 use crate::approval::{
-    self, ApprovalError, ApprovalState, ApprovalView, Approver, BoxFuture, Tier,
+    self, Approval, ApprovalError, ApprovalState, ApprovalView, ApproveError, Approver, BoxFuture,
+    Tier,
 };
+use crate::events::{HostEvent, WorkerStop};
 use crate::plugins::catalog::Plugin;
-use crate::plugins::events::HostEvent;
 use crate::plugins::manifest::Manifest;
-
-/// How an approval ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Approval {
-    /// The plugin asks for nothing that needs approval.
-    NotNeeded,
-    /// Everything it asks for was granted before.
-    AlreadyApproved,
-    /// Granted now, and saved.
-    Approved,
-    /// The approver said no; nothing was saved.
-    Declined,
-}
-
-/// Why a plugin could not be approved or revoked.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ApproveError {
-    /// No plugin of that name is loaded (and, for a revoke, none was approved).
-    #[error(
-        "no plugin named \"{plugin}\" in {}{}",
-        dir.display(),
-        nearest.as_ref().map(|n| format!("; did you mean \"{n}\"?")).unwrap_or_default()
-    )]
-    NotFound {
-        plugin: String,
-        dir: PathBuf,
-        nearest: Option<String>,
-    },
-    /// The plugin's folder is rejected; `reason` lists its problems.
-    #[error(
-        "plugin \"{plugin}\" is rejected; fix it first (plughost validate {plugin}):\n{reason}"
-    )]
-    Rejected { plugin: String, reason: String },
-    /// The approvals file cannot be read or written.
-    #[error(transparent)]
-    Approvals(#[from] ApprovalError),
-    /// An MCP server was approved but could not be started to list its
-    /// tools; they are listed (and approved) by the next `approve`.
-    #[error(
-        "plugin \"{plugin}\" is approved, but its MCP server could not list its tools: {reason}"
-    )]
-    ServerFailed { plugin: String, reason: String },
-}
 
 /// What the approval flow decided.
 pub(super) enum Asked {
@@ -91,13 +47,13 @@ impl PluginHost {
         approver: &dyn Approver,
     ) -> Result<Approval, ApproveError> {
         #[cfg_attr(
-            not(feature = "mcp"),
+            not(feature = "mcp-plugins"),
             expect(unused_mut, reason = "MCP servers relist")
         )]
         let mut p = self.loaded(plugin)?;
         // An approved MCP server may run: the question shows, and the
         // approval pins, what it offers now, never a cached list.
-        #[cfg(feature = "mcp")]
+        #[cfg(feature = "mcp-plugins")]
         if p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp
             && matches!(
                 self.inner.approval_state_of(&p, None).await,
@@ -130,7 +86,7 @@ impl PluginHost {
     pub fn revoke(&self, plugin: &str) -> Result<bool, ApproveError> {
         let revoked = self.inner.approvals.revoke(plugin)?;
         if revoked {
-            self.inner.workers.kill(plugin, "its approval was revoked");
+            self.inner.workers.kill(plugin, WorkerStop::ApprovalRevoked);
             self.inner.bus.publish(HostEvent::ApprovalRevoked {
                 plugin: plugin.to_owned(),
             });
@@ -159,8 +115,7 @@ impl PluginHost {
         ApproveError::NotFound {
             plugin: plugin.to_owned(),
             dir: self.plugins_dir().to_owned(),
-            nearest: crate::plugins::validate::nearest(plugin, catalog.folders())
-                .map(str::to_owned),
+            nearest: crate::plugins::catalog::nearest(plugin, catalog.folders()).map(str::to_owned),
         }
     }
 }
@@ -218,11 +173,11 @@ impl Inner {
     async fn grant(&self, plugin: &Arc<Plugin>, seen: &ApprovalState) -> Result<(), ApproveError> {
         let (store, granted) = (self.approvals.clone(), plugin.clone());
         blocking(move || store.grant(&granted.manifest)).await?;
-        #[cfg(feature = "mcp")]
+        #[cfg(feature = "mcp-plugins")]
         if plugin.manifest.protocol == crate::plugins::manifest::Protocol::Mcp {
             self.pin_tools(plugin, seen).await?;
         }
-        #[cfg(not(feature = "mcp"))]
+        #[cfg(not(feature = "mcp-plugins"))]
         let _ = seen;
         self.bus.publish(HostEvent::ApprovalGranted {
             plugin: plugin.name().to_owned(),

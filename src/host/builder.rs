@@ -19,9 +19,6 @@ use crate::plugins::catalog::Catalog;
 use crate::run::executor::{self, Limits};
 use crate::run::worker::Workers;
 
-/// Default number of calls that run at once.
-pub const DEFAULT_CONCURRENCY: usize = 16;
-
 /// Builds a [`PluginHost`].
 #[derive(Clone)]
 #[must_use]
@@ -48,7 +45,7 @@ impl Default for PluginHostBuilder {
             state_dir: crate::paths::default_state_dir(),
             limits: Limits::default(),
             timeout_override: None,
-            concurrency: DEFAULT_CONCURRENCY,
+            concurrency: Self::DEFAULT_CONCURRENCY,
             inherit_env: false,
             reap_orphans: false,
             observers: Vec::new(),
@@ -62,6 +59,9 @@ impl Default for PluginHostBuilder {
 }
 
 impl PluginHostBuilder {
+    /// How many calls run at once unless [`Self::concurrency`] says otherwise.
+    pub const DEFAULT_CONCURRENCY: usize = 16;
+
     /// The folder plugin folders are loaded from.
     pub fn plugins_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.plugins_dir = dir.into();
@@ -176,7 +176,7 @@ impl PluginHostBuilder {
         observers.extend(self.observers.iter().cloned());
         let bus = Arc::new(Bus::new(&observers));
         // Observers hear of the plugins found at start like of later ones.
-        for event in crate::plugins::events::diff(
+        for event in super::diff::diff(
             &Catalog::default(),
             &catalog,
             &catalog.folders().map(str::to_owned).collect::<Vec<_>>(),
@@ -188,7 +188,10 @@ impl PluginHostBuilder {
                 me: me.clone(),
                 catalog: RwLock::new(Arc::new(catalog)),
                 permits: Semaphore::new(self.concurrency),
-                workers: Workers::new(bus.clone()),
+                workers: Workers::new({
+                    let bus = bus.clone();
+                    Arc::new(move |event| bus.publish(event))
+                }),
                 bus,
                 update: Mutex::new(()),
                 shutdown: CancellationToken::new(),
@@ -214,7 +217,7 @@ pub(super) fn load_catalog(dir: &Path, state_dir: &Path) -> std::io::Result<Cata
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Catalog::default(),
         other => other?,
     };
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "mcp-plugins")]
     {
         use crate::plugins::manifest::Protocol;
         use crate::plugins::mcp_tools::attach_cached;
@@ -232,7 +235,7 @@ pub(super) fn load_catalog(dir: &Path, state_dir: &Path) -> std::io::Result<Cata
             return Ok(catalog.with_folders(servers));
         }
     }
-    #[cfg(not(feature = "mcp"))]
+    #[cfg(not(feature = "mcp-plugins"))]
     let _ = state_dir;
     Ok(catalog)
 }

@@ -14,7 +14,7 @@ use super::{CallOptions, Inner};
 use crate::error::{CallError, RejectedTool};
 use crate::observe::{CallInfo, CallSummary};
 use crate::plugins::catalog::{Catalog, Plugin, ToolRef};
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-plugins")]
 use crate::plugins::manifest::Protocol;
 use crate::protocol::{Context, Request};
 use crate::run::env::plugin_env;
@@ -110,6 +110,7 @@ impl Inner {
             reason: e.to_string(),
             exit_code: None,
             stderr_tail: String::new(),
+            cause: Some(std::sync::Arc::new(e)),
         })?;
         let request = serde_json::to_vec(&Request {
             tool,
@@ -152,7 +153,7 @@ impl Inner {
             }
         };
         let reply = match (plugin.manifest.protocol, plugin.manifest.worker_settings()) {
-            #[cfg(feature = "mcp")]
+            #[cfg(feature = "mcp-plugins")]
             (Protocol::Mcp, _) => {
                 self.run_on_mcp(&call, tool_ref, input, stop, &on_progress, worker)
                     .await
@@ -371,6 +372,7 @@ fn finish(
         reason,
         exit_code,
         stderr_tail,
+        cause: None,
     };
     match reply {
         Ok(finished) => interpret(tool_ref, finished, data_dir),
@@ -385,11 +387,13 @@ fn finish(
             tool,
             limit: limits.max_stdout,
         }),
-        Err(Failure::Run(RunError::Spawn(e))) => Err(failed(
-            explain_spawn_error(&tool_ref.plugin, &e),
-            None,
-            String::new(),
-        )),
+        Err(Failure::Run(RunError::Spawn(e))) => Err(CallError::Failed {
+            tool: tool.clone(),
+            reason: explain_spawn_error(&tool_ref.plugin, &e),
+            exit_code: None,
+            stderr_tail: String::new(),
+            cause: Some(std::sync::Arc::new(e)),
+        }),
         Err(Failure::Run(RunError::Died {
             detail,
             exit_code,

@@ -8,12 +8,13 @@ use std::sync::atomic::Ordering;
 
 use std::sync::Arc;
 
-use super::approve::{Approval, ApproveError, Asked};
+use super::approve::Asked;
 use super::{Inner, SandboxMode};
 use crate::approval::{self, ApprovalError, Approver, Tier};
+use crate::approval::{Approval, ApproveError};
 use crate::error::{CallError, Refusal};
+use crate::events::{HostEvent, Notice, WorkerStop};
 use crate::plugins::catalog::Plugin;
-use crate::plugins::events::HostEvent;
 use crate::run::sandbox;
 
 impl Inner {
@@ -39,17 +40,16 @@ impl Inner {
                     reason: e.to_string(),
                     exit_code: None,
                     stderr_tail: String::new(),
+                    cause: Some(std::sync::Arc::new(e)),
                 });
             }
         };
-        let command = || self.approve_command(plugin.name());
         let refusal = match asked {
             Asked::Done(Approval::NotNeeded | Approval::AlreadyApproved | Approval::Approved) => {
                 return Ok(());
             }
             Asked::Done(Approval::Declined) => Refusal::Declined {
                 plugin: plugin.name().to_owned(),
-                command: command(),
             },
             Asked::NobodyToAsk(state) => match state.withheld(tool) {
                 Some(change) => {
@@ -59,15 +59,15 @@ impl Inner {
                             plugin: plugin.name().to_owned(),
                             tool: tool.to_owned(),
                             change,
-                            command: command(),
                         },
                     });
                 }
-                None => approval::refusal(&plugin.manifest, &state, &command())
+                None => approval::refusal(&plugin.manifest, &state)
                     .expect("a state that needs approval has a refusal"),
             },
         };
-        self.workers.kill(plugin.name(), "its approval changed");
+        self.workers
+            .kill(plugin.name(), WorkerStop::ApprovalChanged);
         Err(CallError::NotAllowed { refusal })
     }
 
@@ -109,12 +109,9 @@ impl Inner {
                 });
             }
             if !self.sandbox_warned.swap(true, Ordering::Relaxed) {
-                self.bus.publish(HostEvent::Notice {
-                    message: format!(
-                        "warning: this kernel cannot enforce every permission: {}",
-                        missing.join("; ")
-                    ),
-                });
+                self.bus.publish(HostEvent::Notice(Notice::SandboxDegraded {
+                    missing: missing.clone(),
+                }));
             }
         }
         let prepared = confinement.for_call().map_err(failed)?;
@@ -173,15 +170,68 @@ impl Inner {
         let plugins =
             (self.config.plugins_dir != plugins).then_some(self.config.plugins_dir.as_path());
         let state = (self.config.state_dir != state).then_some(self.config.state_dir.as_path());
-        crate::approval::approve_command_in(plugin, plugins, state)
+        approve_command_in(plugin, plugins, state)
     }
 }
 
 fn unreadable(e: ApprovalError) -> CallError {
     CallError::NotAllowed {
-        refusal: Refusal::ApprovalsUnreadable {
-            path: e.path().to_owned(),
-            message: e.to_string(),
-        },
+        refusal: Refusal::ApprovalsUnreadable(e),
+    }
+}
+
+/// The command that approves a plugin, naming the plugins and state folders
+/// when they are not the defaults (pass `None` for a default one), so that the
+/// command copied from an error message approves the plugin that was refused.
+fn approve_command_in(
+    plugin: &str,
+    plugins_dir: Option<&Path>,
+    state_dir: Option<&Path>,
+) -> String {
+    let mut cmd = String::from("plughost");
+    if let Some(dir) = plugins_dir {
+        cmd.push_str(" --plugins-dir ");
+        cmd.push_str(&shell_quote(&dir.to_string_lossy()));
+    }
+    if let Some(dir) = state_dir {
+        cmd.push_str(" --state-dir ");
+        cmd.push_str(&shell_quote(&dir.to_string_lossy()));
+    }
+    cmd.push_str(" approve ");
+    cmd.push_str(&shell_quote(plugin));
+    cmd
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn the_approve_command_names_non_default_folders_quoted_for_a_shell() {
+        assert_eq!(
+            super::approve_command_in(
+                "kv-store",
+                Some(Path::new("/tmp/my plugins")),
+                Some(Path::new("/tmp/state"))
+            ),
+            "plughost --plugins-dir '/tmp/my plugins' --state-dir /tmp/state approve kv-store"
+        );
+        assert_eq!(
+            super::approve_command_in("kv", None, None),
+            "plughost approve kv"
+        );
     }
 }

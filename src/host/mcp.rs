@@ -7,12 +7,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Inner;
-use super::approve::{ApproveError, blocking};
+use super::approve::blocking;
 use super::call::{Failure, Prepared};
-use crate::approval::{self, ApprovalState, pins};
+use super::diff::diff;
+use crate::approval::ApproveError;
+use crate::approval::{ApprovalState, ApprovalView, pins};
 use crate::error::{CallError, Refusal};
+use crate::events::{HostEvent, Notice};
 use crate::plugins::catalog::{Plugin, ToolRef};
-use crate::plugins::events::{HostEvent, diff};
 use crate::plugins::mcp_tools::{self, ListedTool};
 use crate::run::executor::{Finished, Progress, RunError};
 use crate::run::mcp::OnTools;
@@ -81,16 +83,14 @@ impl Inner {
                 ),
                 exit_code: None,
                 stderr_tail: String::new(),
+                cause: None,
             });
         }
         let state = self
             .approval_state_of(&current, Some(tool))
             .await
             .map_err(|e| CallError::NotAllowed {
-                refusal: Refusal::ApprovalsUnreadable {
-                    path: e.path().to_owned(),
-                    message: e.to_string(),
-                },
+                refusal: Refusal::ApprovalsUnreadable(e),
             })?;
         match state.withheld(tool) {
             None => Ok(()),
@@ -99,7 +99,6 @@ impl Inner {
                     plugin: plugin.name().to_owned(),
                     tool: tool.to_owned(),
                     change,
-                    command: self.approve_command(plugin.name()),
                 },
             }),
         }
@@ -121,13 +120,12 @@ impl Inner {
     pub(super) fn apply_listing(&self, plugin: &Plugin, listed: &[ListedTool]) {
         let path = mcp_tools::cache_path(&self.config.state_dir, plugin.name());
         if let Err(e) = mcp_tools::write_cache(&path, listed) {
-            self.bus.publish(HostEvent::Notice {
-                message: format!(
-                    "plugin \"{}\": cannot write its tool cache {}: {e}; its tools will be listed again at the next start",
-                    plugin.name(),
-                    path.display()
-                ),
-            });
+            self.bus
+                .publish(HostEvent::Notice(Notice::ToolCacheUnwritable {
+                    plugin: plugin.name().to_owned(),
+                    path,
+                    error: e.to_string(),
+                }));
         }
         let _one_at_a_time = self.update.lock().expect("update lock");
         let old = self.catalog.read().expect("catalog lock").clone();
@@ -144,20 +142,14 @@ impl Inner {
         for event in diff(&old, &new, std::slice::from_ref(&name)) {
             self.bus.publish(event);
         }
-        if let Ok(approvals) = self.approvals.load() {
-            let state = approval::state_with_tools(
-                &updated.manifest,
-                approvals.get(&name),
-                updated.tools.iter().map(|t| &t.spec),
-            );
-            if let ApprovalState::ToolsChanged { tools } = state {
-                for w in tools {
-                    self.bus.publish(HostEvent::ToolWithheld {
-                        plugin: name.clone(),
-                        tool: w.tool,
-                        change: w.change.to_string(),
-                    });
-                }
+        let view = ApprovalView::new(new, self.approvals.current());
+        if let Ok(ApprovalState::ToolsChanged { tools }) = view.state(&updated) {
+            for w in tools {
+                self.bus.publish(HostEvent::ToolWithheld {
+                    plugin: name.clone(),
+                    tool: w.tool,
+                    change: w.change,
+                });
             }
         }
     }

@@ -10,8 +10,9 @@ mod builder;
 mod call;
 mod checks;
 mod code_tools;
+mod diff;
 mod dirs;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-plugins")]
 mod mcp;
 mod reload;
 mod reports;
@@ -28,18 +29,17 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
-pub use approve::{Approval, ApproveError};
-pub use builder::{DEFAULT_CONCURRENCY, PluginHostBuilder};
+pub use builder::PluginHostBuilder;
 pub use code_tools::CodeToolsError;
 pub use reports::{Doctor, Listing, PluginListing, ToolListing, Validation};
 
 use crate::approval::{ApprovalStore, ApprovalView, Approver};
 use crate::error::CallError;
+use crate::events::{HostEvent, WorkerStop};
 use crate::observe::Bus;
 use crate::observe::metrics::{Metrics, ToolStats};
 use crate::observe::policy::PolicyState;
 use crate::plugins::catalog::{Catalog, ToolRef};
-use crate::plugins::events::HostEvent;
 use crate::plugins::watcher::{Reload, Watcher};
 use crate::protocol::Invocation;
 use crate::run::executor::Progress;
@@ -112,7 +112,7 @@ struct Inner {
 impl Drop for PluginHost {
     fn drop(&mut self) {
         self.inner.shutdown.cancel();
-        self.inner.workers.kill_all("the host shut down");
+        self.inner.workers.kill_all(WorkerStop::HostShutDown);
     }
 }
 
@@ -216,14 +216,14 @@ impl PluginHost {
     /// Cancels every call in flight and stops every worker.
     pub fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        self.inner.workers.kill_all("the host shut down");
+        self.inner.workers.kill_all(WorkerStop::HostShutDown);
     }
 
     /// Stops the idle workers of persistent plugins and waits until they are
     /// gone: stdin closed, a short grace, then the group kill. Busy workers
     /// stop after their call. The next call starts a fresh worker.
     pub async fn stop_workers(&self) {
-        self.inner.workers.stop_all("asked to stop").await;
+        self.inner.workers.stop_all(WorkerStop::AskedToStop).await;
     }
 
     /// The running workers of persistent plugins, by plugin.

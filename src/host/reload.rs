@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use super::Inner;
+use super::diff::diff;
+use crate::events::{HostEvent, Notice, WorkerStop};
 use crate::plugins::catalog::Catalog;
 use crate::plugins::catalog::FolderResult;
-use crate::plugins::events::{HostEvent, diff};
 use crate::plugins::loader::{is_plugin_folder, load_guarded, plugin_folders};
-use crate::plugins::watcher::Reload;
+use crate::plugins::watcher::{Reload, WatchNews};
 
 impl Inner {
     pub(super) fn set_catalog(&self, catalog: Catalog) -> Arc<Catalog> {
@@ -24,8 +25,16 @@ impl Inner {
         let root = &self.config.plugins_dir;
         let old = self.catalog.read().expect("catalog lock").clone();
         let folders = match reload {
-            Reload::Notice(message) => {
-                let events = vec![HostEvent::Notice { message }];
+            Reload::News(news) => {
+                let notice = match news {
+                    WatchNews::Created(path) => Notice::PluginsDirCreated { path },
+                    WatchNews::Removed(path) => Notice::PluginsDirRemoved { path },
+                    WatchNews::Back(path) => Notice::PluginsDirBack { path },
+                    WatchNews::Failed { reason, polling } => {
+                        Notice::WatchingFailed { reason, polling }
+                    }
+                };
+                let events = vec![HostEvent::Notice(notice)];
                 self.publish(&events);
                 return events;
             }
@@ -53,8 +62,8 @@ impl Inner {
         for folder in &folders {
             if let Some(before) = old.plugin(folder) {
                 let reason = match new.plugin(folder) {
-                    Some(_) => "the plugin changed",
-                    None => "the plugin was removed",
+                    Some(_) => WorkerStop::PluginChanged,
+                    None => WorkerStop::PluginRemoved,
                 };
                 self.workers.retire(before.name(), reason);
                 self.forget_confinement(before.generation);
@@ -69,7 +78,7 @@ impl Inner {
     /// from its cached listing.
     fn load_folder(&self, dir: &std::path::Path) -> FolderResult {
         let loaded = load_guarded(dir);
-        #[cfg(feature = "mcp")]
+        #[cfg(feature = "mcp-plugins")]
         let loaded = crate::plugins::mcp_tools::attach_cached(loaded, &self.config.state_dir);
         loaded
     }

@@ -15,8 +15,8 @@ use std::time::Duration;
 use super::Inner;
 use super::approve::blocking;
 use crate::approval::ApprovalView;
+use crate::events::{HostEvent, WorkerStop};
 use crate::plugins::catalog::Plugin;
-use crate::plugins::events::HostEvent;
 use crate::run::worker::Pool;
 
 /// How often the approvals file's identity is compared.
@@ -87,17 +87,15 @@ impl Inner {
                 continue; // a reload retires it
             }
             match view.state(plugin) {
-                Err(_) => self
-                    .workers
-                    .kill(&name, "the approvals file cannot be read"),
+                Err(_) => self.workers.kill(&name, WorkerStop::ApprovalsUnreadable),
                 Ok(state) if !state.allows_call() => {
-                    self.workers.kill(&name, "its approval was revoked");
+                    self.workers.kill(&name, WorkerStop::ApprovalRevoked);
                     self.bus.publish(HostEvent::ApprovalRevoked {
                         plugin: name.clone(),
                     });
                 }
                 Ok(_) if view.grant_key(plugin).as_deref() != Some(key.as_str()) => {
-                    self.workers.retire(&name, "its approval changed");
+                    self.workers.retire(&name, WorkerStop::ApprovalChanged);
                 }
                 Ok(_) => {}
             }

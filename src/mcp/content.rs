@@ -33,10 +33,15 @@ pub(super) fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
     result
 }
 
-/// The MCP result of a host error: `isError: true` with the kind and the reason.
-pub(super) fn error_result(error: &CallError) -> CallToolResult {
+/// The MCP result of a host error: `isError: true` with the kind and the
+/// reason, and for a refusal that approving lifts, who can approve and how.
+pub(super) fn error_result(error: &CallError, approve_command: Option<String>) -> CallToolResult {
+    let remedy = match approve_command {
+        Some(command) => format!("; the user can approve it by running: {command}"),
+        None => String::new(),
+    };
     CallToolResult::error(vec![ContentBlock::text(format!(
-        "error {}: {error}",
+        "error {}: {error}{remedy}",
         error.kind()
     ))])
 }

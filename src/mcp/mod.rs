@@ -254,9 +254,12 @@ impl ServerHandler for McpServer {
             None => None,
         };
         if ticket.is_some() && _slot.is_none() {
-            return Ok(error_result(&crate::CallError::Cancelled {
-                tool: request.name.to_string(),
-            })
+            return Ok(error_result(
+                &crate::CallError::Cancelled {
+                    tool: request.name.to_string(),
+                },
+                None,
+            )
             .into());
         }
         let options = CallOptions {
@@ -281,7 +284,13 @@ impl ServerHandler for McpServer {
         }
         Ok(match result {
             Ok(outcome) => outcome_result(&outcome),
-            Err(e) => error_result(&e),
+            Err(e) => {
+                let command = e
+                    .refusal()
+                    .and_then(crate::Refusal::plugin_to_approve)
+                    .map(|p| self.host.approve_command(p));
+                error_result(&e, command)
+            }
         }
         .into())
     }

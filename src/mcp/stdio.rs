@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
 use super::wire::{self, Checked, Rejection};
-use crate::plugins::events::HostEvent;
+use crate::events::HostEvent;
 
 /// Bytes of an oversized line kept to find its id.
 const ID_PREFIX: usize = 64 * 1024;

@@ -85,7 +85,7 @@ impl AuditLog {
             .lock()
             .map_err(|_| "audit log lock poisoned".to_owned())?;
         file.write_all(&line)
-            .map_err(|e| format!("cannot write the audit log: {e}"))
+            .map_err(|e| format!("cannot write the audit log: {e}").into())
     }
 }
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::CallError;
+use crate::events::HostEvent;
 use crate::observe::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
-use crate::plugins::events::HostEvent;
 use crate::run::outcome::ToolOutcome;
 
 /// Counters of one tool.
@@ -101,7 +101,7 @@ impl Observer for Metrics {
                     .entry(plugin.clone())
                     .or_default()
                     .stopped
-                    .entry(reason.clone())
+                    .entry(reason.to_string())
                     .or_default() += 1;
             }
             _ => {}

@@ -10,6 +10,10 @@ pub(crate) mod audit;
 pub(crate) mod metrics;
 pub(crate) mod policy;
 
+pub use audit::AuditRecord;
+pub use metrics::{ToolStats, WorkerStats};
+pub use policy::Policy;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -18,13 +22,14 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::error::{CallError, ErrorKind};
-use crate::plugins::events::HostEvent;
+use crate::events::{HostEvent, Notice};
 use crate::protocol::{Invocation, ToolErrorKind};
 use crate::run::executor::Progress;
 use crate::run::outcome::ToolOutcome;
 
-/// What an observer method returns; an `Err` is reported as a notice.
-pub type ObserverResult = Result<(), String>;
+/// What an observer method returns; an `Err` is reported as a notice
+/// ([`Notice::ObserverFailed`]). `Err("why".into())` makes one from words.
+pub type ObserverResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 /// Which events an observer wants; the host skips it for the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,8 +206,8 @@ impl Bus {
     }
 
     /// A notice for subscribers only (see the module docs).
-    fn notice(&self, message: String) {
-        let _ = self.events.send(HostEvent::Notice { message });
+    fn notice(&self, notice: Notice) {
+        let _ = self.events.send(HostEvent::Notice(notice));
     }
 
     pub(crate) fn call_started(&self, call: &CallInfo) {
@@ -235,8 +240,14 @@ impl Bus {
     fn guarded(&self, what: &str, f: impl FnOnce() -> ObserverResult) {
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => self.notice(format!("an observer failed on {what}: {e}")),
-            Err(_) => self.notice(format!("an observer panicked on {what}; the host goes on")),
+            Ok(Err(e)) => self.notice(Notice::ObserverFailed {
+                hook: what.to_owned(),
+                error: Some(e.to_string()),
+            }),
+            Err(_) => self.notice(Notice::ObserverFailed {
+                hook: what.to_owned(),
+                error: None,
+            }),
         }
     }
 }

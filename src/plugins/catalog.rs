@@ -19,8 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use jsonschema::Validator;
 use serde::Serialize;
 
-use crate::plugins::manifest::{MANIFEST_FILE, Manifest, ToolSpec};
-use crate::plugins::validate::{CheckedPlugin, ManifestError};
+use crate::plugins::manifest::{MANIFEST_FILE, Manifest, ManifestError, ToolSpec};
 
 /// A plugin that passed validation.
 #[derive(Debug)]
@@ -51,7 +50,7 @@ pub(crate) struct Tool {
     pub output: Option<Validator>,
     /// For an MCP server's tool: its name on the server (without `tool_prefix`).
     #[cfg_attr(
-        not(feature = "mcp"),
+        not(feature = "mcp-plugins"),
         expect(dead_code, reason = "used by MCP server plugins")
     )]
     pub remote_name: Option<String>,
@@ -60,6 +59,25 @@ pub(crate) struct Tool {
 static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
 impl Plugin {
+    /// A newly loaded plugin: a generation of its own.
+    pub(crate) fn new(
+        manifest: Manifest,
+        dir: PathBuf,
+        entrypoint: PathBuf,
+        tools: Vec<Tool>,
+        notes: Vec<String>,
+    ) -> Plugin {
+        Plugin {
+            manifest,
+            dir,
+            entrypoint,
+            tools,
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+            notes,
+            tool_notes: Vec::new(),
+        }
+    }
+
     /// The plugin's name (also its folder name).
     pub(crate) fn name(&self) -> &str {
         &self.manifest.name
@@ -67,7 +85,7 @@ impl Plugin {
 
     /// The same load of the plugin with other tools (an MCP server's list).
     #[cfg_attr(
-        not(feature = "mcp"),
+        not(feature = "mcp-plugins"),
         expect(dead_code, reason = "used by MCP server plugins")
     )]
     pub(crate) fn with_tools(&self, tools: Vec<Tool>, tool_notes: Vec<String>) -> Plugin {
@@ -85,34 +103,6 @@ impl Plugin {
     /// Every problem that did not reject it.
     pub(crate) fn all_notes(&self) -> impl Iterator<Item = &String> {
         self.notes.iter().chain(&self.tool_notes)
-    }
-}
-
-impl From<CheckedPlugin> for Plugin {
-    fn from(c: CheckedPlugin) -> Self {
-        let tools = c
-            .manifest
-            .tools
-            .iter()
-            .cloned()
-            .zip(c.input_validators)
-            .zip(c.output_validators)
-            .map(|((spec, input), output)| Tool {
-                spec,
-                input,
-                output,
-                remote_name: None,
-            })
-            .collect();
-        Plugin {
-            manifest: c.manifest,
-            dir: c.dir,
-            entrypoint: c.entrypoint,
-            tools,
-            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
-            notes: c.notes,
-            tool_notes: Vec::new(),
-        }
     }
 }
 
@@ -322,6 +312,18 @@ impl Catalog {
 
     /// The callable tool name closest to `name`, for "did you mean" hints.
     pub(crate) fn nearest_tool(&self, name: &str) -> Option<&str> {
-        crate::plugins::validate::nearest(name, self.tools.keys().map(String::as_str))
+        nearest(name, self.tools.keys().map(String::as_str))
     }
+}
+
+/// The candidate closest to `word`, when it is close enough to be a likely typo.
+pub(crate) fn nearest<'a>(
+    word: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
+        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
 }

@@ -10,20 +10,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::plugins::catalog::{Catalog, FolderResult, Plugin, Rejected};
-use crate::plugins::validate::{ManifestError, check_plugin};
-
-/// The name of the folder `dir`: its last component as written (a plugin
-/// folder symlinked into the plugins folder goes by the link's name), or for
-/// `.` and `..` the name of the folder they resolve to.
-pub(crate) fn folder_name(dir: &Path) -> String {
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .or_else(|| {
-            let real = dir.canonicalize().ok()?;
-            real.file_name().map(|n| n.to_string_lossy().into_owned())
-        })
-        .unwrap_or_else(|| dir.display().to_string())
-}
+use crate::plugins::manifest::ManifestError;
+use crate::plugins::validate::check_plugin;
+pub(crate) use crate::plugins::validate::folder_name;
 
 /// Loads one plugin folder.
 pub(crate) fn load_folder(dir: &Path) -> FolderResult {

@@ -4,7 +4,7 @@
 //! schemars turns them into `schemas/plugin.schema.json`, and the validator checks
 //! a manifest against that generated schema before anything else. Rules a JSON
 //! Schema cannot express (folder name, entrypoint on disk, schemas that compile)
-//! are checked by [`check_folder`].
+//! are checked by `check_folder`.
 
 use std::fmt;
 use std::path::Path;
@@ -13,14 +13,33 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use crate::plugins::validate::{MAX_MANIFEST_BYTES, ManifestError};
+/// Largest `plugin.json` the loader reads.
+pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 
-/// Checks the plugin folder `dir` the way the host loads it: `plugin.json`
-/// against the schema, then the folder name, the entrypoint on disk and the
-/// tools' schemas. On failure, every problem at once, each with its JSON
-/// pointer.
-pub fn check_folder(dir: &Path) -> Result<Manifest, Vec<ManifestError>> {
-    crate::plugins::validate::check_plugin(dir).map(|checked| checked.manifest)
+/// One problem in a manifest: where (a JSON pointer, empty for the whole file) and what.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ManifestError {
+    pub pointer: String,
+    pub message: String,
+}
+
+impl ManifestError {
+    pub(crate) fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        ManifestError {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.pointer.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.pointer, self.message)
+        }
+    }
 }
 
 /// Name of the manifest file inside a plugin folder.
@@ -331,7 +350,53 @@ impl JsonSchema for Permission {
     }
 }
 
+/// How a tool an MCP server offers now differs from the one the user
+/// approved (its pin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChange {
+    /// Not among the approved tools.
+    New,
+    /// Its description changed.
+    Description,
+    /// Its input schema changed.
+    InputSchema,
+    /// Both changed.
+    DescriptionAndInputSchema,
+}
+
+impl ToolChange {
+    /// A few words for listings: `new`, `description changed`.
+    pub fn short(self) -> &'static str {
+        match self {
+            ToolChange::New => "new",
+            ToolChange::Description => "description changed",
+            ToolChange::InputSchema => "input schema changed",
+            ToolChange::DescriptionAndInputSchema => "description and input schema changed",
+        }
+    }
+}
+
+impl fmt::Display for ToolChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ToolChange::New => "new since the approval",
+            ToolChange::Description => "its description changed since the approval",
+            ToolChange::InputSchema => "its input schema changed since the approval",
+            ToolChange::DescriptionAndInputSchema => {
+                "its description and input schema changed since the approval"
+            }
+        })
+    }
+}
+
 impl Manifest {
+    /// The JSON Schema of `plugin.json`, generated from these types; every
+    /// manifest is checked against it.
+    pub(crate) fn schema() -> Value {
+        schemars::schema_for!(Manifest).to_value()
+    }
+
     /// The tool with this name, if the plugin has one.
     pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)

@@ -3,14 +3,13 @@
 //! [`manifest`] holds the types of `plugin.json`; [`validate`] checks one
 //! plugin folder against the generated schema and the rules a schema cannot
 //! express; [`loader`] scans the plugins folder; [`catalog`] is the snapshot
-//! with its tool index; [`watcher`] turns file-system changes into reloads and
-//! [`events`] says what changed between two snapshots.
+//! with its tool index; [`watcher`] turns file-system changes into reloads.
+//!
 
 pub(crate) mod catalog;
-pub(crate) mod events;
 pub(crate) mod loader;
-pub mod manifest;
-#[cfg(feature = "mcp")]
+pub(crate) mod manifest;
+#[cfg(feature = "mcp-plugins")]
 pub(crate) mod mcp_tools;
 pub(crate) mod shebang;
 #[cfg(test)]

@@ -12,7 +12,6 @@
 //! hang the loader), must be a regular file, and is capped in size.
 
 use std::collections::HashSet;
-use std::fmt;
 use std::io::Read;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
@@ -22,38 +21,11 @@ use jsonschema::Validator;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 
-use crate::plugins::manifest::{MANIFEST_FILE, Manifest, Protocol};
+use crate::plugins::catalog::{Plugin, Tool, nearest};
+use crate::plugins::manifest::{
+    MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest, ManifestError, Protocol,
+};
 use crate::plugins::shebang;
-use crate::schemas;
-
-/// Largest `plugin.json` the loader reads.
-pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
-
-/// One problem in a manifest: where (a JSON pointer, empty for the whole file) and what.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ManifestError {
-    pub pointer: String,
-    pub message: String,
-}
-
-impl ManifestError {
-    fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
-        ManifestError {
-            pointer: pointer.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ManifestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.pointer.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.pointer, self.message)
-        }
-    }
-}
 
 /// A manifest that passed every check, with what the checks resolved.
 #[derive(Debug)]
@@ -69,6 +41,47 @@ pub(crate) struct CheckedPlugin {
     pub output_validators: Vec<Option<Validator>>,
     /// Problems that do not reject it (an interpreter not found yet).
     pub notes: Vec<String>,
+}
+
+/// Checks the plugin folder `dir` the way the host loads it: `plugin.json`
+/// against the schema, then the folder name, the entrypoint on disk and the
+/// tools' schemas. On failure, every problem at once, each with its JSON
+/// pointer.
+pub fn check_folder(dir: &Path) -> Result<Manifest, Vec<ManifestError>> {
+    check_plugin(dir).map(|checked| checked.manifest)
+}
+
+/// The name of the folder `dir`: its last component as written (a plugin
+/// folder symlinked into the plugins folder goes by the link's name), or for
+/// `.` and `..` the name of the folder they resolve to.
+pub(crate) fn folder_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .or_else(|| {
+            let real = dir.canonicalize().ok()?;
+            real.file_name().map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
+impl From<CheckedPlugin> for Plugin {
+    fn from(c: CheckedPlugin) -> Self {
+        let tools = c
+            .manifest
+            .tools
+            .iter()
+            .cloned()
+            .zip(c.input_validators)
+            .zip(c.output_validators)
+            .map(|((spec, input), output)| Tool {
+                spec,
+                input,
+                output,
+                remote_name: None,
+            })
+            .collect();
+        Plugin::new(c.manifest, c.dir, c.entrypoint, tools, c.notes)
+    }
 }
 
 /// Validates the plugin folder `dir`; on failure returns every problem found.
@@ -91,7 +104,7 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
         Err(e) => return Err(vec![ManifestError::new("", e.to_string())]),
     };
 
-    let folder = crate::plugins::loader::folder_name(dir);
+    let folder = folder_name(dir);
     if folder != manifest.name {
         errors.push(ManifestError::new(
             "/name",
@@ -158,7 +171,7 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
             "/tools",
             "an MCP server's tools come from the server itself: remove \"tools\" (plughost lists them when you approve the plugin)",
         )),
-        #[cfg(not(feature = "mcp"))]
+        #[cfg(not(feature = "mcp-plugins"))]
         Protocol::Mcp => errors.push(ManifestError::new(
             "/protocol",
             "this plughost was built without MCP support (the \"mcp\" feature): it cannot run MCP servers",
@@ -382,7 +395,7 @@ fn check_entrypoint(dir: &Path, entrypoint: &str) -> Result<PathBuf, String> {
 static MANIFEST_VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
     jsonschema::options()
         .offline()
-        .build(&schemas::manifest_schema())
+        .build(&Manifest::schema())
         .expect("the generated manifest schema compiles")
 });
 
@@ -527,16 +540,4 @@ fn article(t: &str) -> String {
 
 fn escape_pointer(s: &str) -> String {
     s.replace('~', "~0").replace('/', "~1")
-}
-
-/// The candidate closest to `word`, when it is close enough to be a likely typo.
-pub(crate) fn nearest<'a>(
-    word: &str,
-    candidates: impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
-    candidates
-        .map(|c| (strsim::damerau_levenshtein(word, c), c))
-        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
 }

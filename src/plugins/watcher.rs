@@ -41,7 +41,21 @@ pub(crate) enum Reload {
     /// Re-read the whole plugins folder.
     All,
     /// Tell people something about the watcher itself.
-    Notice(String),
+    News(WatchNews),
+}
+
+/// What the watcher has to say about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WatchNews {
+    /// The plugins folder did not exist and was created.
+    Created(PathBuf),
+    /// The plugins folder was removed; the watch waits for it.
+    Removed(PathBuf),
+    /// The plugins folder is back.
+    Back(PathBuf),
+    /// Change notification is unavailable or failed: the folder is polled
+    /// instead (`polling`), or no longer watched.
+    Failed { reason: String, polling: bool },
 }
 
 /// A running watcher; dropping it stops the watch.
@@ -73,10 +87,7 @@ impl Watcher {
         let root = std::path::absolute(root)?;
         if !root.exists() {
             std::fs::create_dir_all(&root)?;
-            apply(Reload::Notice(format!(
-                "created the plugins folder {}",
-                root.display()
-            )));
+            apply(Reload::News(WatchNews::Created(root.clone())));
             apply(Reload::All);
         }
         let stop = Arc::new(AtomicBool::new(false));
@@ -89,10 +100,10 @@ impl Watcher {
         let backend = match native {
             Ok(b) => b,
             Err(reason) => {
-                apply(Reload::Notice(format!(
-                    "file watching is unavailable ({reason}); polling every {:?} instead",
-                    POLL_INTERVAL
-                )));
+                apply(Reload::News(WatchNews::Failed {
+                    reason,
+                    polling: true,
+                }));
                 Backend::polling(tx.clone(), &root)?
             }
         };
@@ -244,13 +255,15 @@ impl Loop {
         match Backend::polling(self.tx.clone(), &self.root) {
             Ok(b) => {
                 self.backend = b;
-                apply(Reload::Notice(format!(
-                    "the file watcher failed ({reason}); polling every {POLL_INTERVAL:?} instead"
-                ))) && apply(Reload::All)
+                apply(Reload::News(WatchNews::Failed {
+                    reason: reason.to_owned(),
+                    polling: true,
+                })) && apply(Reload::All)
             }
-            Err(e) => apply(Reload::Notice(format!(
-                "the file watcher failed ({reason}) and polling could not start: {e}"
-            ))),
+            Err(e) => apply(Reload::News(WatchNews::Failed {
+                reason: format!("{reason}; polling could not start either: {e}"),
+                polling: false,
+            })),
         }
     }
 
@@ -265,15 +278,9 @@ impl Loop {
         if exists {
             // inotify dropped the old watch with the old folder: watch the new one.
             let _ = self.backend.watch(&self.root, RecursiveMode::Recursive);
-            apply(Reload::Notice(format!(
-                "the plugins folder {} is back",
-                self.root.display()
-            ))) && apply(Reload::All)
+            apply(Reload::News(WatchNews::Back(self.root.clone()))) && apply(Reload::All)
         } else {
-            apply(Reload::Notice(format!(
-                "the plugins folder {} was removed; waiting for it to come back",
-                self.root.display()
-            ))) && apply(Reload::All)
+            apply(Reload::News(WatchNews::Removed(self.root.clone()))) && apply(Reload::All)
         }
     }
 

@@ -7,7 +7,7 @@
 
 pub(crate) mod env;
 pub(crate) mod executor;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-plugins")]
 pub(crate) mod mcp;
 pub(crate) mod outcome;
 pub(crate) mod sandbox;

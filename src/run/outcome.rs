@@ -72,6 +72,7 @@ pub(crate) fn interpret(
             reason,
             exit_code: status.code(),
             stderr_tail: finished.stderr,
+            cause: None,
         });
     }
     let response = parsed.map_err(|e| CallError::InvalidOutput {

@@ -75,10 +75,8 @@ fn adding_a_permission_or_variable_asks_again_and_fewer_stay_approved() {
     );
     assert!(!state.allows_call());
     assert_eq!(
-        approval::refusal(&more, &state, "plughost approve notes")
-            .unwrap()
-            .to_string(),
-        "plugin \"notes\" needs re-approval for new permissions shell:exec; run: plughost approve notes"
+        approval::refusal(&more, &state).unwrap().to_string(),
+        "plugin \"notes\" needs re-approval for new permissions shell:exec"
     );
     let new_var = manifest(
         "notes",
@@ -126,18 +124,16 @@ fn adding_a_permission_or_variable_asks_again_and_fewer_stay_approved() {
 #[test]
 fn not_allowed_messages_and_labels() {
     let m = manifest("kv-store", &["shell:exec", "network"], &[]);
-    let cmd = "plughost approve kv-store";
-    let message = |m: &Manifest, state: &ApprovalState| {
-        approval::refusal(m, state, cmd).map(|r| r.to_string())
-    };
+    let message =
+        |m: &Manifest, state: &ApprovalState| approval::refusal(m, state).map(|r| r.to_string());
     assert_eq!(
         message(&m, &ApprovalState::NeedsApproval).unwrap(),
-        "plugin \"kv-store\" needs approval for network, shell:exec; run: plughost approve kv-store"
+        "plugin \"kv-store\" needs approval for network, shell:exec"
     );
     let with_env = manifest("kv-store", &[], &["TOKEN_B", "TOKEN_A"]);
     assert_eq!(
         message(&with_env, &ApprovalState::NeedsApproval).unwrap(),
-        "plugin \"kv-store\" needs approval for env TOKEN_A, env TOKEN_B; run: plughost approve kv-store"
+        "plugin \"kv-store\" needs approval for env TOKEN_A, env TOKEN_B"
     );
     let re = ApprovalState::NeedsReapproval {
         new_permissions: vec![Permission::Network],
@@ -145,7 +141,7 @@ fn not_allowed_messages_and_labels() {
     };
     assert_eq!(
         message(&m, &re).unwrap(),
-        "plugin \"kv-store\" needs re-approval for new permissions network, env TOKEN_A; run: plughost approve kv-store"
+        "plugin \"kv-store\" needs re-approval for new permissions network, env TOKEN_A"
     );
     assert_eq!(
         re.label(),
@@ -154,16 +150,6 @@ fn not_allowed_messages_and_labels() {
     assert_eq!(ApprovalState::NeedsApproval.label(), "needs approval");
     assert!(message(&m, &ApprovalState::Approved).is_none());
     assert!(message(&m, &ApprovalState::Automatic).is_none());
-
-    // Non-default folders are named, quoted for a shell when needed.
-    assert_eq!(
-        approval::approve_command_in(
-            "kv-store",
-            Some(Path::new("/tmp/my plugins")),
-            Some(Path::new("/tmp/state"))
-        ),
-        "plughost --plugins-dir '/tmp/my plugins' --state-dir /tmp/state approve kv-store"
-    );
 }
 
 #[test]

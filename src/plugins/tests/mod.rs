@@ -20,7 +20,8 @@ pub(super) use serde_json::{Value, json};
 pub(super) use crate::plugins::catalog::Catalog;
 pub(super) use crate::plugins::loader;
 pub(super) use crate::plugins::manifest::MANIFEST_FILE;
-pub(super) use crate::plugins::validate::{MAX_MANIFEST_BYTES, ManifestError, check_plugin};
+pub(super) use crate::plugins::manifest::{MAX_MANIFEST_BYTES, ManifestError};
+pub(super) use crate::plugins::validate::check_plugin;
 pub(super) use crate::test_support::{
     Sandbox, example_manifests, examples, manifest, tool_names, write_executable,
 };

@@ -123,7 +123,7 @@ pub(crate) enum RunError {
     Backoff(String),
     /// An MCP server answered with a JSON-RPC error instead of a result.
     #[cfg_attr(
-        not(feature = "mcp"),
+        not(feature = "mcp-plugins"),
         expect(dead_code, reason = "used by MCP server plugins")
     )]
     ServerError {

@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::process::{Worker, WorkerSpec};
-use crate::observe::Bus;
+use crate::events::{EventSink, HostEvent, Notice, WorkerStop};
 use crate::plugins::catalog::Plugin;
-use crate::plugins::events::HostEvent;
 use crate::plugins::manifest::Persistent;
 use crate::protocol::parse_response;
 use crate::run::executor::{End, Finished, Limits, Progress, RunError, StderrCollector, Stop};
@@ -24,7 +23,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The pools of a host, one per persistent plugin.
 pub(crate) struct Workers {
     pools: Mutex<HashMap<String, Arc<Pool>>>,
-    bus: Arc<Bus>,
+    events: EventSink,
 }
 
 /// A running worker, for listings.
@@ -37,10 +36,10 @@ pub struct WorkerInfo {
 }
 
 impl Workers {
-    pub(crate) fn new(bus: Arc<Bus>) -> Workers {
+    pub(crate) fn new(events: EventSink) -> Workers {
         Workers {
             pools: Mutex::default(),
-            bus,
+            events,
         }
     }
 
@@ -60,9 +59,9 @@ impl Workers {
                 return pool.clone();
             }
             pool.retire(if same_load {
-                "its approval changed"
+                WorkerStop::ApprovalChanged
             } else {
-                "the plugin changed"
+                WorkerStop::PluginChanged
             });
         }
         let settings = plugin.manifest.worker_settings().unwrap_or_default();
@@ -74,7 +73,7 @@ impl Workers {
             slots: Arc::new(Semaphore::new(settings.max_workers as usize)),
             state: Mutex::default(),
             wake: Arc::new(Notify::new()),
-            bus: self.bus.clone(),
+            events: self.events.clone(),
             runtime: tokio::runtime::Handle::current(),
         });
         pools.insert(plugin.name().to_owned(), pool.clone());
@@ -84,7 +83,7 @@ impl Workers {
     /// Retires the pool of `plugin` (removed or changed): its idle workers
     /// are told to finish (stdin closed, a grace, then the group kill) in the
     /// background, busy ones after their call.
-    pub(crate) fn retire(&self, plugin: &str, reason: &str) {
+    pub(crate) fn retire(&self, plugin: &str, reason: WorkerStop) {
         if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
             pool.retire(reason);
         }
@@ -92,7 +91,7 @@ impl Workers {
 
     /// Retires the pool of `plugin` and kills its idle workers' process
     /// groups before returning: for a revoked approval, which must not wait.
-    pub(crate) fn kill(&self, plugin: &str, reason: &str) {
+    pub(crate) fn kill(&self, plugin: &str, reason: WorkerStop) {
         if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
             pool.kill_idle(reason);
         }
@@ -100,7 +99,7 @@ impl Workers {
 
     /// Retires every pool and kills every idle worker before returning (host
     /// shutdown, which may happen with no runtime left to wait on).
-    pub(crate) fn kill_all(&self, reason: &str) {
+    pub(crate) fn kill_all(&self, reason: WorkerStop) {
         let pools: Vec<Arc<Pool>> = self
             .pools
             .lock()
@@ -109,13 +108,13 @@ impl Workers {
             .map(|(_, p)| p)
             .collect();
         for pool in pools {
-            pool.kill_idle(reason);
+            pool.kill_idle(reason.clone());
         }
     }
 
     /// Stops every idle worker and waits until they are gone; busy ones stop
     /// after their call.
-    pub(crate) async fn stop_all(&self, reason: &str) {
+    pub(crate) async fn stop_all(&self, reason: WorkerStop) {
         let pools: Vec<Arc<Pool>> = self
             .pools
             .lock()
@@ -124,9 +123,9 @@ impl Workers {
             .map(|(_, p)| p)
             .collect();
         for pool in pools {
-            let idle = pool.take_idle(Some(reason));
+            let idle = pool.take_idle(Some(&reason));
             for worker in idle {
-                pool.stop(worker, End::Finish, reason).await;
+                pool.stop(worker, End::Finish, reason.clone()).await;
             }
         }
     }
@@ -165,7 +164,7 @@ pub(crate) struct Pool {
     state: Mutex<State>,
     /// Wakes the idle janitor.
     wake: Arc<Notify>,
-    bus: Arc<Bus>,
+    events: EventSink,
     /// Where background stops run (a reload may come from the watcher thread).
     runtime: tokio::runtime::Handle,
 }
@@ -178,7 +177,7 @@ struct State {
     failures: u32,
     retry_at: Option<Instant>,
     last_failure: String,
-    retired: Option<String>,
+    retired: Option<WorkerStop>,
     janitor: bool,
 }
 
@@ -214,7 +213,10 @@ impl Pool {
                     lease.worker = Some(worker);
                     break;
                 }
-                Err(why) => self.stop(worker, End::Terminate, &why).await,
+                Err(why) => {
+                    self.stop(worker, End::Terminate, WorkerStop::Misbehaved { why })
+                        .await
+                }
             }
         }
         if let Some(w) = &lease.worker {
@@ -227,23 +229,23 @@ impl Pool {
         lease
     }
 
-    fn retire(&self, reason: &str) {
-        for worker in self.take_idle(Some(reason)) {
-            self.stop_later(worker, End::Finish, reason);
+    fn retire(&self, reason: WorkerStop) {
+        for worker in self.take_idle(Some(&reason)) {
+            self.stop_later(worker, End::Finish, reason.clone());
         }
         self.wake.notify_one();
     }
 
     /// Retires the pool and kills the idle workers' groups synchronously
     /// (dropping a worker kills its group).
-    fn kill_idle(&self, reason: &str) {
-        for worker in self.take_idle(Some(reason)) {
+    fn kill_idle(&self, reason: WorkerStop) {
+        for worker in self.take_idle(Some(&reason)) {
             let (pid, calls) = (worker.pid(), worker.calls);
             drop(worker);
-            self.bus.publish(HostEvent::WorkerStopped {
+            (self.events)(HostEvent::WorkerStopped {
                 plugin: self.plugin.name().to_owned(),
                 worker: pid,
-                reason: reason.to_owned(),
+                reason: reason.clone(),
                 calls,
             });
         }
@@ -251,10 +253,10 @@ impl Pool {
     }
 
     /// Takes the idle workers out; with a reason, marks the pool retired.
-    fn take_idle(&self, retire: Option<&str>) -> Vec<Worker> {
+    fn take_idle(&self, retire: Option<&WorkerStop>) -> Vec<Worker> {
         let mut state = self.state.lock().expect("pool lock");
         if let Some(reason) = retire {
-            state.retired = Some(reason.to_owned());
+            state.retired = Some(reason.clone());
         }
         std::mem::take(&mut state.idle)
     }
@@ -279,27 +281,27 @@ impl Pool {
     }
 
     /// Stops `worker` and reports it.
-    async fn stop(&self, worker: Worker, how: End, reason: &str) {
+    async fn stop(&self, worker: Worker, how: End, reason: WorkerStop) {
         let (pid, calls) = (worker.pid(), worker.calls);
         worker.stop(how, self.kill_grace).await;
-        self.bus.publish(HostEvent::WorkerStopped {
+        (self.events)(HostEvent::WorkerStopped {
             plugin: self.plugin.name().to_owned(),
             worker: pid,
-            reason: reason.to_owned(),
+            reason,
             calls,
         });
     }
 
     /// [`Pool::stop`] in the background, from any thread.
-    fn stop_later(&self, worker: Worker, how: End, reason: &str) {
-        let (plugin, reason) = (self.plugin.name().to_owned(), reason.to_owned());
-        let (bus, grace) = (self.bus.clone(), self.kill_grace);
+    fn stop_later(&self, worker: Worker, how: End, reason: WorkerStop) {
+        let plugin = self.plugin.name().to_owned();
+        let (events, grace) = (self.events.clone(), self.kill_grace);
         // If the runtime is gone, the task (and the worker in it) is dropped,
         // and dropping a worker kills its group.
         self.runtime.spawn(async move {
             let (pid, calls) = (worker.pid(), worker.calls);
             worker.stop(how, grace).await;
-            bus.publish(HostEvent::WorkerStopped {
+            events(HostEvent::WorkerStopped {
                 plugin,
                 worker: pid,
                 reason,
@@ -316,7 +318,7 @@ impl Pool {
         state.busy.retain(|(pid, _)| *pid != worker.pid());
         if let Some(reason) = state.retired.clone() {
             drop(state);
-            self.stop_later(worker, End::Finish, &reason);
+            self.stop_later(worker, End::Finish, reason);
             return;
         }
         state.idle.push(worker);
@@ -343,14 +345,13 @@ impl Pool {
             tail => format!("{detail}; stderr ends with: {tail}"),
         };
         if state.failures == 2 {
-            let message = format!(
-                "plugin \"{}\": its worker keeps exiting before answering ({}); it is started again with backoff, at most every {}s",
-                self.plugin.name(),
-                state.last_failure,
-                MAX_BACKOFF.as_secs()
-            );
+            let notice = Notice::WorkerBackoff {
+                plugin: self.plugin.name().to_owned(),
+                failure: state.last_failure.clone(),
+                max_backoff_secs: MAX_BACKOFF.as_secs(),
+            };
             drop(state);
-            self.bus.publish(HostEvent::Notice { message });
+            (self.events)(HostEvent::Notice(notice));
         }
     }
 
@@ -383,18 +384,18 @@ impl Pool {
         let first = worker.calls == 0;
         let (how, reason) = match &stop {
             // An MCP server was sent notifications/cancelled: it may wind down.
-            Stop::Timeout => (End::Terminate, "the call timed out"),
-            Stop::Cancelled => (End::Terminate, "the call was cancelled"),
-            Stop::OutputTooLarge => (End::Terminate, "its answer was too large"),
-            Stop::Died { exited: true, .. } => (End::Now, "it exited before answering"),
-            Stop::Died { .. } => (End::Terminate, "it closed its stdout before answering"),
+            Stop::Timeout => (End::Terminate, WorkerStop::TimedOut),
+            Stop::Cancelled => (End::Terminate, WorkerStop::Cancelled),
+            Stop::OutputTooLarge => (End::Terminate, WorkerStop::AnswerTooLarge),
+            Stop::Died { exited: true, .. } => (End::Now, WorkerStop::ExitedBeforeAnswering),
+            Stop::Died { .. } => (End::Terminate, WorkerStop::ClosedStdout),
         };
         let (pid, calls) = (worker.pid(), worker.calls);
         let status = worker.stop(how, limits.kill_grace).await;
-        self.bus.publish(HostEvent::WorkerStopped {
+        (self.events)(HostEvent::WorkerStopped {
             plugin: self.plugin.name().to_owned(),
             worker: pid,
-            reason: reason.to_owned(),
+            reason,
             calls,
         });
         self.state
@@ -432,7 +433,7 @@ impl Pool {
     /// A worker that answered: back to the pool, and any start-up failure
     /// streak is over.
     #[cfg_attr(
-        not(feature = "mcp"),
+        not(feature = "mcp-plugins"),
         expect(dead_code, reason = "used by MCP server plugins")
     )]
     fn answered(self: &Arc<Self>, worker: Worker) {
@@ -448,7 +449,7 @@ impl Pool {
     fn started(&self, worker: &Worker) {
         let pid = worker.pid();
         self.state.lock().expect("pool lock").busy.push((pid, 0));
-        self.bus.publish(HostEvent::WorkerStarted {
+        (self.events)(HostEvent::WorkerStarted {
             plugin: self.plugin.name().to_owned(),
             worker: pid,
         });
@@ -480,7 +481,7 @@ impl Lease {
 
     /// Gives a worker that was started but not called back to the pool.
     #[cfg_attr(
-        not(feature = "mcp"),
+        not(feature = "mcp-plugins"),
         expect(dead_code, reason = "used by MCP server plugins")
     )]
     pub(crate) fn give_back(mut self) {
@@ -547,7 +548,14 @@ impl Lease {
                     .expect("pool lock")
                     .busy
                     .retain(|(p, _)| *p != pid);
-                pool.stop(worker, End::Terminate, reason).await;
+                pool.stop(
+                    worker,
+                    End::Terminate,
+                    WorkerStop::Misbehaved {
+                        why: reason.to_owned(),
+                    },
+                )
+                .await;
             }
             None => pool.check_in(worker),
         }
@@ -561,7 +569,7 @@ impl Lease {
     }
 }
 
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-plugins")]
 impl Lease {
     /// Starts an MCP server for this lease: spawn, handshake, first tool list
     /// (returned). `on_tools` receives the lists that follow.
@@ -690,9 +698,15 @@ async fn janitor(pool: Weak<Pool>, wake: Arc<Notify>) {
             }
             old
         };
-        let reason = format!("idle for {}s", timeout.as_secs());
         for worker in expired {
-            p.stop(worker, End::Finish, &reason).await;
+            p.stop(
+                worker,
+                End::Finish,
+                WorkerStop::Idle {
+                    secs: timeout.as_secs(),
+                },
+            )
+            .await;
         }
         let next = {
             let state = p.state.lock().expect("pool lock");

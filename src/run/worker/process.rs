@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Instant;
 
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-plugins")]
 use crate::plugins::mcp_tools::ListedTool;
 use crate::run::executor::{
     Answer, End, Exchange, Framing, Group, Leader, Limits, Output, Pipes, Process, Progress,
     ReadNow, Spawn, StderrCollector, Stdin, Stop, end, exchange,
 };
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-plugins")]
 use crate::run::mcp::{McpAnswer, McpSession, OnTools};
 use crate::run::sandbox::Prepared;
 
@@ -74,7 +74,7 @@ enum Io {
     /// Request and response lines over its pipes.
     Lines(Pipes<Stdin, Output, Output>),
     /// MCP over its pipes, through rmcp's client.
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "mcp-plugins")]
     Mcp(McpSession),
 }
 
@@ -88,7 +88,7 @@ impl Worker {
 
     /// Starts an MCP server, does the handshake and lists its tools (within
     /// `timeout`). `on_tools` receives every later list.
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "mcp-plugins")]
     pub(super) async fn start_mcp(
         spec: WorkerSpec,
         timeout: std::time::Duration,
@@ -172,7 +172,7 @@ impl Worker {
         on_progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<Answer, Stop> {
         #[cfg_attr(
-            not(feature = "mcp"),
+            not(feature = "mcp-plugins"),
             expect(irrefutable_let_patterns, reason = "only lines without MCP")
         )]
         let Io::Lines(pipes) = &mut self.io else {
@@ -200,7 +200,7 @@ impl Worker {
     }
 
     /// One `tools/call` to an MCP server. Returns how it ended and its stderr.
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "mcp-plugins")]
     pub(super) async fn call_mcp(
         &mut self,
         tool: &str,
@@ -230,7 +230,7 @@ impl Worker {
     }
 
     /// An MCP server's tools as it lists them now.
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "mcp-plugins")]
     pub(super) async fn list_mcp(
         &self,
         timeout: std::time::Duration,
@@ -264,11 +264,11 @@ impl Worker {
                     Err(e) => Err(format!("its stdout failed: {e}")),
                 }
             }
-            #[cfg(feature = "mcp")]
+            #[cfg(feature = "mcp-plugins")]
             Io::Mcp(session) if session.is_closed() => {
                 Err("its MCP connection closed between calls".into())
             }
-            #[cfg(feature = "mcp")]
+            #[cfg(feature = "mcp-plugins")]
             Io::Mcp(_) => Ok(()),
         }
     }
@@ -282,7 +282,7 @@ impl Worker {
         } = self;
         match io {
             Io::Lines(pipes) => drop(pipes),
-            #[cfg(feature = "mcp")]
+            #[cfg(feature = "mcp-plugins")]
             Io::Mcp(session) => session.close().await,
         }
         let status = end(&mut group, how, grace).await.ok();
@@ -292,7 +292,7 @@ impl Worker {
 }
 
 /// Why an MCP server could not be started.
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-plugins")]
 pub(crate) enum StartError {
     Spawn(io::Error),
     Connect {

@@ -1,0 +1,329 @@
+//! What happens to a host besides calls: catalog changes, approvals, workers,
+//! and the host's own news, as typed values. Front ends put them in words
+//! (each type's `Display` is the words plughost itself uses).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::plugins::manifest::ToolChange;
+
+/// Where the parts of a host that are not the host itself (the worker
+/// pools) send their events.
+pub(crate) type EventSink = Arc<dyn Fn(HostEvent) + Send + Sync>;
+
+/// Something that changed in the plugins folder, an approval, a worker, or
+/// something the host wants people to know. `plughost watch --json` prints one
+/// per line; observers receive them through [`crate::Observer::event`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum HostEvent {
+    PluginAdded {
+        plugin: String,
+        version: String,
+        tools: Vec<String>,
+    },
+    PluginUpdated {
+        plugin: String,
+        old_version: String,
+        new_version: String,
+        tools: Vec<String>,
+        /// What changed in the manifest, in words: `version`, `permissions
+        /// (+network)`, `tools (+weather_now, -weather_old)`, `env`, …
+        changes: Vec<String>,
+    },
+    PluginRemoved {
+        plugin: String,
+    },
+    PluginRejected {
+        folder: String,
+        errors: Vec<String>,
+    },
+    ToolCollision {
+        tool: String,
+        kept_by: String,
+        skipped_in: String,
+    },
+    /// A tool name claimed twice is now claimed once.
+    ToolCollisionResolved {
+        tool: String,
+        kept_by: String,
+    },
+    ApprovalGranted {
+        plugin: String,
+    },
+    ApprovalRevoked {
+        plugin: String,
+    },
+    /// An MCP server offers a tool that differs from the one the user
+    /// approved (or a new one): it is withheld until approved again.
+    ToolWithheld {
+        plugin: String,
+        tool: String,
+        change: ToolChange,
+    },
+    /// A persistent plugin's worker started; `worker` is its pid.
+    WorkerStarted {
+        plugin: String,
+        worker: u32,
+    },
+    /// A worker stopped, and why: idle, the plugin changed, a timeout…
+    WorkerStopped {
+        plugin: String,
+        worker: u32,
+        reason: WorkerStop,
+        calls: u64,
+    },
+    /// The host's own news: folder created, polling fallback, a degraded
+    /// sandbox, an observer that failed.
+    Notice(Notice),
+}
+
+/// Why a persistent plugin's worker (or MCP server) stopped. Serialized as
+/// its words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkerStop {
+    /// It was idle for its `idle_timeout_secs`.
+    Idle { secs: u64 },
+    /// Its plugin folder changed (new code or manifest).
+    PluginChanged,
+    /// Its plugin folder was removed.
+    PluginRemoved,
+    /// What the plugin is granted changed.
+    ApprovalChanged,
+    /// Its approval was withdrawn.
+    ApprovalRevoked,
+    /// The approvals file cannot be read, so nothing that needs approval runs.
+    ApprovalsUnreadable,
+    /// The host shut down.
+    HostShutDown,
+    /// Asked to stop (`PluginHost::stop_workers`).
+    AskedToStop,
+    /// A call timed out.
+    TimedOut,
+    /// A call was cancelled.
+    Cancelled,
+    /// Its answer was over the size limit.
+    AnswerTooLarge,
+    /// It exited before answering a call.
+    ExitedBeforeAnswering,
+    /// It closed its stdout before answering a call.
+    ClosedStdout,
+    /// It broke the protocol (answered out of step, wrote between calls,
+    /// closed its pipes…): how, in words.
+    Misbehaved { why: String },
+}
+
+impl fmt::Display for WorkerStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkerStop::Idle { secs } => write!(f, "idle for {secs}s"),
+            WorkerStop::PluginChanged => f.write_str("the plugin changed"),
+            WorkerStop::PluginRemoved => f.write_str("the plugin was removed"),
+            WorkerStop::ApprovalChanged => f.write_str("its approval changed"),
+            WorkerStop::ApprovalRevoked => f.write_str("its approval was revoked"),
+            WorkerStop::ApprovalsUnreadable => f.write_str("the approvals file cannot be read"),
+            WorkerStop::HostShutDown => f.write_str("the host shut down"),
+            WorkerStop::AskedToStop => f.write_str("asked to stop"),
+            WorkerStop::TimedOut => f.write_str("the call timed out"),
+            WorkerStop::Cancelled => f.write_str("the call was cancelled"),
+            WorkerStop::AnswerTooLarge => f.write_str("its answer was too large"),
+            WorkerStop::ExitedBeforeAnswering => f.write_str("it exited before answering"),
+            WorkerStop::ClosedStdout => f.write_str("it closed its stdout before answering"),
+            WorkerStop::Misbehaved { why } => f.write_str(why),
+        }
+    }
+}
+
+impl Serialize for WorkerStop {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// The host's own news: not a plugin, approval or worker change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "notice", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Notice {
+    /// The plugins folder did not exist and was created.
+    PluginsDirCreated { path: PathBuf },
+    /// The plugins folder was removed; the watcher waits for it.
+    PluginsDirRemoved { path: PathBuf },
+    /// The plugins folder is back.
+    PluginsDirBack { path: PathBuf },
+    /// The platform's file watching is unavailable or failed; `polling` says
+    /// whether the folder is polled instead (every half second).
+    WatchingFailed { reason: String, polling: bool },
+    /// This kernel cannot enforce every permission (said once per host).
+    SandboxDegraded { missing: Vec<String> },
+    /// An MCP server's tool list could not be cached; it is listed again at
+    /// its next start.
+    ToolCacheUnwritable {
+        plugin: String,
+        path: PathBuf,
+        error: String,
+    },
+    /// A worker keeps exiting before answering; it is started again with
+    /// backoff, at most every `max_backoff_secs`.
+    WorkerBackoff {
+        plugin: String,
+        failure: String,
+        max_backoff_secs: u64,
+    },
+    /// An observer returned an error (`error`) or panicked (`None`); the
+    /// host goes on.
+    ObserverFailed { hook: String, error: Option<String> },
+    /// A subscriber fell behind and lost this many events.
+    EventsDropped { count: u64 },
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Notice::PluginsDirCreated { path } => {
+                write!(f, "created the plugins folder {}", path.display())
+            }
+            Notice::PluginsDirRemoved { path } => write!(
+                f,
+                "the plugins folder {} was removed; waiting for it to come back",
+                path.display()
+            ),
+            Notice::PluginsDirBack { path } => {
+                write!(f, "the plugins folder {} is back", path.display())
+            }
+            Notice::WatchingFailed {
+                reason,
+                polling: true,
+            } => write!(
+                f,
+                "file watching failed ({reason}); polling the plugins folder every 500ms instead"
+            ),
+            Notice::WatchingFailed {
+                reason,
+                polling: false,
+            } => write!(
+                f,
+                "file watching failed ({reason}) and polling could not start: changes to the plugins folder are not noticed until a restart"
+            ),
+            Notice::SandboxDegraded { missing } => write!(
+                f,
+                "warning: this kernel cannot enforce every permission: {}",
+                missing.join("; ")
+            ),
+            Notice::ToolCacheUnwritable {
+                plugin,
+                path,
+                error,
+            } => write!(
+                f,
+                "plugin \"{plugin}\": cannot write its tool cache {}: {error}; its tools will be listed again at the next start",
+                path.display()
+            ),
+            Notice::WorkerBackoff {
+                plugin,
+                failure,
+                max_backoff_secs,
+            } => write!(
+                f,
+                "plugin \"{plugin}\": its worker keeps exiting before answering ({failure}); it is started again with backoff, at most every {max_backoff_secs}s"
+            ),
+            Notice::ObserverFailed {
+                hook,
+                error: Some(e),
+            } => write!(f, "an observer failed on {hook}: {e}"),
+            Notice::ObserverFailed { hook, error: None } => {
+                write!(f, "an observer panicked on {hook}; the host goes on")
+            }
+            Notice::EventsDropped { count } => write!(
+                f,
+                "{count} events were dropped; list the plugins for the current state"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for HostEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostEvent::PluginAdded {
+                plugin,
+                version,
+                tools,
+            } => {
+                write!(f, "added    {plugin} {version} ({})", tools.join(", "))
+            }
+            HostEvent::PluginUpdated {
+                plugin,
+                old_version,
+                new_version,
+                changes,
+                ..
+            } => {
+                write!(f, "updated  {plugin} ")?;
+                if old_version == new_version {
+                    write!(f, "{new_version}")?;
+                } else {
+                    write!(f, "{old_version} -> {new_version}")?;
+                }
+                let changes: Vec<&str> = changes
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|c| *c != "version")
+                    .collect();
+                if !changes.is_empty() {
+                    write!(f, ": {}", changes.join("; "))?;
+                }
+                Ok(())
+            }
+            HostEvent::PluginRemoved { plugin } => write!(f, "removed  {plugin}"),
+            HostEvent::PluginRejected { folder, errors } => {
+                write!(f, "rejected {folder}")?;
+                for e in errors {
+                    write!(f, "\n         {e}")?;
+                }
+                Ok(())
+            }
+            HostEvent::ToolCollision {
+                tool,
+                kept_by,
+                skipped_in,
+            } => write!(
+                f,
+                "collision: tool \"{tool}\" of \"{skipped_in}\" is skipped; \"{kept_by}\" keeps it"
+            ),
+            HostEvent::ToolCollisionResolved { tool, kept_by } => write!(
+                f,
+                "resolved: tool \"{tool}\" is offered by \"{kept_by}\" alone again"
+            ),
+            HostEvent::ToolWithheld {
+                plugin,
+                tool,
+                change,
+            } => write!(
+                f,
+                "withheld tool \"{tool}\" of {plugin}: {change}; approve {plugin} again to review it"
+            ),
+            HostEvent::ApprovalGranted { plugin } => write!(f, "approved {plugin}"),
+            HostEvent::ApprovalRevoked { plugin } => write!(f, "revoked  {plugin}"),
+            HostEvent::WorkerStarted { plugin, worker } => {
+                write!(f, "worker   {plugin} started (pid {worker})")
+            }
+            HostEvent::WorkerStopped {
+                plugin,
+                worker,
+                reason,
+                calls,
+            } => write!(
+                f,
+                "worker   {plugin} stopped (pid {worker}, {calls} call{}): {reason}",
+                if *calls == 1 { "" } else { "s" }
+            ),
+            HostEvent::Notice(notice) => write!(f, "note     {notice}"),
+        }
+    }
+}
