@@ -1,7 +1,7 @@
 //! `plughost call` through the real binary: exit codes, output, stdin input,
 //! and every bundled example answering as documented.
 
-mod util;
+use crate::util;
 
 use std::io::Write;
 use std::process::Stdio;

@@ -1,7 +1,7 @@
 //! What the CLI prints about plugins: `list`, `validate` and `schema`, with
 //! their exit codes and JSON shapes.
 
-mod util;
+use crate::util;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! kind, that the call returns within its limit plus the grace, and that no
 //! process of the plugin survives it.
 
-mod util;
+use crate::util;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! context flags of `call`, the input cap, a plugin-reported error kind, and
 //! export names a provider refuses.
 
-mod util;
+use crate::util;
 
 use std::process::Stdio;
 

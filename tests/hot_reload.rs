@@ -1,7 +1,7 @@
 //! Hot reload with real files: each change is made the way tools make it, and
 //! the test waits for the expected events, then checks nothing else arrives.
 
-mod util;
+use crate::util;
 
 use plughost::events::Notice;
 

@@ -1,9 +1,8 @@
 //! `plughost serve` driven by a real MCP client (rmcp's), over stdio.
 #![cfg(feature = "mcp-server")]
 
-#[path = "util/mcp_client.rs"]
-mod mcp_client;
-mod util;
+use crate::mcp_client;
+use crate::util;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! drop a connection or send bytes no SDK would.
 #![cfg(feature = "mcp-server")]
 
-mod util;
+use crate::util;
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};

@@ -6,9 +6,8 @@
 //! server, and later hosts list the tools from the cache.
 #![cfg(all(feature = "mcp-server", feature = "mcp-plugins"))]
 
-#[path = "util/mcp_client.rs"]
-mod mcp_client;
-mod util;
+use crate::mcp_client;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

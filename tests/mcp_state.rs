@@ -4,9 +4,8 @@
 //! since permission bits do not stop root.
 #![cfg(feature = "mcp-server")]
 
-#[path = "util/mcp_client.rs"]
-mod mcp_client;
-mod util;
+use crate::mcp_client;
+use crate::util;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

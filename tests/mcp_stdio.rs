@@ -2,7 +2,7 @@
 //! raw pipes, every line answered as JSON-RPC promises.
 #![cfg(feature = "mcp-server")]
 
-mod util;
+use crate::util;
 
 use std::process::Stdio;
 use std::time::Duration;

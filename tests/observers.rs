@@ -1,6 +1,6 @@
 //! Hooks, metrics, the audit log and the call policy, against real plugins.
 
-mod util;
+use crate::util;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! Approval through the real binary: refusals that say how to approve, the
 //! prompt on a real pseudo-terminal, persistence, re-approval, a corrupt file.
 
-mod util;
+use crate::util;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

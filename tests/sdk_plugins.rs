@@ -5,7 +5,7 @@
 //! from it, a copy of the SDK, and a manifest whose tools the code prints.
 #![cfg(feature = "mcp-server")]
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! against the tools its code prints for `--manifest-tools`, through the real
 //! binary.
 
-mod util;
+use crate::util;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! every per-call limit per request, a fresh worker after any failure, the
 //! pool's bounds, reload, idle stop and shutdown, checked in /proc.
 
-mod util;
+use crate::util;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

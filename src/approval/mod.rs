@@ -178,6 +178,7 @@ impl Approvals {
 /// Where a plugin stands.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ApprovalState {
     /// Tier 1: runs without approval.
     Automatic,
@@ -197,6 +198,7 @@ pub enum ApprovalState {
 
 /// A tool withheld until the user approves again, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[non_exhaustive]
 pub struct WithheldTool {
     pub tool: String,
     pub change: ToolChange,

@@ -267,6 +267,7 @@ impl PluginHost {
 
 /// A callable tool as front ends show it.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ToolInfo {
     pub name: String,
     pub description: String,

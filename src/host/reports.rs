@@ -19,6 +19,7 @@ use crate::run::worker::WorkerInfo;
 /// The plugins of a folder: loaded, rejected, and the tool names claimed twice.
 /// `plughost list --json` prints it.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Listing {
     pub plugins_dir: PathBuf,
     pub plugins: Vec<PluginListing>,
@@ -28,6 +29,7 @@ pub struct Listing {
 
 /// One loaded plugin in a [`Listing`].
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct PluginListing {
     pub name: String,
     pub version: String,
@@ -55,6 +57,7 @@ pub struct PluginListing {
 
 /// One tool in a [`PluginListing`].
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ToolListing {
     pub name: String,
     pub description: String,
@@ -73,6 +76,7 @@ pub struct ToolListing {
 /// What `plughost validate` found: `ok` when nothing was rejected and no tool
 /// name is claimed twice.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Validation {
     pub ok: bool,
     pub report: Listing,
@@ -80,6 +84,7 @@ pub struct Validation {
 
 /// What `plughost doctor` found.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Doctor {
     pub version: &'static str,
     pub plugins_dir: PathBuf,

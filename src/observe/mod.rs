@@ -57,6 +57,7 @@ impl Interests {
 
 /// A call as observers see it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CallInfo {
     pub call_id: u64,
     pub tool: String,
@@ -69,6 +70,7 @@ pub struct CallInfo {
 
 /// How a call ended, for observers.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CallSummary {
     pub duration: Duration,
     /// Bytes of the result text returned to the caller.

@@ -19,6 +19,7 @@ use crate::run::executor::Finished;
 /// A call that reached its plugin and got a response back. `is_error` is the
 /// plugin's own verdict, not a host failure.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ToolOutcome {
     pub tool: String,
     pub plugin: String,

@@ -91,6 +91,14 @@ impl Process {
     ///
     /// Retries briefly on ETXTBSY: an entrypoint that was just written (a build,
     /// a copy) may still be open for writing in another process.
+    ///
+    /// # Blocking
+    /// The spawn holds the calling thread until the child has exec'd: a
+    /// `CLONE_VFORK` child runs on the parent's memory until then (and a
+    /// sandboxed one is cloned by a spawner thread the caller waits for).
+    /// That is the time of one `exec`, tens to a few hundred microseconds,
+    /// less than a hop to a blocking thread and back would add; so it runs on
+    /// the caller's runtime thread, like tokio's own `Command::spawn`.
     pub(crate) async fn spawn(spawn: Spawn<'_>) -> io::Result<Process> {
         #[cfg(target_os = "linux")]
         {

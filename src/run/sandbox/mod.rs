@@ -149,6 +149,7 @@ pub(crate) struct Enforcement {
 /// What this kernel can enforce, for `plughost doctor` and for the warning shown
 /// when the sandbox is degraded.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct SandboxSupport {
     /// The kernel's Landlock ABI version; `None` when Landlock is missing or off.
     pub landlock_abi: Option<i32>,

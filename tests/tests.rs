@@ -1,0 +1,24 @@
+//! The integration tests: the real binary, real plugins, real MCP peers.
+//! One test binary with a module per area (one link instead of fifteen).
+
+mod util;
+
+#[cfg(feature = "mcp-server")]
+#[path = "util/mcp_client.rs"]
+mod mcp_client;
+
+mod cli;
+mod cli_plugins;
+mod executor;
+mod first_hour;
+mod hot_reload;
+mod mcp;
+mod mcp_http;
+mod mcp_plugins;
+mod mcp_state;
+mod mcp_stdio;
+mod observers;
+mod permissions;
+mod sdk_plugins;
+mod validate_code;
+mod workers;
