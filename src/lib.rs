@@ -63,6 +63,7 @@ pub mod mcp;
 pub mod observe;
 pub mod paths;
 mod plugins;
+pub mod protect;
 pub mod protocol;
 mod run;
 pub mod schemas;

@@ -273,7 +273,10 @@ mod sandboxed {
             return;
         }
         let sandbox = Sandbox::new();
-        let outside = sandbox.root.path().join("outside.txt");
+        // Beside the plugins and state folders, not in the folder that holds
+        // them: a folder that holds a protected path takes no new files.
+        let outside = sandbox.root.path().join("elsewhere/outside.txt");
+        std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
         let script = format!(
             "echo data > \"$PLUGHOST_DATA_DIR/inside.txt\" || exit 5\n\
              if echo x > '{}' 2>/dev/null; then echo '{{\"result\":\"escaped\"}}'; else echo '{{\"result\":\"refused\"}}'; fi",
@@ -380,7 +383,10 @@ mod sandboxed {
             return;
         }
         let sandbox = Sandbox::new();
-        let outside = sandbox.root.path().join("outside.txt");
+        // Beside the plugins and state folders, not in the folder that holds
+        // them: a folder that holds a protected path takes no new files.
+        let outside = sandbox.root.path().join("elsewhere/outside.txt");
+        std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
         let script = format!(
             "if echo x > '{}' 2>/dev/null; then r=escaped; else r=refused; fi\n\
              echo \"{{\\\"result\\\":\\\"$r\\\"}}\"",
@@ -516,7 +522,10 @@ mod sandboxed {
             return;
         }
         let sandbox = Sandbox::new();
-        let outside = sandbox.root.path().join("outside.txt");
+        // Beside the plugins and state folders, not in the folder that holds
+        // them: a folder that holds a protected path takes no new files.
+        let outside = sandbox.root.path().join("elsewhere/outside.txt");
+        std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
         let mut m = util::manifest("probe", "probe_run");
         m["permissions"] = json!([]);
         sandbox.write_plugin("probe", &m, &format!("#!/bin/sh\ncat >/dev/null\necho x > '{}' || exit 4\necho '{{\"result\":\"ok\"}}'\n", outside.display()));

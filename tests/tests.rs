@@ -19,6 +19,7 @@ mod mcp_state;
 mod mcp_stdio;
 mod observers;
 mod permissions;
+mod protected;
 mod sdk_plugins;
 mod validate_code;
 mod workers;

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Refusal;
 pub use crate::plugins::manifest::ToolChange;
 use crate::plugins::manifest::{EnvVarName, Manifest, Permission, Protocol, ToolSpec};
+use crate::protect;
 
 pub use crate::error::Requirement;
 pub use approver::{Approver, BoxFuture, TerminalApprover};
@@ -94,15 +95,44 @@ pub(crate) enum Tier {
     NeedsApproval,
 }
 
-/// The tier of a manifest, from its permissions and `env` alone.
+/// The tier of a manifest, from its permissions and `env` alone. Reading is
+/// automatic, but for a scoped grant that names a secret (`~/.ssh`).
 pub(crate) fn tier(manifest: &Manifest) -> Tier {
-    let only_read = manifest.permissions.iter().all(Permission::reads_only);
+    let only_read = manifest
+        .permissions
+        .iter()
+        .all(|p| p.reads_only() && named(p).is_none_or(|n| n.kind != protect::Kind::Secret));
     // An MCP server is a long-running program with a tool list of its own: it
     // is always approved by the user.
     if only_read && manifest.env.is_empty() && manifest.protocol != Protocol::Mcp {
         Tier::Automatic
     } else {
         Tier::NeedsApproval
+    }
+}
+
+/// The protected path a scoped grant names, if it names one (see
+/// [`crate::protect`]).
+fn named(p: &Permission) -> Option<protect::ProtectedPath> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let folder = p.folder(home.as_deref())?;
+    protect::named_by(&folder, home.as_deref())
+}
+
+/// What the prompt says of a grant that names a protected path: that it is
+/// a secret, or that what is there runs later.
+pub(crate) fn protected_note(p: &Permission) -> Option<String> {
+    let n = named(p)?;
+    match n.kind {
+        protect::Kind::Secret => Some(format!(
+            "This is a secret ({}): only approve a plugin you trust with it.",
+            n.what
+        )),
+        protect::Kind::RunsLater if p.writes() => Some(format!(
+            "What is there runs later ({}): a plugin that changes it runs code as you.",
+            n.what
+        )),
+        _ => None,
     }
 }
 

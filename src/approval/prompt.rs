@@ -178,6 +178,9 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
             p.grants(),
             new_mark(new_permissions.contains(p))
         );
+        if let Some(note) = super::protected_note(p) {
+            let _ = writeln!(t, "    {note}");
+        }
     }
 
     let mut env = manifest.env.clone();
@@ -195,6 +198,15 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
 
     if shell_and_network(manifest) {
         let _ = writeln!(t, "\n{SHELL_NETWORK_WARNING}");
+    }
+    if permissions
+        .iter()
+        .any(|p| p.writes() && p.scope().is_none())
+    {
+        let _ = writeln!(
+            t,
+            "\nEven so, it cannot change plughost's own state and plugins, your secrets\n(SSH keys, credentials), shell start-up files, MCP client configurations,\nautostart entries or git hooks: a grant must name those (plughost doctor lists them)."
+        );
     }
     t
 }

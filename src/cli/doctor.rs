@@ -58,6 +58,42 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
     for note in &support.notes {
         println!("  note: {note}");
     }
+    println!(
+        "\nprotected paths ({}): no grant reaches them unless it names them",
+        match d.protected_by {
+            "landlock" => "kept out by Landlock",
+            _ => "NOT enforced: no Landlock here",
+        }
+    );
+    use plughost::protect::Kind;
+    for (kind, heading) in [
+        (Kind::Secret, "secrets (neither read nor written)"),
+        (Kind::RunsLater, "run later (never written)"),
+        (Kind::Trust, "plughost's own (whatever a grant says)"),
+    ] {
+        println!("  {heading}:");
+        let (here, absent): (Vec<_>, Vec<_>) = d
+            .protected_paths
+            .iter()
+            .filter(|p| p.kind == kind)
+            .partition(|p| kind == Kind::Trust || p.path.exists());
+        for p in here {
+            println!("    {}  ({})", p.path.display(), p.what);
+        }
+        if !absent.is_empty() {
+            println!(
+                "    and {} more that do not exist here (kept from being made too; --json lists them)",
+                absent.len()
+            );
+        }
+    }
+    println!("  also: .git/hooks and project MCP configurations in folders a plugin may write");
+    if let Some(list) = &d.protected_list {
+        println!(
+            "  add your own secrets, one path a line, in {}",
+            list.display()
+        );
+    }
     if d.problems.is_empty() {
         println!("\nno plugin has a problem");
     } else {

@@ -36,6 +36,8 @@ pub struct PluginHostBuilder {
     pub(super) policy: Policy,
     pub(super) approver: Option<Arc<dyn Approver>>,
     pub(super) sandbox: SandboxMode,
+    /// Paths no plugin reads or writes beside the state folder (a token file).
+    pub(super) private: Vec<PathBuf>,
 }
 
 impl Default for PluginHostBuilder {
@@ -54,6 +56,7 @@ impl Default for PluginHostBuilder {
             policy: Policy::default(),
             approver: None,
             sandbox: SandboxMode::default(),
+            private: Vec::new(),
         }
     }
 }
@@ -137,6 +140,13 @@ impl PluginHostBuilder {
     /// Whether plugin processes are confined to their permissions (default: on).
     pub fn sandbox(mut self, mode: SandboxMode) -> Self {
         self.sandbox = mode;
+        self
+    }
+
+    /// A path no plugin may read or write, whatever it is granted, like the
+    /// state folder (which always is): a bearer token file kept elsewhere.
+    pub fn private_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.private.push(path.into());
         self
     }
 

@@ -136,12 +136,15 @@ impl Inner {
         if let Some(c) = cached.filter(|c| c.is_current()) {
             return Ok(c);
         }
+        let (trust, private) = self.protected_by_host();
         let fresh = Arc::new(sandbox::Confinement::new(&sandbox::Policy {
             plugin_dir: &plugin.dir,
             data_dir,
             tmp_dir: tmp_root,
             entrypoint: &plugin.entrypoint,
             permissions: &plugin.manifest.permissions,
+            trust: &trust,
+            private: &private,
             env,
         })?);
         self.confinements
@@ -149,6 +152,22 @@ impl Inner {
             .expect("confinements lock")
             .insert(plugin.generation, fresh.clone());
         Ok(fresh)
+    }
+
+    /// What this host keeps from every plugin: its trust (the plugins folder,
+    /// its own binary and plughost's configuration), never writable; and its
+    /// state folder (with the paths the builder added), never readable either.
+    pub(super) fn protected_by_host(&self) -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
+        let mut trust = vec![self.config.plugins_dir.clone()];
+        trust.extend(std::env::current_exe().ok());
+        if let Some(list) = crate::protect::user_list_file()
+            && let Some(dir) = list.parent()
+        {
+            trust.push(dir.to_path_buf());
+        }
+        let mut private = vec![self.config.state_dir.clone()];
+        private.extend(self.config.private.iter().cloned());
+        (trust, private)
     }
 
     /// Forgets the confinement of a plugin version a reload replaced (its

@@ -92,12 +92,15 @@ impl PluginHost {
         let sandbox = match self.inner.config.sandbox {
             SandboxMode::Off => None,
             _ => {
+                let (trust, private) = self.inner.protected_by_host();
                 let policy = sandbox::Policy {
                     plugin_dir: &dir,
                     data_dir: &tmp.path,
                     tmp_dir: &tmp.path,
                     entrypoint: &program,
                     permissions: &[],
+                    trust: &trust,
+                    private: &private,
                     env: &env,
                 };
                 let prepared = sandbox::Confinement::new(&policy)

@@ -99,6 +99,16 @@ pub struct Doctor {
     pub sandbox: SandboxSupport,
     /// Permissions nothing enforces.
     pub advisory_permissions: Vec<&'static str>,
+    /// The paths no grant reaches without naming them, whichever exist or
+    /// not (creating one is what a write must not do): the user's secrets and
+    /// what runs later for this home folder, then this host's own trust.
+    pub protected_paths: Vec<crate::protect::ProtectedPath>,
+    /// How they are kept out: `landlock` (the kernel), or `none` where there
+    /// is no Landlock.
+    pub protected_by: &'static str,
+    /// The user's own list of secrets, added to the defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protected_list: Option<PathBuf>,
     /// One sentence per problem, each naming the plugin and the fix.
     pub problems: Vec<String>,
 }
@@ -168,8 +178,41 @@ impl PluginHost {
             rejected: catalog.rejected().count(),
             sandbox: sandbox::support(),
             advisory_permissions: vec!["shell:exec", "clipboard", "notifications"],
+            protected_paths: self.protected_paths(),
+            protected_by: if sandbox::support().filesystem {
+                "landlock"
+            } else {
+                "none"
+            },
+            protected_list: crate::protect::user_list_file(),
             problems,
         }
+    }
+}
+
+impl PluginHost {
+    /// The protected paths of this host: the user's (for `$HOME`), then
+    /// plughost's own trust.
+    fn protected_paths(&self) -> Vec<crate::protect::ProtectedPath> {
+        use crate::protect::{Kind, ProtectedPath};
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut paths = crate::protect::user_paths(home.as_deref());
+        let (trust, private) = self.inner.protected_by_host();
+        for path in private {
+            paths.push(ProtectedPath {
+                path,
+                kind: Kind::Trust,
+                what: "plughost's state (approvals, tokens, plugin data): neither read nor written",
+            });
+        }
+        for path in trust {
+            paths.push(ProtectedPath {
+                path,
+                kind: Kind::Trust,
+                what: "plughost's plugins, binary or configuration: never written",
+            });
+        }
+        paths
     }
 }
 

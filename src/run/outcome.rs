@@ -160,6 +160,42 @@ fn check_attachment(
         .iter()
         .filter_map(|p| p.folder(home.as_deref()))
         .any(|folder| own(&folder));
+    // What no grant reaches but by naming it: the user's secrets, and the
+    // state folder (approvals, tokens, other plugins' data) but for its own
+    // data folder. The sandbox keeps the plugin from reading them; the host
+    // does not read them on its behalf either.
+    let names = |protected: &Path| {
+        permissions
+            .iter()
+            .filter_map(|p| p.folder(home.as_deref()))
+            .any(|folder| {
+                let folder = folder.canonicalize().unwrap_or(folder);
+                folder.starts_with(protected)
+            })
+    };
+    let secret = crate::protect::user_paths(home.as_deref())
+        .into_iter()
+        .filter(|p| p.kind == crate::protect::Kind::Secret)
+        .find(|p| {
+            let protected = p.path.canonicalize().unwrap_or_else(|_| p.path.clone());
+            real.starts_with(&protected) && !names(&protected)
+        });
+    let state = data_dir.parent().and_then(Path::parent);
+    let in_state = state.is_some_and(own) && !own(data_dir);
+    if let Some(p) = secret {
+        return Err(format!(
+            "attachment {} is in {}, which holds {}: no plugin attaches it unless a grant names it",
+            path.display(),
+            p.path.display(),
+            p.what
+        ));
+    }
+    if in_state {
+        return Err(format!(
+            "attachment {} is in plughost's state folder: a plugin attaches only its own data there",
+            path.display()
+        ));
+    }
     if !permissions.contains(&Permission::FilesystemRead)
         && !own(data_dir)
         && !own(&plugin.dir)

@@ -87,6 +87,13 @@ pub(crate) struct Confinement {
     /// deleted and made again is another folder, which the cached descriptor
     /// does not reach.
     checks: Vec<(PathBuf, Arc<Opened>)>,
+    /// The folders whose entries were allowed one by one around a protected
+    /// path, as they were: when one changes (an entry made or removed), the
+    /// confinement is prepared again, so a new file there is reached (and a
+    /// protected path made there stays out).
+    enumerated: Vec<(PathBuf, Changed)>,
+    /// The protected paths kept out of what the plugin was granted.
+    protected: Vec<crate::protect::ProtectedPath>,
     /// Rights on the child's own `/proc/PID`, added in the child (0: none).
     proc_self: u64,
     seccomp: bool,
@@ -98,6 +105,25 @@ pub(crate) struct Confinement {
 struct Rule {
     folder: Arc<Opened>,
     access: u64,
+}
+
+/// What changes when a folder's entries change: its identity and its
+/// modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Changed {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+}
+
+impl Changed {
+    fn of(meta: &std::fs::Metadata) -> Changed {
+        Changed {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        }
+    }
 }
 
 /// A file or folder opened for rules (`O_PATH`), shared by every
@@ -184,11 +210,12 @@ impl Confinement {
         let confine_reads = !policy.grants(Permission::FilesystemRead);
         let confine_writes = !policy.grants(Permission::FilesystemWrite);
         let deny_network = !policy.grants(Permission::Network);
-        // With `filesystem:read` alone, reads stay handled (with rules that allow
-        // everything else) so that the other processes' /proc entries, the host's
-        // environment among them, stay hidden. With `filesystem:write` as well, the
-        // plugin can do anything the user can: there is nothing left to hide.
-        let handle_reads = confine_reads || confine_writes;
+        // Reads and writes are always handled, with rules that allow what is
+        // granted: whatever is granted, the protected paths (the user's
+        // secrets, what runs later, plughost's own trust) and the other
+        // processes' /proc entries stay out of reach.
+        let handle_reads = true;
+        let handle_writes = true;
         let enforcement = expected(
             abi,
             seccomp_ok,
@@ -202,7 +229,7 @@ impl Confinement {
         if handle_reads {
             handled_fs |= read;
         }
-        if confine_writes {
+        if handle_writes {
             handled_fs |= write;
         }
         let mut scopes = BitFlags::from(Scope::Signal);
@@ -212,7 +239,7 @@ impl Confinement {
             handled_net = AccessNet::from_all(NET_ABI) & AccessNet::from_all(kernel);
             scopes |= Scope::AbstractUnixSocket;
         }
-        let any = confine_reads || confine_writes || deny_network;
+        let any = handle_reads || handle_writes || deny_network;
         let scoped = if any {
             scopes & Scope::from_all(SCOPE_ABI) & Scope::from_all(kernel)
         } else {
@@ -225,20 +252,34 @@ impl Confinement {
         };
         let mut rules = Vec::new();
         let mut checks = Vec::new();
+        let mut enumerated = Vec::new();
+        let mut protected = Vec::new();
         if !handled_fs.is_empty() {
+            let allowed = paths::allowed(policy);
+            protected = allowed.protected;
+            for dir in allowed.enumerated {
+                if let Ok(meta) = std::fs::metadata(&dir) {
+                    enumerated.push((dir, Changed::of(&meta)));
+                }
+            }
             for Allow {
                 path,
                 read: r,
                 write: w,
+                list_only,
                 required,
-            } in paths::allowed(policy)
+            } in allowed.rules
             {
                 let mut access = BitFlags::EMPTY;
-                if r {
-                    access |= read;
-                }
-                if w {
-                    access |= write;
+                if list_only {
+                    access |= AccessFs::ReadDir;
+                } else {
+                    if r {
+                        access |= read;
+                    }
+                    if w {
+                        access |= write;
+                    }
                 }
                 access &= handled_fs;
                 if access.is_empty() {
@@ -277,11 +318,19 @@ impl Confinement {
             handled,
             rules,
             checks,
+            enumerated,
+            protected,
             proc_self,
             seccomp: deny_network && seccomp_ok,
             enforcement,
             current: Mutex::new(None),
         })
+    }
+
+    /// The protected paths kept out of what its processes were granted.
+    #[expect(dead_code, reason = "named in denials next")]
+    pub(crate) fn protected(&self) -> &[crate::protect::ProtectedPath] {
+        &self.protected
     }
 
     /// What its processes will have enforced, on this kernel.
@@ -294,7 +343,10 @@ impl Confinement {
     pub(crate) fn is_current(&self) -> bool {
         self.checks.iter().all(|(path, o)| {
             std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (o.dev, o.ino))
-        })
+        }) && self
+            .enumerated
+            .iter()
+            .all(|(path, seen)| std::fs::metadata(path).is_ok_and(|m| Changed::of(&m) == *seen))
     }
 
     /// The confinement of one process: the current ruleset, or a new one
@@ -548,17 +600,22 @@ fn expected(
     [handle_reads, confine_reads, confine_writes, deny_network]: [bool; 4],
 ) -> Enforcement {
     let v = abi.unwrap_or(0);
-    let any = confine_reads || confine_writes || deny_network;
     let mut e = Enforcement {
         landlock_abi: abi,
         reads_confined: confine_reads && v >= 1,
         proc_hidden: handle_reads && v >= 1,
         writes_confined: confine_writes && v >= 1,
+        protected: v >= 1,
         tcp_denied: deny_network && v >= 4,
         sockets_denied: deny_network && seccomp_ok,
-        signals_scoped: any && v >= 6,
+        signals_scoped: v >= 6,
         not_enforced: Vec::new(),
     };
+    if v == 0 {
+        e.not_enforced.push(
+            "protected paths: no Landlock on this kernel, a plugin can reach the user's secrets and plughost's own state".into(),
+        );
+    }
     if confine_reads && !e.reads_confined {
         e.not_enforced
             .push("filesystem:read: no Landlock on this kernel, reads are not confined".into());

@@ -109,6 +109,13 @@ pub(crate) struct Policy<'a> {
     pub entrypoint: &'a Path,
     /// The permissions the user GRANTED (not merely those the manifest asks for).
     pub permissions: &'a [Permission],
+    /// plughost's own trust (its plugins folder, binary and configuration):
+    /// never writable, whatever is granted.
+    pub trust: &'a [PathBuf],
+    /// Neither readable nor writable, whatever is granted (the state folder:
+    /// approvals, tokens, other plugins' data), but for the plugin's own data
+    /// and temp folders in it.
+    pub private: &'a [PathBuf],
     /// The child's environment: `PATH` resolves `#!/usr/bin/env X`, `HOME`,
     /// `PYENV_ROOT`, `NVM_DIR`… locate interpreter managers. A variable missing
     /// here is taken from the host's environment.
@@ -136,6 +143,8 @@ pub(crate) struct Enforcement {
     pub proc_hidden: bool,
     /// Writes are confined to the data and temp folders (no `filesystem:write`).
     pub writes_confined: bool,
+    /// The protected paths are kept out of what was granted (Landlock ABI 1+).
+    pub protected: bool,
     /// TCP connect and bind are denied (no `network`; Landlock ABI 4+).
     pub tcp_denied: bool,
     /// `socket(2)` and `io_uring` are denied (no `network`; seccomp).

@@ -39,6 +39,11 @@ impl Confinement {
         &self.enforcement
     }
 
+    /// The protected paths kept out: none, with nothing enforced.
+    pub(crate) fn protected(&self) -> &[crate::protect::ProtectedPath] {
+        &[]
+    }
+
     /// Always current: it holds no folders.
     pub(crate) fn is_current(&self) -> bool {
         true

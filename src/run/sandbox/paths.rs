@@ -26,9 +26,30 @@ pub(crate) struct Allow {
     pub read: bool,
     /// Create, change, rename and delete.
     pub write: bool,
+    /// List this folder only (its entries' names), nothing beneath it: a
+    /// folder that holds a protected path, whose other entries are allowed
+    /// one by one.
+    pub list_only: bool,
     /// The call fails when this path cannot be opened; other paths are
     /// skipped when missing (not every system has `/lib64` or `/nix`).
     pub required: bool,
+}
+
+/// What [`allowed`] works out: the rules, and the folders whose entries were
+/// allowed one by one around a protected path (a new entry in one of them
+/// is not reached until the confinement is prepared again).
+#[derive(Debug, Default)]
+pub(crate) struct Allowed {
+    pub rules: Vec<Allow>,
+    pub enumerated: Vec<PathBuf>,
+    /// The protected paths kept out of what was granted.
+    pub protected: Vec<crate::protect::ProtectedPath>,
+    /// Project files that run code later (`.git/hooks`, project MCP
+    /// configurations) where the plugin may write: kept read-only by a mount
+    /// namespace where one can be made (Landlock cannot keep them out without
+    /// keeping the plugin from creating files in the project itself).
+    #[expect(dead_code, reason = "kept read-only by the mount namespace next")]
+    pub read_only: Vec<crate::protect::ProtectedPath>,
 }
 
 /// System folders a plugin may always read and execute from.
@@ -97,18 +118,26 @@ const MANAGERS: &[(Option<&str>, &str)] = &[
     (None, ".local/lib"),
 ];
 
-/// Everything the plugin described by `policy` may use.
-pub(crate) fn allowed(policy: &Policy<'_>) -> Vec<Allow> {
+/// What the plugin described by `policy` asks for, before the protected
+/// paths are kept out of it.
+fn wanted(policy: &Policy<'_>) -> Vec<Allow> {
     let mut out = Vec::new();
-    let mut push = |path: PathBuf, read, write, required| {
-        if !out.iter().any(|a: &Allow| a.path == path) {
-            out.push(Allow {
-                path,
-                read,
-                write,
-                required,
-            });
+    let mut push = |path: PathBuf, read: bool, write: bool, required: bool| match out
+        .iter_mut()
+        .find(|a: &&mut Allow| a.path == path)
+    {
+        Some(a) => {
+            a.read |= read;
+            a.write |= write;
+            a.required |= required;
         }
+        None => out.push(Allow {
+            path,
+            read,
+            write,
+            list_only: false,
+            required,
+        }),
     };
     push(policy.data_dir.into(), true, true, true);
     push(policy.tmp_dir.into(), true, true, true);
@@ -124,16 +153,23 @@ pub(crate) fn allowed(policy: &Policy<'_>) -> Vec<Allow> {
             push(folder, true, p.writes(), true);
         }
     }
-    if policy.grants(Permission::FilesystemRead) {
-        // Read everywhere, except the other processes' /proc entries.
+    let (read_all, write_all) = (
+        policy.grants(Permission::FilesystemRead),
+        policy.grants(Permission::FilesystemWrite),
+    );
+    if read_all || write_all {
+        // Everywhere, except the other processes' /proc entries (the host's
+        // environment holds the API keys plugins must not see).
         if let Ok(entries) = std::fs::read_dir("/") {
             for entry in entries.flatten() {
                 let path = entry.path();
                 if path != Path::new("/proc") {
-                    push(path, true, false, false);
+                    push(path, read_all, write_all, false);
                 }
             }
         }
+    }
+    if read_all {
         for file in PROC_GLOBAL {
             push(file.into(), true, false, false);
         }
@@ -153,6 +189,200 @@ pub(crate) fn allowed(policy: &Policy<'_>) -> Vec<Allow> {
         push(dir, true, false, false);
     }
     out
+}
+
+/// Everything the plugin described by `policy` may use: what it asks for,
+/// with every protected path it does not name kept out (see
+/// [`crate::protect`]): its secrets unreadable, the places that run code
+/// later and plughost's own trust unwritable, the state folder (approvals,
+/// tokens, other plugins' data) neither. Landlock can only allow, so a
+/// folder that holds a protected path is not allowed whole: its entries are,
+/// one by one, each but the protected one, and the folder itself can only
+/// be listed. The data and temp folders (in the state folder) are allowed
+/// as they are.
+pub(crate) fn allowed(policy: &Policy<'_>) -> Allowed {
+    let home = var(policy, "HOME").map(PathBuf::from);
+    let home = home.as_deref();
+    let wanted = wanted(policy);
+    let exclusions = Exclusions::of(policy, &wanted, home);
+    let mut out = Allowed {
+        protected: exclusions.protected.clone(),
+        read_only: exclusions.projects.clone(),
+        ..Allowed::default()
+    };
+    for a in wanted {
+        let own = a.path == policy.data_dir || a.path == policy.tmp_dir;
+        if own {
+            out.rules.push(a);
+            continue;
+        }
+        if a.read {
+            carve(&a, false, &exclusions.read, &mut out);
+        }
+        if a.write {
+            carve(&a, true, &exclusions.write, &mut out);
+        }
+    }
+    out
+}
+
+/// The paths kept out of reads and of writes.
+struct Exclusions {
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+    protected: Vec<crate::protect::ProtectedPath>,
+    projects: Vec<crate::protect::ProtectedPath>,
+}
+
+impl Exclusions {
+    fn of(policy: &Policy<'_>, wanted: &[Allow], home: Option<&Path>) -> Exclusions {
+        use crate::protect::{self, Kind};
+        let scoped: Vec<(PathBuf, bool)> = policy
+            .permissions
+            .iter()
+            .filter_map(|p| Some((p.folder(home)?, p.writes())))
+            .collect();
+        // A scoped grant names a protected path when it is that path or one in it.
+        let named = |path: &Path, for_write: bool| {
+            scoped
+                .iter()
+                .any(|(g, writes)| (*writes || !for_write) && g.starts_with(path))
+        };
+        let mut protected = protect::user_paths(home);
+        // Projects (git repositories, MCP configurations) where the plugin may write.
+        let mut projects = Vec::new();
+        let write_roots: Vec<&Path> = if policy.grants(Permission::FilesystemWrite) {
+            home.into_iter().collect()
+        } else {
+            wanted
+                .iter()
+                .filter(|a| a.write && a.path != policy.data_dir && a.path != policy.tmp_dir)
+                .map(|a| a.path.as_path())
+                .collect()
+        };
+        for root in write_roots {
+            if root.is_dir() {
+                projects.extend(
+                    protect::project_paths(root)
+                        .into_iter()
+                        .filter(|p| p.path.exists() && !named(&p.path, true)),
+                );
+            }
+        }
+        let mut read = Vec::new();
+        let mut write = Vec::new();
+        for p in &protected {
+            let path = real(&p.path);
+            match p.kind {
+                Kind::Secret => {
+                    if !named(&p.path, false) {
+                        read.push(path.clone());
+                    }
+                    if !named(&p.path, true) {
+                        write.push(path);
+                    }
+                }
+                Kind::RunsLater if !named(&p.path, true) => write.push(path),
+                _ => {}
+            }
+        }
+        for path in policy.private {
+            read.push(real(path));
+            write.push(real(path));
+        }
+        for path in policy.trust {
+            write.push(real(path));
+        }
+        protected.retain(|p| !named(&p.path, true));
+        Exclusions {
+            read,
+            write,
+            protected,
+            projects,
+        }
+    }
+}
+
+/// `path` with its symbolic links resolved as far as it exists: a protected
+/// path that does not exist yet keeps its name under its real parent.
+fn real(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(r) = at.canonicalize() {
+            let mut out = r;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                at = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// Most folders entered around protected paths for one rule: past it, the
+/// rest of the folder is left out (denied), never allowed whole.
+const MAX_ENUMERATED: usize = 256;
+
+/// Adds the rules that allow `a` (its read side, or its write side) except
+/// what `excluded` holds.
+fn carve(a: &Allow, write: bool, excluded: &[PathBuf], out: &mut Allowed) {
+    let path = real(&a.path);
+    let mut budget = MAX_ENUMERATED;
+    carve_in(&path, write, excluded, out, &mut budget, a.required);
+}
+
+fn carve_in(
+    path: &Path,
+    write: bool,
+    excluded: &[PathBuf],
+    out: &mut Allowed,
+    budget: &mut usize,
+    required: bool,
+) {
+    if excluded.iter().any(|e| path.starts_with(e)) {
+        return;
+    }
+    let rule = |path: PathBuf, list_only: bool, required: bool| Allow {
+        path,
+        read: !write,
+        write,
+        list_only,
+        required,
+    };
+    if !excluded.iter().any(|e| e.starts_with(path)) {
+        out.rules.push(rule(path.to_path_buf(), false, required));
+        return;
+    }
+    // It holds a protected path: its entries one by one.
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return;
+    };
+    if *budget == 0 {
+        return;
+    }
+    *budget -= 1;
+    if !write {
+        out.rules.push(rule(path.to_path_buf(), true, false));
+    }
+    if !out.enumerated.iter().any(|e| e == path) {
+        out.enumerated.push(path.to_path_buf());
+    }
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        // A link is reached through where it points, if that is allowed.
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            continue;
+        }
+        carve_in(&entry.path(), write, excluded, out, budget, false);
+    }
 }
 
 /// A variable of the child's environment, else of the host's; empty is unset.
@@ -319,6 +549,8 @@ mod tests {
             tmp_dir: &plugin,
             entrypoint: &plugin.join("main"),
             permissions: &[],
+            trust: &[],
+            private: &[],
             env: &env,
         };
         let dirs = interpreter_dirs(&policy, Some(&root.join("home")));

@@ -89,6 +89,8 @@ impl Fixture {
             tmp_dir: &self.tmp,
             entrypoint,
             permissions: granted,
+            trust: &[],
+            private: &[],
             env,
         })
         .expect("the sandbox prepares")

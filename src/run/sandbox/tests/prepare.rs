@@ -18,6 +18,8 @@ async fn a_missing_data_folder_fails_preparation() {
         tmp_dir: &fx.tmp,
         entrypoint: &fx.plugin.join("main.sh"),
         permissions: &[],
+        trust: &[],
+        private: &[],
         env: &[],
     })
     .unwrap_err();
@@ -35,6 +37,8 @@ fn enforcement_reports_what_this_kernel_does() {
         tmp_dir: &fx.tmp,
         entrypoint: &entrypoint,
         permissions,
+        trust: &[],
+        private: &[],
         env: &[],
     };
     let confinement = Confinement::new(&policy(&[])).unwrap();
@@ -51,18 +55,15 @@ fn enforcement_reports_what_this_kernel_does() {
         Permission::Network,
     ];
     let confinement = Confinement::new(&policy(&all)).unwrap();
-    assert_eq!(confinement.enforcement().not_enforced, Vec::<String>::new());
+    let e = confinement.enforcement();
+    assert!(!e.reads_confined && !e.writes_confined && !e.tcp_denied && !e.sockets_denied);
+    // Granted everything, it still does not reach the protected paths.
+    assert_eq!(e.protected, support.filesystem);
+    assert_eq!(e.proc_hidden, support.filesystem);
     assert_eq!(
-        *confinement.enforcement(),
-        crate::run::sandbox::Enforcement {
-            landlock_abi: confinement.enforcement().landlock_abi,
-            ..Default::default()
-        },
-        "nothing to enforce"
-    );
-    assert!(
         confinement.for_call().unwrap().is_empty(),
-        "nothing for the child to do: no ruleset, no program"
+        !support.filesystem,
+        "the ruleset keeps the protected paths out"
     );
 }
 
@@ -85,6 +86,8 @@ fn a_scoped_folder_made_again_is_noticed() {
         tmp_dir: &fx.tmp,
         entrypoint: &fx.plugin.join("main.sh"),
         permissions: &granted,
+        trust: &[],
+        private: &[],
         env: &[],
     })
     .unwrap();
@@ -107,6 +110,8 @@ async fn a_ruleset_serves_a_bounded_number_of_processes() {
         tmp_dir: &fx.tmp,
         entrypoint: &fx.plugin.join("main.sh"),
         permissions: &[],
+        trust: &[],
+        private: &[],
         env: &[],
     })
     .unwrap();

@@ -1,0 +1,387 @@
+//! Protected paths, tried as an attacker would: a plugin of each tier (plain
+//! `filesystem:read`, `filesystem:write`, `filesystem:write:~`) tries to
+//! rewrite plughost's approvals, plant a file in its state folder, change
+//! another plugin's code or its own, persist through `~/.bashrc`, an MCP
+//! client's configuration or a git hook, and read the HTTP token, an SSH key
+//! and cloud credentials. All of it is refused by the kernel; ordinary files
+//! under the home folder still work with the matching grant, and a grant
+//! that names `~/.ssh` asks first and then reads it.
+//!
+//! Everything runs through the real binary with `HOME` a throwaway folder,
+//! the state and plugins folders where they are by default under it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::util;
+
+/// A home folder laid out like a user's, with plughost's folders in it.
+struct Home {
+    _root: tempfile::TempDir,
+    home: PathBuf,
+}
+
+impl Home {
+    fn new() -> Home {
+        let root = tempfile::Builder::new()
+            .prefix("plughost-home-")
+            .tempdir()
+            .unwrap();
+        let home = root.path().canonicalize().unwrap();
+        let write = |rel: &str, text: &str| {
+            let p = home.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write(".ssh/id_ed25519", "PRIVATE KEY");
+        write(".aws/credentials", "aws_secret_access_key = s3cr3t");
+        write(".bashrc", "# the user's shell\n");
+        write(".config/Claude/claude_desktop_config.json", "{}");
+        write("notes.txt", "ordinary notes");
+        write("projects/site/.git/hooks/README", "hooks");
+        write("projects/site/index.html", "<p>hi</p>");
+        write(
+            ".local/state/plughost/http-token",
+            "0123456789abcdef0123456789abcdef",
+        );
+        std::fs::create_dir_all(home.join(".plugins")).unwrap();
+        Home { _root: root, home }
+    }
+
+    fn state(&self) -> PathBuf {
+        self.home.join(".local/state/plughost")
+    }
+
+    fn plugins(&self) -> PathBuf {
+        self.home.join(".plugins")
+    }
+
+    /// `plughost` run as the user whose home this is.
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_plughost"));
+        c.env("HOME", &self.home)
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("PLUGHOST_PLUGINS_DIR")
+            .env_remove("PLUGHOST_STATE_DIR");
+        c
+    }
+
+    /// A plugin that tries each of `ops` and reports how each went.
+    fn probe(&self, name: &str, permissions: &[&str]) {
+        let dir = self.plugins().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tool = name.replace('-', "_");
+        let manifest = json!({
+            "name": name, "version": "1.0.0", "description": "Tries paths.",
+            "entrypoint": "main.py", "permissions": permissions,
+            "tools": [{"name": tool, "description": "Tries paths.",
+                       "input_schema": {"type": "object"}}]
+        });
+        std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+        util::write_executable(&dir.join("main.py"), PROBE);
+    }
+
+    /// Runs the probe `name` over `ops`: each `[op, path]` gives "ok" or the error.
+    fn try_ops(&self, name: &str, ops: &[(&str, &Path)]) -> Vec<String> {
+        let ops: Vec<Value> = ops
+            .iter()
+            .map(|(op, path)| json!([op, path.display().to_string()]))
+            .collect();
+        let out = util::run({
+            let mut c = self.cmd();
+            c.args(["--json", "call", &name.replace('-', "_")])
+                .arg(json!({"ops": ops}).to_string());
+            c
+        });
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}\n{}", util::stdout(&out), util::stderr(&out)));
+        v["structured"]["results"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{v:#}"))
+            .iter()
+            .map(|r| r.as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    fn approve(&self, name: &str) {
+        let out = util::run({
+            let mut c = self.cmd();
+            c.args(["approve", name, "--yes"]);
+            c
+        });
+        assert!(out.status.success(), "{}", util::stderr(&out));
+    }
+}
+
+/// Reads its ops from the request and tries each: read a file, write (create
+/// or replace) a file, append to a file.
+const PROBE: &str = r#"#!/usr/bin/python3
+import json, sys
+req = json.load(sys.stdin)
+results = []
+for op, path in req["input"]["ops"]:
+    try:
+        if op == "read":
+            open(path).read()
+        elif op == "write":
+            with open(path, "w") as f:
+                f.write("written by a plugin\n")
+        elif op == "mkdir":
+            import os
+            os.makedirs(path)
+        elif op == "append":
+            with open(path, "a") as f:
+                f.write("appended by a plugin\n")
+        results.append("ok")
+    except OSError as e:
+        results.append(f"{type(e).__name__}: {e.strerror}")
+print(json.dumps({"result": "tried", "structured": {"results": results}}))
+"#;
+
+fn sandbox_enforces_files() -> bool {
+    util::prerequisite(
+        "Landlock (file system confinement)",
+        plughost::report::SandboxSupport::here().filesystem,
+    )
+}
+
+fn assert_denied(results: &[String], what: &[&str]) {
+    for (r, w) in results.iter().zip(what) {
+        assert!(r.starts_with("PermissionError"), "{w}: {r}");
+    }
+}
+
+/// What every writing plugin tries and must be refused.
+fn forbidden_writes(h: &Home) -> Vec<(&'static str, PathBuf, &'static str)> {
+    vec![
+        ("write", h.state().join("approvals.json"), "approvals.json"),
+        (
+            "write",
+            h.state().join("planted.json"),
+            "a new file in the state folder",
+        ),
+        (
+            "write",
+            h.plugins().join("victim/main.sh"),
+            "another plugin's code",
+        ),
+        (
+            "mkdir",
+            h.plugins().join("new-plugin"),
+            "a new plugin folder",
+        ),
+        ("append", h.home.join(".bashrc"), "~/.bashrc"),
+        (
+            "write",
+            h.home.join(".bash_profile"),
+            "a new ~/.bash_profile",
+        ),
+        (
+            "write",
+            h.home.join(".config/Claude/claude_desktop_config.json"),
+            "Claude Desktop's configuration",
+        ),
+        (
+            "write",
+            h.home.join(".ssh/authorized_keys"),
+            "~/.ssh/authorized_keys",
+        ),
+    ]
+}
+
+/// What every plugin tries to read and must be refused.
+fn forbidden_reads(h: &Home) -> Vec<(&'static str, PathBuf, &'static str)> {
+    vec![
+        (
+            "read",
+            h.state().join("http-token"),
+            "the HTTP bearer token",
+        ),
+        ("read", h.home.join(".ssh/id_ed25519"), "~/.ssh/id_ed25519"),
+        (
+            "read",
+            h.home.join(".aws/credentials"),
+            "~/.aws/credentials",
+        ),
+    ]
+}
+
+fn check_tier(h: &Home, name: &str, permissions: &[&str], writes: bool) {
+    h.probe(name, permissions);
+    // Another plugin whose code a writing plugin must not touch.
+    h.probe("victim", &[]);
+    if writes {
+        h.approve(name);
+    }
+    let mut cases = forbidden_reads(h);
+    if writes {
+        cases.extend(forbidden_writes(h));
+    }
+    // Its own code too.
+    cases.push((
+        "write",
+        h.plugins().join(name).join("main.py"),
+        "its own code",
+    ));
+    let ops: Vec<(&str, &Path)> = cases.iter().map(|(op, p, _)| (*op, p.as_path())).collect();
+    let what: Vec<&str> = cases.iter().map(|(_, _, w)| *w).collect();
+    let results = h.try_ops(name, &ops);
+    assert_denied(&results, &what);
+    assert!(!h.state().join("planted.json").exists());
+    assert!(!h.plugins().join("new-plugin").exists());
+    assert_eq!(
+        std::fs::read_to_string(h.home.join(".bashrc")).unwrap(),
+        "# the user's shell\n"
+    );
+    // What the grant is for still works.
+    let notes = h.home.join("notes.txt");
+    let fresh = h.home.join("projects/site/new.html");
+    let index = h.home.join("projects/site/index.html");
+    // A write grant writes; reading is `filesystem:read`'s (scoped write grants read too).
+    let reads = permissions
+        .iter()
+        .any(|p| *p == "filesystem:read" || p.starts_with("filesystem:write:"));
+    let mut ok_ops = Vec::new();
+    if reads {
+        ok_ops.push(("read", notes.as_path()));
+    }
+    if writes {
+        ok_ops.push(("append", notes.as_path()));
+        ok_ops.push(("write", fresh.as_path()));
+        ok_ops.push(("write", index.as_path()));
+    }
+    let results = h.try_ops(name, &ok_ops);
+    assert!(results.iter().all(|r| r == "ok"), "{name}: {results:?}");
+}
+
+#[test]
+fn a_read_grant_reads_no_secret() {
+    if !sandbox_enforces_files() {
+        return;
+    }
+    let h = Home::new();
+    check_tier(&h, "reader", &["filesystem:read"], false);
+}
+
+#[test]
+fn a_write_grant_reaches_neither_plughosts_trust_nor_what_runs_later() {
+    if !sandbox_enforces_files() {
+        return;
+    }
+    let h = Home::new();
+    check_tier(&h, "writer", &["filesystem:write"], true);
+}
+
+#[test]
+fn a_write_grant_on_the_home_folder_is_kept_out_of_the_same() {
+    if !sandbox_enforces_files() {
+        return;
+    }
+    let h = Home::new();
+    check_tier(&h, "home-writer", &["filesystem:write:~"], true);
+}
+
+/// A grant that names `~/.ssh` is a secret's grant: it needs approval (tier
+/// 2, even though it only reads), the prompt says so, then it reads.
+#[test]
+fn a_grant_that_names_a_secret_asks_and_then_reads_it() {
+    if !sandbox_enforces_files() {
+        return;
+    }
+    let h = Home::new();
+    h.probe("keys", &["filesystem:read:~/.ssh"]);
+    let key = h.home.join(".ssh/id_ed25519");
+    let out = util::run({
+        let mut c = h.cmd();
+        c.args(["call", "keys"])
+            .arg(json!({"ops": [["read", key.display().to_string()]]}).to_string());
+        c
+    });
+    assert_eq!(out.status.code(), Some(2), "{}", util::stdout(&out));
+    assert!(
+        util::stderr(&out).contains("needs approval for filesystem:read:~/.ssh"),
+        "{}",
+        util::stderr(&out)
+    );
+    let listing = util::run({
+        let mut c = h.cmd();
+        c.args(["list"]);
+        c
+    });
+    assert!(util::stdout(&listing).contains("needs approval"));
+    h.approve("keys");
+    assert_eq!(h.try_ops("keys", &[("read", &key)]), ["ok"]);
+    // Only what it names: the other secrets stay out.
+    let aws = h.home.join(".aws/credentials");
+    assert!(h.try_ops("keys", &[("read", &aws)])[0].starts_with("PermissionError"));
+}
+
+/// A protected path that does not exist yet cannot be made; a new file in a
+/// folder below the home folder can. (A new file directly in the home folder
+/// cannot: Landlock allows, it does not deny, so a folder that holds a
+/// protected path is allowed entry by entry, never whole.)
+#[test]
+fn a_protected_path_that_does_not_exist_yet_cannot_be_made() {
+    if !sandbox_enforces_files() {
+        return;
+    }
+    let h = Home::new();
+    h.probe("writer", &["filesystem:write"]);
+    h.approve("writer");
+    let profile = h.home.join(".zprofile");
+    let below = h.home.join("projects/new-file.txt");
+    let top = h.home.join("top-level.txt");
+    let results = h.try_ops(
+        "writer",
+        &[("write", &profile), ("write", &below), ("write", &top)],
+    );
+    assert!(results[0].starts_with("PermissionError"), "{results:?}");
+    assert_eq!(results[1], "ok");
+    assert!(results[2].starts_with("PermissionError"), "{results:?}");
+    assert!(!profile.exists());
+}
+
+/// plughost does not read a protected path on a plugin's behalf: an
+/// attachment that points at a secret or into the state folder is refused
+/// like one outside a plugin's reach, even from a plugin granted
+/// `filesystem:read`.
+#[test]
+fn an_attachment_that_points_at_a_protected_path_is_refused() {
+    let h = Home::new();
+    for (name, target) in [
+        ("attach-key", h.home.join(".ssh/id_ed25519")),
+        ("attach-token", h.state().join("http-token")),
+    ] {
+        let dir = h.plugins().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tool = name.replace('-', "_");
+        let manifest = json!({
+            "name": name, "version": "1.0.0", "description": "Attaches a file.",
+            "entrypoint": "main.sh", "permissions": ["filesystem:read"],
+            "tools": [{"name": tool, "description": "Attaches.", "input_schema": {"type": "object"}}]
+        });
+        std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+        let answer = json!({"result": "here", "attachments": [
+            {"media_type": "file", "path": target.display().to_string()}
+        ]});
+        util::write_executable(
+            &dir.join("main.sh"),
+            &format!("#!/bin/sh\ncat >/dev/null\necho '{answer}'\n"),
+        );
+        let out = util::run({
+            let mut c = h.cmd();
+            c.args(["call", &tool, "{}"]);
+            c
+        });
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", util::stdout(&out));
+        let err = util::stderr(&out);
+        assert!(
+            err.contains("invalid_output") && err.contains("attachment"),
+            "{name}: {err}"
+        );
+        assert!(!util::stdout(&out).contains("PRIVATE KEY"));
+    }
+}
