@@ -100,11 +100,14 @@ pub enum CallError {
         stderr_tail: String,
     },
 
-    #[error("\"{tool}\": {reason}")]
+    #[error("\"{tool}\": {reason}{}", denied(denials))]
     Failed {
         tool: String,
         /// What failed, in one sentence.
         reason: String,
+        /// What the sandbox refused the plugin before it failed, when its
+        /// stderr reports it: the likely cause, and the grant that allows it.
+        denials: Vec<Denial>,
         /// The plugin's exit code, when it exited with one.
         exit_code: Option<i32>,
         stderr_tail: String,
@@ -135,6 +138,11 @@ fn not_found(tool: &str, hint: Option<&str>, rejected: Option<&RejectedTool>) ->
         (None, Some(h)) => format!("no tool named \"{tool}\"; did you mean \"{h}\"?"),
         (None, None) => format!("no tool named \"{tool}\""),
     }
+}
+
+/// `; the sandbox refused reading X; grant "…" to allow it`, for each denial.
+fn denied(denials: &[Denial]) -> String {
+    denials.iter().map(|d| format!("; {d}")).collect()
 }
 
 fn head_suffix(head: &str) -> String {
@@ -349,6 +357,65 @@ impl ApprovalError {
             | ApprovalError::TooLarge { path, .. }
             | ApprovalError::Write { path, .. }
             | ApprovalError::Lock { path, .. } => path,
+        }
+    }
+}
+
+/// What the sandbox refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Access {
+    Read,
+    Write,
+    Connect,
+}
+
+/// One thing the sandbox refused a plugin, and the grant that would allow it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Denial {
+    pub access: Access,
+    /// The path (or, for `connect`, the `host:port`) refused.
+    pub target: String,
+    /// The permission that would allow it, as a manifest writes it
+    /// (`filesystem:read:~/.gitconfig`).
+    pub grant: String,
+    /// When the target is a protected path: what it holds, and the path a
+    /// grant must name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protected: Option<(PathBuf, String)>,
+}
+
+impl Denial {
+    /// A refused connection to `target` (`host:port`).
+    #[expect(dead_code, reason = "the egress proxy names its refusals")]
+    pub(crate) fn connect(target: String, grant: String) -> Denial {
+        Denial {
+            access: Access::Connect,
+            target,
+            grant,
+            protected: None,
+        }
+    }
+}
+
+impl fmt::Display for Denial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = match self.access {
+            Access::Read => "reading",
+            Access::Write => "writing",
+            Access::Connect => "connecting to",
+        };
+        write!(f, "the sandbox refused {verb} {}", self.target)?;
+        match &self.protected {
+            Some((path, what)) => write!(
+                f,
+                ", a protected path ({what}): only a grant that names it reaches it, \"{}\" ({} holds it)",
+                self.grant,
+                path.display()
+            ),
+            None => write!(f, "; grant \"{}\" to allow it", self.grant),
         }
     }
 }

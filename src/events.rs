@@ -65,6 +65,13 @@ pub enum HostEvent {
         tool: String,
         change: ToolChange,
     },
+    /// A call failed after the sandbox refused the plugin something (see
+    /// [`crate::sandbox::Denial`]): what, and the grant that would allow it.
+    SandboxDenied {
+        plugin: String,
+        tool: String,
+        denial: crate::error::Denial,
+    },
     /// A persistent plugin's worker started; `worker` is its pid.
     WorkerStarted {
         plugin: String,
@@ -308,6 +315,11 @@ impl fmt::Display for HostEvent {
                 f,
                 "withheld tool \"{tool}\" of {plugin}: {change}; approve {plugin} again to review it"
             ),
+            HostEvent::SandboxDenied {
+                plugin,
+                tool,
+                denial,
+            } => write!(f, "denied   {plugin} ({tool}): {denial}"),
             HostEvent::ApprovalGranted { plugin } => write!(f, "approved {plugin}"),
             HostEvent::ApprovalRevoked { plugin } => write!(f, "revoked  {plugin}"),
             HostEvent::WorkerStarted { plugin, worker } => {

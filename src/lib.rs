@@ -75,6 +75,15 @@ pub mod manifest {
     pub use crate::plugins::validate::check_folder;
 }
 
+/// What the sandbox enforces and what it refused: [`SandboxMode`](sandbox::SandboxMode)
+/// for a host, [`SandboxSupport`](sandbox::SandboxSupport) for this machine,
+/// [`Denial`](sandbox::Denial) for what a plugin was refused.
+pub mod sandbox {
+    pub use crate::error::{Access, Denial};
+    pub use crate::host::{DenialRecord, SandboxMode};
+    pub use crate::run::sandbox::SandboxSupport;
+}
+
 /// What a host reports about itself: `list`, `validate` and `doctor` as
 /// data, for a front end to print.
 pub mod report {

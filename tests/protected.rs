@@ -385,3 +385,39 @@ fn an_attachment_that_points_at_a_protected_path_is_refused() {
         assert!(!util::stdout(&out).contains("PRIVATE KEY"));
     }
 }
+
+/// A call that fails on a protected path says so: what was refused, that it
+/// is protected, and the grant that must name it.
+#[test]
+fn a_denial_of_a_protected_path_is_named_as_such() {
+    if !sandbox_enforces_files() {
+        return;
+    }
+    let h = Home::new();
+    let dir = h.plugins().join("key-reader");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = json!({
+        "name": "key-reader", "version": "1.0.0", "description": "Reads a key.",
+        "entrypoint": "main.sh", "permissions": ["filesystem:read"],
+        "tools": [{"name": "key_read", "description": "Reads.", "input_schema": {"type": "object"}}]
+    });
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    util::write_executable(
+        &dir.join("main.sh"),
+        "#!/bin/sh\ncat >/dev/null\ncat \"$HOME/.ssh/id_ed25519\" || exit 3\n",
+    );
+    let out = util::run({
+        let mut c = h.cmd();
+        c.args(["call", "key_read", "{}"]);
+        c
+    });
+    let err = util::stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "the sandbox refused reading {}",
+            h.home.join(".ssh/id_ed25519").display()
+        )) && err.contains("a protected path (SSH keys)")
+            && err.contains("\"filesystem:read:~/.ssh\""),
+        "{err}"
+    );
+}

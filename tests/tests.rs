@@ -9,6 +9,7 @@ mod mcp_client;
 
 mod cli;
 mod cli_plugins;
+mod denials;
 mod executor;
 mod first_hour;
 mod hot_reload;

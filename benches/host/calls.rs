@@ -49,6 +49,15 @@ pub(crate) async fn rows(bench: &Bench, report: &mut Value) {
             throughput.push(row);
         }
     }
+    let mut protected = Vec::new();
+    on.approve("tiny-writer").await.unwrap();
+    for (plugin, tool) in [
+        ("tiny-reader", "tiny_reader_echo"),
+        ("tiny-writer", "tiny_writer_echo"),
+    ] {
+        protected.push(protected_row(&on, plugin, tool, n).await);
+    }
+    report["protected_paths"] = json!(protected);
     report["library_call_us"] = latency[0]["host_p50_us"].clone();
     report["call_latency"] = json!(latency);
     report["throughput"] = json!(throughput);
@@ -86,6 +95,28 @@ async fn latency_row(
     );
     json!({"plugin": plugin, "host_p50_us": hp50, "host_p99_us": hp99,
            "raw_p50_us": rp50, "raw_p99_us": rp99, "ratio_p50": ratio(hp50, rp50)})
+}
+
+/// A sandboxed call of a plugin granted everywhere, whose ruleset is built
+/// around the protected paths, next to the same binary granted nothing
+/// (whose ruleset holds no protected path to build around), in turn.
+async fn protected_row(host: &PluginHost, plugin: &str, tool: &str, calls: usize) -> Value {
+    let (mut granted, mut bare) = (Vec::new(), Vec::new());
+    for _ in 0..calls.max(10) {
+        let t = Instant::now();
+        host.call(tool, json!({}), Invocation::default())
+            .await
+            .unwrap();
+        granted.push(t.elapsed());
+        let t = Instant::now();
+        host.call("tiny_echo", json!({}), Invocation::default())
+            .await
+            .unwrap();
+        bare.push(t.elapsed());
+    }
+    let (g50, b50) = (pct(&mut granted, 50), pct(&mut bare, 50));
+    json!({"plugin": plugin, "granted_p50_us": g50, "granted_p99_us": pct(&mut granted, 99),
+           "bare_p50_us": b50, "ratio_p50": ratio(g50, b50)})
 }
 
 async fn throughput_row(
@@ -129,6 +160,17 @@ pub(crate) fn print(r: &Value) {
         );
     }
     println!("  library_call_us: {}", cell(&r["library_call_us"]));
+    println!("protected paths (µs, sandbox on)  granted p50  granted p99  bare tiny p50  ratio");
+    for row in r["protected_paths"].as_array().unwrap() {
+        println!(
+            "  {:<30} {:>11} {:>12} {:>14} {:>6}",
+            cell(&row["plugin"]),
+            cell(&row["granted_p50_us"]),
+            cell(&row["granted_p99_us"]),
+            cell(&row["bare_p50_us"]),
+            cell(&row["ratio_p50"])
+        );
+    }
     println!("throughput, tiny (calls/s)     concurrency      host       raw  host/raw");
     for row in r["throughput"].as_array().unwrap() {
         println!(

@@ -59,6 +59,25 @@ pub(crate) fn setup(bench: &mut Bench) {
         "tiny_worker_echo",
         Some(json!({})),
     );
+    // The tiny plugin granted everywhere, so its ruleset is built around the
+    // protected paths (a folder that holds one allowed entry by entry).
+    for (name, tool, permissions) in [
+        (
+            "tiny-reader",
+            "tiny_reader_echo",
+            json!(["filesystem:read"]),
+        ),
+        (
+            "tiny-writer",
+            "tiny_writer_echo",
+            json!(["filesystem:read", "filesystem:write"]),
+        ),
+    ] {
+        install_binary(&bench.plugins, name, &tiny, tool, None);
+        edit_manifest(&bench.plugins.join(name), |m| {
+            m["permissions"] = permissions
+        });
+    }
     let idle = idle_plugins_dir(bench);
     for i in 0..IDLE_WORKERS {
         let name = format!("idle-{i:02}");

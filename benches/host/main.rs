@@ -24,6 +24,11 @@
 //!   `PluginHost::call`, interleaved with a raw tokio spawn of the same plugin.
 //!   Plugins: `tiny` (static C), `hello-world` (bash), `password-gen`
 //!   (python3).
+//! - `protected_paths`: `[{plugin, granted_p50_us, granted_p99_us,
+//!   bare_p50_us, ratio_p50}]`: the tiny plugin granted `filesystem:read`
+//!   (`tiny-reader`) or read and write (`tiny-writer`), sandboxed, whose
+//!   rulesets are built around the protected paths, in turn with the same
+//!   binary granted nothing (`bare`, nothing to build around).
 //! - `throughput`: `[{plugin, sandbox, concurrency, host_calls_per_s,
 //!   raw_calls_per_s, ratio}]`: the tiny plugin at 1, 2, 8 and 32 calls in
 //!   flight, sandbox off and on.

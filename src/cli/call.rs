@@ -95,6 +95,11 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     }
     Ok(match result {
         Ok(outcome) => {
+            if !cli.json {
+                for d in &outcome.denials {
+                    eprintln!("note: {d}");
+                }
+            }
             if cli.json {
                 super::print_json(&outcome);
             } else {

@@ -6,8 +6,17 @@ use std::process::ExitCode;
 
 use super::Cli;
 
-pub fn run(cli: &Cli) -> Result<ExitCode, String> {
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A plugin: what the sandbox refused it recently, and the grants that allow it.
+    name: Option<String>,
+}
+
+pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let host = cli.host()?;
+    if let Some(name) = &args.name {
+        return plugin(cli, &host, name);
+    }
     let d = host.doctor();
     if cli.json {
         super::print_json(&d);
@@ -100,6 +109,48 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
         println!("\nproblems:");
         for p in &d.problems {
             println!("  {p}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plughost doctor NAME`: the plugin's problems and its recent denials.
+fn plugin(cli: &Cli, host: &plughost::PluginHost, name: &str) -> Result<ExitCode, String> {
+    let listing = host.listing();
+    let Some(p) = listing.plugins.iter().find(|p| p.name == name) else {
+        return Err(format!(
+            "no plugin named \"{name}\" in {}",
+            host.plugins_dir().display()
+        ));
+    };
+    let denials = host.recent_denials(name);
+    if cli.json {
+        super::print_json(&serde_json::json!({
+            "plugin": name,
+            "approval": p.approval,
+            "notes": p.notes,
+            "denials": denials,
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{name} {}  ({})", p.version, p.approval);
+    println!(
+        "  permissions: {}",
+        if p.permissions.is_empty() {
+            "(none)".to_owned()
+        } else {
+            p.permissions.join(", ")
+        }
+    );
+    for note in &p.notes {
+        println!("  warning: {note}");
+    }
+    if denials.is_empty() {
+        println!("  no recent sandbox denials");
+    } else {
+        println!("  recent sandbox denials (newest last):");
+        for d in &denials {
+            println!("    [{}] {}: {}", d.time, d.tool, d.message);
         }
     }
     Ok(ExitCode::SUCCESS)

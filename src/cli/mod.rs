@@ -100,8 +100,9 @@ enum Command {
     Export(export::Args),
     /// Read a model's reply on stdin and print its <tool_call> blocks as JSON.
     ParseToolCall,
-    /// What this machine enforces, the folders in use, and plugins with problems.
-    Doctor,
+    /// What this machine enforces, the folders in use, and plugins with problems;
+    /// with NAME, what the sandbox refused that plugin recently.
+    Doctor(doctor::Args),
     /// Create a plugin folder that validates and runs, to start from.
     New(new::Args),
     /// Summarize an audit log: calls, outcomes and durations per tool.
@@ -142,7 +143,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Serve(args) => serve::run(&cli, args),
         Command::Stats(args) => stats::run(&cli, args),
         Command::New(args) => new::run(&cli, args),
-        Command::Doctor => doctor::run(&cli),
+        Command::Doctor(args) => doctor::run(&cli, args),
         Command::Export(args) => export::run(&cli, args),
         Command::ParseToolCall => export::run_parse(),
         Command::Completions(args) => completions::run(args),

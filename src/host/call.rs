@@ -108,6 +108,7 @@ impl Inner {
         let data = data_dir(&self.config.state_dir, plugin).map_err(|e| CallError::Failed {
             tool: tool.to_owned(),
             reason: e.to_string(),
+            denials: Vec::new(),
             exit_code: None,
             stderr_tail: String::new(),
             cause: Some(std::sync::Arc::new(e)),
@@ -161,7 +162,9 @@ impl Inner {
             (_, None) => self.run_per_call(&call, stop, &on_progress).await,
             (_, Some(_)) => self.run_on_worker(&call, stop, &on_progress, worker).await,
         };
-        finish(tool_ref, reply, &call.limits, &call.data)
+        let mut result = finish(tool_ref, reply, &call.limits, &call.data);
+        self.name_denials(plugin, tool, &mut result);
+        result
     }
 
     /// The per-call protocol: a process for this call alone.
@@ -370,6 +373,7 @@ fn finish(
     let failed = |reason: String, exit_code, stderr_tail| CallError::Failed {
         tool: tool.clone(),
         reason,
+        denials: Vec::new(),
         exit_code,
         stderr_tail,
         cause: None,
@@ -390,6 +394,7 @@ fn finish(
         Err(Failure::Run(RunError::Spawn(e))) => Err(CallError::Failed {
             tool: tool.clone(),
             reason: explain_spawn_error(&tool_ref.plugin, &e),
+            denials: Vec::new(),
             exit_code: None,
             stderr_tail: String::new(),
             cause: Some(std::sync::Arc::new(e)),

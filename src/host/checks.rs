@@ -38,6 +38,7 @@ impl Inner {
                 return Err(CallError::Failed {
                     tool: tool.to_owned(),
                     reason: e.to_string(),
+                    denials: Vec::new(),
                     exit_code: None,
                     stderr_tail: String::new(),
                     cause: Some(std::sync::Arc::new(e)),

@@ -81,6 +81,7 @@ impl Inner {
                     "the MCP server of plugin \"{}\" no longer offers this tool",
                     plugin.name()
                 ),
+                denials: Vec::new(),
                 exit_code: None,
                 stderr_tail: String::new(),
                 cause: None,

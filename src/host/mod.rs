@@ -10,6 +10,7 @@ mod builder;
 mod call;
 mod checks;
 mod code_tools;
+mod denials;
 mod diff;
 mod dirs;
 #[cfg(feature = "mcp-plugins")]
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use builder::PluginHostBuilder;
 pub use code_tools::CodeToolsError;
+pub use denials::DenialRecord;
 pub use reports::{Doctor, Listing, PluginListing, ToolListing, Validation};
 
 use crate::approval::{ApprovalStore, ApprovalView, Approver};

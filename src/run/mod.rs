@@ -5,6 +5,7 @@
 //! confinement, [`executor`] spawns it and enforces the limits, and
 //! [`outcome`] interprets its answer.
 
+pub(crate) mod denials;
 pub(crate) mod env;
 pub(crate) mod executor;
 #[cfg(feature = "mcp-plugins")]

@@ -40,6 +40,10 @@ pub struct ToolOutcome {
     pub duration: Duration,
     /// The kept part of stderr, for diagnostics; never meant for the agent.
     pub stderr_tail: String,
+    /// What the sandbox refused the plugin during the call, when its error
+    /// (or stderr) reports it (see `Denial`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denials: Vec<crate::error::Denial>,
 }
 
 fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -71,6 +75,7 @@ pub(crate) fn interpret(
         return Err(CallError::Failed {
             tool: name,
             reason,
+            denials: Vec::new(),
             exit_code: status.code(),
             stderr_tail: finished.stderr,
             cause: None,
@@ -128,6 +133,7 @@ pub(crate) fn interpret(
         exit_code: finished.status.and_then(|s| s.code()),
         duration: finished.duration,
         stderr_tail: finished.stderr,
+        denials: Vec::new(),
     })
 }
 

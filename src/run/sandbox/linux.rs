@@ -94,6 +94,9 @@ pub(crate) struct Confinement {
     enumerated: Vec<(PathBuf, Changed)>,
     /// The protected paths kept out of what the plugin was granted.
     protected: Vec<crate::protect::ProtectedPath>,
+    /// What the rules allow, by path (read, write): what [`Self::reaches`]
+    /// answers from. Empty when file access is not handled.
+    reach: Vec<(PathBuf, bool, bool)>,
     /// Rights on the child's own `/proc/PID`, added in the child (0: none).
     proc_self: u64,
     seccomp: bool,
@@ -254,9 +257,16 @@ impl Confinement {
         let mut checks = Vec::new();
         let mut enumerated = Vec::new();
         let mut protected = Vec::new();
+        let mut reach = Vec::new();
         if !handled_fs.is_empty() {
             let allowed = paths::allowed(policy);
             protected = allowed.protected;
+            reach = allowed
+                .rules
+                .iter()
+                .filter(|a| !a.list_only)
+                .map(|a| (a.path.clone(), a.read, a.write))
+                .collect();
             for dir in allowed.enumerated {
                 if let Ok(meta) = std::fs::metadata(&dir) {
                     enumerated.push((dir, Changed::of(&meta)));
@@ -320,6 +330,7 @@ impl Confinement {
             checks,
             enumerated,
             protected,
+            reach,
             proc_self,
             seccomp: deny_network && seccomp_ok,
             enforcement,
@@ -328,9 +339,21 @@ impl Confinement {
     }
 
     /// The protected paths kept out of what its processes were granted.
-    #[expect(dead_code, reason = "named in denials next")]
     pub(crate) fn protected(&self) -> &[crate::protect::ProtectedPath] {
         &self.protected
+    }
+
+    /// Whether its processes may read (or, with `write`, change) `path`: a
+    /// rule allows the path or a folder above it. (The rules hold real
+    /// paths: `path` is resolved as far as it exists.)
+    pub(crate) fn reaches(&self, path: &Path, write: bool) -> bool {
+        if self.handled.handled_access_fs == 0 {
+            return true;
+        }
+        let path = paths::real(path);
+        self.reach
+            .iter()
+            .any(|(p, r, w)| path.starts_with(p) && if write { *w } else { *r })
     }
 
     /// What its processes will have enforced, on this kernel.

@@ -305,7 +305,7 @@ impl Exclusions {
 
 /// `path` with its symbolic links resolved as far as it exists: a protected
 /// path that does not exist yet keeps its name under its real parent.
-fn real(path: &Path) -> PathBuf {
+pub(crate) fn real(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     let mut at = path;
     loop {

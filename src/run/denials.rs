@@ -1,0 +1,233 @@
+//! Sandbox denials, named: when a call or a server start fails after the
+//! sandbox refused something, the error says what was refused and the grant
+//! that would allow it.
+//!
+//! The signal is what the process said: a line of its stderr (or of its
+//! error result) that reports a permission error (`Permission denied`,
+//! `EACCES`, `EPERM`, `Operation not permitted`) or a module it could not
+//! load (`ERR_MODULE_NOT_FOUND`, which is how Node reports a file it may not
+//! read), with an absolute path in it. A path is named only when the
+//! plugin's confinement does not reach it; a path the sandbox allows is the
+//! plugin's own problem, and says nothing. So no denial is claimed that the
+//! rules could not have caused. (Landlock's own audit records would be
+//! exact, but reading them needs the audit subsystem and privileges a user's
+//! plughost does not have.)
+
+use std::path::{Path, PathBuf};
+
+pub(crate) use crate::error::{Access, Denial};
+use crate::protect::{Kind, ProtectedPath};
+use crate::run::sandbox::Confinement;
+
+/// Most denials named for one call.
+const MAX_DENIALS: usize = 3;
+
+/// The denials `texts` (stderr, an error result) report that `confinement`
+/// explains, at most [`MAX_DENIALS`], each once.
+pub(crate) fn find(texts: &[&str], confinement: &Confinement, home: Option<&Path>) -> Vec<Denial> {
+    let mut found: Vec<Denial> = Vec::new();
+    for text in texts {
+        for line in text.lines().filter(|l| reports_denial(l)) {
+            let writes = says_write(line);
+            for path in absolute_paths(line) {
+                let Some(d) = explain(&path, writes, confinement, home) else {
+                    continue;
+                };
+                if !found
+                    .iter()
+                    .any(|f| f.target == d.target && f.access == d.access)
+                {
+                    found.push(d);
+                }
+                if found.len() == MAX_DENIALS {
+                    return found;
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Whether a line reports a permission error (or Node's way of saying it).
+fn reports_denial(line: &str) -> bool {
+    let l = line.to_ascii_lowercase();
+    [
+        "permission denied",
+        "eacces",
+        "eperm",
+        "operation not permitted",
+        "err_module_not_found",
+        "read-only file system",
+    ]
+    .iter()
+    .any(|m| l.contains(m))
+}
+
+/// Whether a line says the refused operation changed something (created,
+/// wrote, removed): a permission error on a path the sandbox lets the
+/// plugin read is a write denial only then.
+fn says_write(line: &str) -> bool {
+    let l = line.to_ascii_lowercase();
+    [
+        "writ",
+        "creat",
+        "mkdir",
+        "read-only file system",
+        "rename",
+        "unlink",
+        "remove",
+        "delete",
+        "touch",
+        "save",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+}
+
+/// The absolute paths in a line: words starting with `/`, unquoted, up to a
+/// blank, a quote or a `:`/`,`/`)` that ends a path in a message.
+fn absolute_paths(line: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = bytes[i] == b'/'
+            && (i == 0
+                || matches!(
+                    bytes[i - 1],
+                    b' ' | b'\'' | b'"' | b'(' | b'`' | b'=' | b'\t'
+                ));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let end = line[i..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ')' | ',' | ':'))
+            .map_or(line.len(), |n| i + n);
+        let path = line[i..end].trim_end_matches(['.', ';']);
+        if path.len() > 1 {
+            out.push(PathBuf::from(path));
+        }
+        i = end.max(i + 1);
+    }
+    out
+}
+
+/// The denial `path` would be, if the confinement explains one: an existing
+/// path it may not read; a path it may not write that does not exist yet
+/// (its folder does: making it was refused), or one the line says was
+/// written (`writes`). A readable path with no word of writing could have
+/// been refused for another reason (running a file that is not executable),
+/// so it names nothing.
+fn explain(
+    path: &Path,
+    writes: bool,
+    confinement: &Confinement,
+    home: Option<&Path>,
+) -> Option<Denial> {
+    let exists = path.symlink_metadata().is_ok();
+    let made = !exists && path.parent().is_some_and(Path::exists);
+    let access = if exists && !confinement.reaches(path, false) {
+        Access::Read
+    } else if (made || (exists && writes)) && !confinement.reaches(path, true) {
+        Access::Write
+    } else {
+        return None;
+    };
+    let protected = confinement
+        .protected()
+        .iter()
+        .filter(|p| path.starts_with(&p.path))
+        .max_by_key(|p| p.path.as_os_str().len());
+    let (named, protected) = match protected {
+        Some(ProtectedPath {
+            path: holder,
+            kind: Kind::Secret | Kind::RunsLater,
+            what,
+        }) => (holder.clone(), Some((holder.clone(), (*what).to_owned()))),
+        // plughost's own: no grant reaches it, so none is suggested.
+        Some(ProtectedPath {
+            kind: Kind::Trust, ..
+        }) => return None,
+        None => (suggested(path, access), None),
+    };
+    let kind = match access {
+        Access::Read => "filesystem:read:",
+        _ => "filesystem:write:",
+    };
+    Some(Denial {
+        access,
+        target: path.display().to_string(),
+        grant: format!("{kind}{}", tilde(&named, home)),
+        protected,
+    })
+}
+
+/// What a grant should name for `path`: the file itself (a grant may name a
+/// file), a new file's folder, or for a package's file the `node_modules`
+/// folder that holds it (a server reads many of them).
+fn suggested(path: &Path, access: Access) -> PathBuf {
+    if let Some(i) = path
+        .components()
+        .position(|c| c.as_os_str() == "node_modules")
+    {
+        return path.components().take(i + 1).collect();
+    }
+    if access == Access::Write && !path.exists() {
+        return path.parent().unwrap_or(path).to_path_buf();
+    }
+    path.to_path_buf()
+}
+
+/// `path` with the home folder written `~`.
+fn tilde(path: &Path, home: Option<&Path>) -> String {
+    match home.and_then(|h| path.strip_prefix(h).ok()) {
+        Some(rest) if rest.as_os_str().is_empty() => "~".to_owned(),
+        Some(rest) => format!("~/{}", rest.display()),
+        None => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_found_in_the_ways_programs_report_them() {
+        let p = |l: &str| absolute_paths(l);
+        assert_eq!(
+            p("fatal: unable to access '/root/.gitconfig': Permission denied"),
+            [PathBuf::from("/root/.gitconfig")]
+        );
+        assert_eq!(
+            p("PermissionError: [Errno 13] Permission denied: '/home/u/.ssh/id_rsa'"),
+            [PathBuf::from("/home/u/.ssh/id_rsa")]
+        );
+        assert_eq!(
+            p("Error: EACCES: permission denied, open '/srv/data/x.json'"),
+            [PathBuf::from("/srv/data/x.json")]
+        );
+        assert_eq!(
+            p("bash: /etc/cron.d/x: Permission denied"),
+            [PathBuf::from("/etc/cron.d/x")]
+        );
+        assert!(reports_denial(
+            "Error [ERR_MODULE_NOT_FOUND]: Cannot find module"
+        ));
+        assert!(!reports_denial("file not found: /x"));
+    }
+
+    #[test]
+    fn a_grant_names_the_file_or_its_package_folder() {
+        let home = Some(Path::new("/home/u"));
+        assert_eq!(tilde(Path::new("/home/u/.gitconfig"), home), "~/.gitconfig");
+        assert_eq!(tilde(Path::new("/opt/x"), home), "/opt/x");
+        assert_eq!(
+            suggested(
+                Path::new("/opt/app/node_modules/zod/lib/index.js"),
+                Access::Read
+            ),
+            Path::new("/opt/app/node_modules")
+        );
+    }
+}

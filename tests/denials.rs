@@ -1,0 +1,114 @@
+//! Sandbox denials, named: a call that fails after the sandbox refused a
+//! read or a write says what was refused and the grant that allows it;
+//! `doctor NAME` lists the recent ones; a failure the sandbox did not cause
+//! names none, even when the plugin says "Permission denied".
+
+use serde_json::Value;
+
+use crate::util::{self, Sandbox};
+
+fn landlock() -> bool {
+    util::prerequisite(
+        "Landlock (file system confinement)",
+        plughost::report::SandboxSupport::here().filesystem,
+    )
+}
+
+/// A plugin whose entrypoint runs `script` (after reading its request).
+fn plugin(sandbox: &Sandbox, name: &str, script: &str) {
+    let tool = name.replace('-', "_");
+    sandbox.write_plugin(
+        name,
+        &util::manifest(name, &tool),
+        &format!("#!/bin/sh\ncat >/dev/null\n{script}\n"),
+    );
+}
+
+fn call_json(sandbox: &Sandbox, tool: &str) -> Value {
+    let out = util::run({
+        let mut c = sandbox.cmd();
+        c.args(["--json", "call", tool, "{}"]);
+        c
+    });
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", util::stdout(&out)))
+}
+
+#[test]
+fn a_refused_read_is_named_with_the_grant_that_allows_it() {
+    if !landlock() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let secret = sandbox.root.path().join("elsewhere/config.toml");
+    std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
+    std::fs::write(&secret, "x = 1").unwrap();
+    plugin(
+        &sandbox,
+        "reads-config",
+        &format!("cat '{}' || exit 3", secret.display()),
+    );
+    let v = call_json(&sandbox, "reads_config");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert_eq!(v["error"]["kind"], "failed", "{v:#}");
+    let real = secret.canonicalize().unwrap();
+    assert!(
+        message.contains(&format!("the sandbox refused reading {}", real.display()))
+            && message.contains(&format!("filesystem:read:{}", real.display())),
+        "{message}"
+    );
+    // doctor NAME lists it.
+    let out = util::run({
+        let mut c = sandbox.cmd();
+        c.args(["doctor", "reads-config"]);
+        c
+    });
+    let text = util::stdout(&out);
+    assert!(
+        text.contains("recent sandbox denials") && text.contains(&real.display().to_string()),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_refused_write_is_named_with_the_folder_to_grant() {
+    if !landlock() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let folder = sandbox.root.path().join("reports");
+    std::fs::create_dir_all(&folder).unwrap();
+    let target = folder.join("out.txt");
+    plugin(
+        &sandbox,
+        "writes-report",
+        &format!("echo hi > '{}' || exit 3", target.display()),
+    );
+    let v = call_json(&sandbox, "writes_report");
+    let message = v["error"]["message"].as_str().unwrap();
+    let folder = folder.canonicalize().unwrap();
+    assert!(
+        message.contains("the sandbox refused writing")
+            && message.contains(&format!("filesystem:write:{}", folder.display())),
+        "{message}"
+    );
+}
+
+/// The plugin says "Permission denied" about a path the sandbox lets it
+/// read, and fails on a file that does not exist: neither is the sandbox's.
+#[test]
+fn a_failure_the_sandbox_did_not_cause_names_no_denial() {
+    let sandbox = Sandbox::new();
+    plugin(
+        &sandbox,
+        "fails-alone",
+        "echo 'cannot run /usr/bin/env: Permission denied' >&2; cat /nonexistent/file; exit 3",
+    );
+    let v = call_json(&sandbox, "fails_alone");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert_eq!(v["error"]["kind"], "failed", "{v:#}");
+    assert!(!message.contains("sandbox refused"), "{message}");
+    assert!(
+        !sandbox.state().join("denials/fails-alone.json").exists(),
+        "nothing recorded"
+    );
+}
