@@ -157,6 +157,33 @@ async fn a_grandchild_holding_stdout_does_not_hold_the_call() {
     assert_eq!(lingering_zombies(), Vec::<u32>::new());
 }
 
+/// A member of the plugin's group that ignores SIGTERM and takes long to
+/// die after SIGKILL (it frees 1.5 GB on the way out): the bounded kill
+/// returns before it is gone, and it must still be reaped, never left a
+/// zombie under the host.
+#[tokio::test]
+async fn a_member_that_dies_slowly_is_reaped_after_the_call() {
+    let sandbox = Sandbox::new();
+    let python = util::real_python3();
+    let mut m = util::manifest("slow-death", "slow_death");
+    m["tools"][0]["timeout_secs"] = json!(3);
+    let dir = sandbox.write_plugin(
+        "slow-death",
+        &m,
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\n'{}' -c 'import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); x = b\"a\" * 1_500_000_000; print(\"ready\", flush=True); time.sleep(100)' >&2 &\nsleep 100\n",
+            python.display()
+        ),
+    );
+    let host = host(&sandbox);
+    let r = host
+        .call("slow_death", json!({}), Invocation::default())
+        .await;
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{r:?}");
+    assert_no_processes_in(&dir);
+    assert_eq!(lingering_zombies(), Vec::<u32>::new());
+}
+
 #[tokio::test]
 async fn a_plugin_that_never_reads_a_large_input_cannot_deadlock() {
     let big = "x".repeat(10 * 1024 * 1024);

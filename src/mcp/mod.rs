@@ -22,6 +22,8 @@ mod http;
 mod sessions;
 mod stdio;
 mod tenants;
+#[cfg(test)]
+mod tests;
 mod wire;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -207,7 +209,11 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.peers.lock().expect("peers lock").push(context.peer);
+        let mut peers = self.peers.lock().expect("peers lock");
+        // The peers of sessions that ended go now: each holds its session's
+        // channel, and over HTTP sessions come and go all day.
+        peers.retain(|p| !p.is_transport_closed());
+        peers.push(context.peer);
     }
 
     async fn call_tool(

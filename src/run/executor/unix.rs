@@ -50,15 +50,58 @@ pub(super) fn signal_group(pgid: u32, signal: i32) -> bool {
 /// Reaps, without blocking, every exited member of group `pgid` that is our
 /// child. Members become our children when their parent dies and this process
 /// is a child subreaper (see `become_subreaper`); otherwise this finds nothing.
-pub(super) fn reap_group(pgid: u32) {
+/// Returns whether children of ours are left in the group (alive, or dying).
+pub(super) fn reap_group(pgid: u32) -> bool {
     loop {
         let mut status = 0;
         // SAFETY: waitpid writes only into `status`, a valid local.
         let pid = unsafe { libc::waitpid(-(pgid as libc::pid_t), &mut status, libc::WNOHANG) };
-        if pid <= 0 {
-            break;
+        match pid {
+            0 => return true,
+            p if p > 0 => continue,
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
+            _ => return false,
         }
     }
+}
+
+/// Groups whose kill left children of ours behind (a process still tearing
+/// down after SIGKILL, slow under load), reaped in the background until none
+/// is left: the bounded kills return before every member is gone, and a
+/// member nobody waits for would stay a zombie.
+static LATE: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+static LATE_WAKE: std::sync::Condvar = std::sync::Condvar::new();
+static LATE_THREAD: std::sync::Once = std::sync::Once::new();
+
+/// Hands group `pgid` to the late reaper: a thread of its own (the runtime
+/// may be shutting down) that SIGKILLs and reaps it every few milliseconds,
+/// then every 100 ms, until no child of ours is left in it.
+pub(super) fn reap_later(pgid: u32) {
+    LATE.lock().unwrap_or_else(|e| e.into_inner()).push(pgid);
+    LATE_WAKE.notify_one();
+    LATE_THREAD.call_once(|| {
+        let _ = std::thread::Builder::new()
+            .name("plughost-reaper".into())
+            .stack_size(64 * 1024)
+            .spawn(|| {
+                let mut rounds = 0u32;
+                loop {
+                    let mut late = LATE.lock().unwrap_or_else(|e| e.into_inner());
+                    while late.is_empty() {
+                        rounds = 0;
+                        late = LATE_WAKE.wait(late).unwrap_or_else(|e| e.into_inner());
+                    }
+                    late.retain(|&pgid| {
+                        signal_group(pgid, SIGKILL);
+                        reap_group(pgid)
+                    });
+                    drop(late);
+                    rounds += 1;
+                    let pause = if rounds < 20 { 5 } else { 100 };
+                    std::thread::sleep(Duration::from_millis(pause));
+                }
+            });
+    });
 }
 
 /// Reaps our child `pid`, which has exited (its exit watch fired), and
@@ -86,18 +129,23 @@ pub(super) async fn reap_exited(pid: u32) -> io::Result<std::process::ExitStatus
 }
 
 /// Kills group `pgid` with SIGKILL and reaps what it can, repeating briefly so a
-/// process forked during the first signal is caught by the next. Bounded: gives
-/// up after a few milliseconds when only zombies we cannot reap are left. An
-/// empty group costs one `killpg`.
+/// process forked during the first signal is caught by the next. Bounded to a
+/// few tens of milliseconds; children of ours still dying then are left to the
+/// late reaper ([`reap_later`]). An empty group costs one `killpg`.
 pub(super) async fn kill_group_to_the_end(pgid: u32) {
     for round in 0..6u64 {
         if !signal_group(pgid, SIGKILL) {
+            if reap_group(pgid) {
+                reap_later(pgid);
+            }
             return;
         }
         reap_group(pgid);
         tokio::time::sleep(Duration::from_millis(1 + round * 2)).await;
         reap_group(pgid);
     }
+    // Members are still dying: the late reaper finishes the job.
+    reap_later(pgid);
 }
 
 /// Reads what `fd` holds right now, without waiting: `Ok(0)` at end of file,
@@ -146,7 +194,10 @@ impl Drop for GroupGuard {
                 reap_group(pgid);
                 std::thread::sleep(Duration::from_millis(2));
             }
-            reap_group(pgid);
+            if reap_group(pgid) {
+                // A member (the leader, too) still tearing down: never a zombie.
+                reap_later(pgid);
+            }
         }
     }
 }
