@@ -66,6 +66,11 @@ pub enum CallError {
         rejected: Option<RejectedTool>,
     },
 
+    /// No MCP server run as a plugin offers this resource, prompt or
+    /// completion.
+    #[error("no MCP server run as a plugin offers {what}")]
+    NotOffered { what: String },
+
     #[error("input for \"{tool}\" does not match its input_schema: {}", violations.join("; "))]
     InvalidArgs {
         tool: String,
@@ -459,7 +464,7 @@ impl CallError {
 
     pub fn kind(&self) -> ErrorKind {
         match self {
-            CallError::NotFound { .. } => ErrorKind::NotFound,
+            CallError::NotFound { .. } | CallError::NotOffered { .. } => ErrorKind::NotFound,
             CallError::InvalidArgs { .. } => ErrorKind::InvalidArgs,
             CallError::NotAllowed { .. } => ErrorKind::NotAllowed,
             CallError::Timeout { .. } => ErrorKind::Timeout,

@@ -72,6 +72,27 @@ pub enum HostEvent {
         tool: String,
         denial: crate::error::Denial,
     },
+    /// An MCP server's resources or resource templates changed (its list
+    /// came again and differs).
+    ResourcesChanged {
+        plugin: String,
+    },
+    /// An MCP server's prompts changed.
+    PromptsChanged {
+        plugin: String,
+    },
+    /// A resource an MCP server was asked to watch changed
+    /// (`notifications/resources/updated`).
+    ResourceUpdated {
+        plugin: String,
+        uri: String,
+    },
+    /// A log message of an MCP server (`notifications/message` params: its
+    /// `level`, `logger` and `data`).
+    ServerLog {
+        plugin: String,
+        message: serde_json::Value,
+    },
     /// A persistent plugin's worker started; `worker` is its pid.
     WorkerStarted {
         plugin: String,
@@ -322,6 +343,19 @@ impl fmt::Display for HostEvent {
             } => write!(f, "denied   {plugin} ({tool}): {denial}"),
             HostEvent::ApprovalGranted { plugin } => write!(f, "approved {plugin}"),
             HostEvent::ApprovalRevoked { plugin } => write!(f, "revoked  {plugin}"),
+            HostEvent::ResourcesChanged { plugin } => write!(f, "changed  {plugin}: its resources"),
+            HostEvent::PromptsChanged { plugin } => write!(f, "changed  {plugin}: its prompts"),
+            HostEvent::ResourceUpdated { plugin, uri } => {
+                write!(f, "updated  {plugin}: resource {uri}")
+            }
+            HostEvent::ServerLog { plugin, message } => {
+                let level = message["level"].as_str().unwrap_or("info");
+                let data = match &message["data"] {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                write!(f, "log      {plugin} [{level}] {data}")
+            }
             HostEvent::WorkerStarted { plugin, worker } => {
                 write!(f, "worker   {plugin} started (pid {worker})")
             }

@@ -54,6 +54,7 @@
 //! README has the map.
 
 pub mod approval;
+pub mod client;
 mod error;
 pub mod events;
 pub mod export;
@@ -88,6 +89,8 @@ pub mod sandbox {
 /// data, for a front end to print.
 pub mod report {
     pub use crate::error::RejectedTool;
+    #[cfg(feature = "mcp-plugins")]
+    pub use crate::host::Offered;
     pub use crate::host::{Doctor, Listing, PluginListing, ToolListing, Validation};
     pub use crate::plugins::catalog::{Collision, Rejected};
     pub use crate::run::sandbox::SandboxSupport;
@@ -104,6 +107,7 @@ pub mod report {
 mod test_support;
 
 pub use approval::{Approval, ApprovalError, ApprovalState, ApproveError, Approver};
+pub use client::CallClient;
 pub use error::{BuildError, CallError, Cause, ErrorKind, Refusal, Requirement};
 pub use events::HostEvent;
 pub use host::{CallOptions, CodeToolsError, PluginHost, PluginHostBuilder, SandboxMode, ToolInfo};

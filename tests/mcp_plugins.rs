@@ -235,7 +235,7 @@ async fn progress_arrives_before_the_result() {
 }
 
 #[tokio::test]
-async fn cancellation_is_forwarded_then_the_server_is_stopped() {
+async fn cancellation_is_forwarded_and_the_server_serves_on() {
     let Some((sandbox, host)) = approved(&[]).await else {
         return;
     };
@@ -243,6 +243,7 @@ async fn cancellation_is_forwarded_then_the_server_is_stopped() {
     call(&host, "py_echo", json!({"text": "warm"}))
         .await
         .unwrap();
+    let server = host.workers()[PLUGIN][0].pid;
     let cancel = CancellationToken::new();
     let task = tokio::spawn(host.call_with(
         "py_slow",
@@ -256,15 +257,19 @@ async fn cancellation_is_forwarded_then_the_server_is_stopped() {
     cancel.cancel();
     let err = task.await.unwrap().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Cancelled);
-    assert_no_processes_in(&dir);
+    // The server was told (notifications/cancelled) and goes on serving the
+    // other calls on its connection: the same process answers.
     let o = call(&host, "py_echo", json!({"text": "again"}))
         .await
         .unwrap();
-    assert_eq!(o.result, "again", "the next call starts a fresh server");
+    assert_eq!(o.result, "again");
+    assert_eq!(host.workers()[PLUGIN][0].pid, server);
+    drop(host);
+    assert_no_processes_in(&dir);
 }
 
 #[tokio::test]
-async fn a_timeout_and_an_answer_over_the_cap_stop_the_server() {
+async fn a_timeout_and_an_answer_over_the_cap_fail_their_call_alone() {
     let Some(pydeps) = util::python_mcp_sdk() else {
         return;
     };
@@ -278,15 +283,18 @@ async fn a_timeout_and_an_answer_over_the_cap_stop_the_server() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
     assert!(started.elapsed() < Duration::from_secs(8));
-    assert_no_processes_in(&dir);
+    let server = host.workers()[PLUGIN][0].pid;
 
     let err = call(&host, "py_big", json!({"size": 2_000_000}))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::OutputTooLarge, "{err}");
-    assert_no_processes_in(&dir);
+    // The answer was skipped, not held: the connection goes on.
     let o = call(&host, "py_big", json!({"size": 1000})).await.unwrap();
     assert_eq!(o.result.len(), 1000);
+    assert_eq!(host.workers()[PLUGIN][0].pid, server, "the same server");
+    host.shutdown();
+    assert_no_processes_in(&dir);
 }
 
 #[tokio::test]
@@ -565,7 +573,8 @@ async fn through_serve_a_client_sees_the_server_beside_the_plugins() {
     }
     assert_eq!(steps, [1.0, 2.0, 3.0]);
 
-    // Cancellation from this client reaches the server's process tree.
+    // Cancellation from this client reaches the server, which serves on
+    // (its connection carries other calls).
     let handle = mcp_client::start_call_with(
         &s,
         "py_slow",
@@ -575,7 +584,6 @@ async fn through_serve_a_client_sees_the_server_beside_the_plugins() {
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     handle.cancel(Some("enough".into())).await.unwrap();
-    assert_no_processes_in(&dir);
 
     // The client goes away: plughost and everything it started go too.
     let r = s

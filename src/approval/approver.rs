@@ -1,14 +1,10 @@
 //! Who answers "approve this plugin?" during a call: the terminal prompt for
 //! the CLI, MCP elicitation for the server, or an embedder's own dialog.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use super::ApprovalState;
 use crate::plugins::manifest::Manifest;
 
-/// A boxed future, so approvers can be trait objects.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::client::BoxFuture;
 
 /// Asks someone whether a plugin may get what its manifest asks for.
 /// Answering `true` grants exactly that, and it is persisted.

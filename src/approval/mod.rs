@@ -159,6 +159,10 @@ pub(crate) struct Grant {
     /// An MCP server's tools as they were approved (see [`pins`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<pins::Pins>,
+    /// An MCP server's prompts as they were approved: their text reaches the
+    /// model as a tool's description does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<pins::Pins>,
 }
 
 impl Grant {
@@ -170,6 +174,7 @@ impl Grant {
             plugin_version: manifest.version.clone(),
             granted_at,
             tools: None,
+            prompts: None,
         }
     }
 }
@@ -226,14 +231,25 @@ pub enum ApprovalState {
     ToolsChanged { tools: Vec<WithheldTool> },
 }
 
-/// A tool withheld until the user approves again, and why.
+/// A tool (or prompt) withheld until the user approves again, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[non_exhaustive]
 pub struct WithheldTool {
+    /// The tool's name (or the prompt's, when `kind` is `prompt`).
     pub tool: String,
+    pub kind: Pinned,
     pub change: ToolChange,
     /// Its description now, for the user to review.
     pub description: String,
+}
+
+/// What is pinned with an MCP server's approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Pinned {
+    Tool,
+    Prompt,
 }
 
 impl ApprovalState {
@@ -248,10 +264,20 @@ impl ApprovalState {
 
     /// Why `tool` is withheld, if it is.
     pub fn withheld(&self, tool: &str) -> Option<ToolChange> {
+        self.withheld_as(tool, Pinned::Tool)
+    }
+
+    /// Why the prompt `prompt` is withheld, if it is.
+    pub fn withheld_prompt(&self, prompt: &str) -> Option<ToolChange> {
+        self.withheld_as(prompt, Pinned::Prompt)
+    }
+
+    fn withheld_as(&self, name: &str, kind: Pinned) -> Option<ToolChange> {
         match self {
-            ApprovalState::ToolsChanged { tools } => {
-                tools.iter().find(|t| t.tool == tool).map(|t| t.change)
-            }
+            ApprovalState::ToolsChanged { tools } => tools
+                .iter()
+                .find(|t| t.tool == name && t.kind == kind)
+                .map(|t| t.change),
             _ => None,
         }
     }
@@ -299,25 +325,41 @@ impl ApprovalState {
 /// a plugin approved for `network` that now also wants to read every file asks again.
 /// [`state`] for an MCP server offering `tools` now: the tools that differ
 /// from the approved ones make it [`ApprovalState::ToolsChanged`].
+/// Prompts (`prompts`, as `pins::prompt_spec` makes them) are measured
+/// the same way against the prompt pins; a grant from before prompts were
+/// pinned withholds them all.
 pub(crate) fn state_with_tools<'a>(
     manifest: &Manifest,
     grant: Option<&Grant>,
     tools: impl IntoIterator<Item = &'a ToolSpec>,
+    prompts: impl IntoIterator<Item = ToolSpec>,
 ) -> ApprovalState {
     let plain = state(manifest, grant);
-    let (ApprovalState::Approved, Some(pins)) = (&plain, grant.and_then(|g| g.tools.as_ref()))
+    let (ApprovalState::Approved, Some(grant), Some(pins)) =
+        (&plain, grant, grant.and_then(|g| g.tools.as_ref()))
     else {
         return plain;
     };
+    let no_prompts = pins::Pins::new();
+    let prompt_pins = grant.prompts.as_ref().unwrap_or(&no_prompts);
     let withheld: Vec<WithheldTool> = tools
         .into_iter()
         .filter_map(|spec| {
             pins::change(pins, spec).map(|change| WithheldTool {
                 tool: spec.name.clone(),
+                kind: Pinned::Tool,
                 change,
                 description: spec.description.clone(),
             })
         })
+        .chain(prompts.into_iter().filter_map(|spec| {
+            pins::change(prompt_pins, &spec).map(|change| WithheldTool {
+                tool: spec.name.clone(),
+                kind: Pinned::Prompt,
+                change,
+                description: spec.description.clone(),
+            })
+        }))
         .collect();
     if withheld.is_empty() {
         plain

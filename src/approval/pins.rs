@@ -36,6 +36,48 @@ pub(crate) fn pin(spec: &ToolSpec) -> ToolPin {
     }
 }
 
+#[cfg(feature = "mcp-plugins")]
+/// A prompt as pinned: its name (with the plugin's `tool_prefix`), its
+/// description, and its arguments and title in the place of a tool's input
+/// schema, so a change of either withholds it.
+pub(crate) fn prompt_spec(
+    name: String,
+    prompt: &serde_json::Map<String, serde_json::Value>,
+) -> ToolSpec {
+    let mut pinned = serde_json::Map::new();
+    for field in ["arguments", "title"] {
+        if let Some(v) = prompt.get(field) {
+            pinned.insert(field.to_owned(), v.clone());
+        }
+    }
+    ToolSpec {
+        name,
+        description: prompt
+            .get("description")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        input_schema: pinned,
+        output_schema: None,
+        timeout_secs: None,
+    }
+}
+
+/// The prompts of an MCP server's plugin, as pinned.
+#[cfg(feature = "mcp-plugins")]
+pub(crate) fn prompt_specs(plugin: &crate::plugins::catalog::Plugin) -> Vec<ToolSpec> {
+    crate::plugins::mcp_plugin::prompts_of(plugin)
+        .into_iter()
+        .map(|(name, p)| prompt_spec(name, p))
+        .collect()
+}
+
+/// The pins of an MCP server's prompts.
+#[cfg(feature = "mcp-plugins")]
+pub(crate) fn pin_prompts(plugin: &crate::plugins::catalog::Plugin) -> Pins {
+    pin_all(&prompt_specs(plugin))
+}
+
 /// The pins of every tool in `specs`.
 #[cfg_attr(
     not(feature = "mcp-plugins"),

@@ -186,20 +186,23 @@ impl ApprovalStore {
         Ok(recorded)
     }
 
-    /// Pins an MCP server's tools in the grant of `plugin`, replacing any
-    /// earlier pins. Returns whether the plugin has a grant to pin them in.
+    /// Pins an MCP server's tools and prompts in the grant of `plugin`,
+    /// replacing any earlier pins. Returns whether the plugin has a grant to
+    /// pin them in.
     #[cfg_attr(
         not(feature = "mcp-plugins"),
         expect(dead_code, reason = "used by MCP server plugins")
     )]
-    pub(crate) fn set_tools(
+    pub(crate) fn set_pins(
         &self,
         plugin: &str,
-        pins: super::pins::Pins,
+        tools: super::pins::Pins,
+        prompts: super::pins::Pins,
     ) -> Result<bool, ApprovalError> {
         self.update(move |approvals| match approvals.plugins.get_mut(plugin) {
             Some(grant) => {
-                grant.tools = Some(pins);
+                grant.tools = Some(tools);
+                grant.prompts = Some(prompts);
                 true
             }
             None => false,

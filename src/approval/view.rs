@@ -92,10 +92,19 @@ impl ApprovalView {
         }
         let approvals = self.approvals.as_ref().map_err(Clone::clone)?;
         let tools = plugin.tools.iter().map(|t| &t.spec);
+        // A call of a tool measures that tool alone; a listing, the prompts too.
+        #[cfg(feature = "mcp-plugins")]
+        let prompts = match tool {
+            Some(_) => Vec::new(),
+            None => super::pins::prompt_specs(plugin),
+        };
+        #[cfg(not(feature = "mcp-plugins"))]
+        let prompts = Vec::new();
         Ok(super::state_with_tools(
             &plugin.manifest,
             approvals.get(plugin.name()),
             tools.filter(|spec| tool.is_none_or(|t| spec.name == t)),
+            prompts,
         ))
     }
 
@@ -117,6 +126,17 @@ impl ApprovalView {
         self.catalog
             .tools()
             .filter(|(_, t)| self.offer(t).is_offered())
+    }
+
+    /// Whether the prompt `prompt` (its offered name) of `plugin` is offered:
+    /// its plugin is approved (prompts only come from approved servers) and
+    /// the prompt is as pinned.
+    #[cfg(feature = "mcp-plugins")]
+    pub(crate) fn prompt_offered(&self, plugin: &Plugin, prompt: &str) -> bool {
+        match self.state(plugin) {
+            Ok(state) => state.allows_call() && state.withheld_prompt(prompt).is_none(),
+            Err(_) => false,
+        }
     }
 
     /// The offered tool of this name.

@@ -215,6 +215,8 @@ impl PluginHostBuilder {
                 approvals_watched: Default::default(),
                 confinements: Default::default(),
                 temp_pool: Default::default(),
+                #[cfg(feature = "mcp-plugins")]
+                gateway: Default::default(),
                 config: self,
             }),
         })
@@ -230,7 +232,7 @@ pub(super) fn load_catalog(dir: &Path, state_dir: &Path) -> std::io::Result<Cata
     #[cfg(feature = "mcp-plugins")]
     {
         use crate::plugins::manifest::Protocol;
-        use crate::plugins::mcp_tools::attach_cached;
+        use crate::plugins::mcp_plugin::attach_cached;
         let servers: Vec<_> = catalog
             .plugins()
             .filter(|p| p.manifest.protocol == Protocol::Mcp)

@@ -136,6 +136,8 @@ impl Inner {
             limits,
         };
 
+        #[cfg(feature = "mcp-plugins")]
+        let client = options.client.clone();
         let user_cancel = options.cancel.unwrap_or_default();
         let stop = async {
             tokio::select! {
@@ -156,7 +158,7 @@ impl Inner {
         let reply = match (plugin.manifest.protocol, plugin.manifest.worker_settings()) {
             #[cfg(feature = "mcp-plugins")]
             (Protocol::Mcp, _) => {
-                self.run_on_mcp(&call, tool_ref, input, stop, &on_progress, worker)
+                self.run_on_mcp(&call, tool_ref, input, stop, &on_progress, worker, client)
                     .await
             }
             (_, None) => self.run_per_call(&call, stop, &on_progress).await,
@@ -369,7 +371,26 @@ fn finish(
     limits: &Limits,
     data_dir: &Path,
 ) -> Result<ToolOutcome, CallError> {
-    let tool = tool_ref.tool().spec.name.clone();
+    match reply {
+        Ok(finished) => interpret(tool_ref, finished, data_dir),
+        Err(failure) => Err(failure_error(
+            &tool_ref.tool().spec.name,
+            &tool_ref.plugin,
+            failure,
+            limits,
+        )),
+    }
+}
+
+/// The error of a run that produced no answer, for the tool (or resource,
+/// prompt…) `what` of `plugin`.
+pub(super) fn failure_error(
+    what: &str,
+    plugin: &Plugin,
+    failure: Failure,
+    limits: &Limits,
+) -> CallError {
+    let tool = what.to_owned();
     let failed = |reason: String, exit_code, stderr_tail| CallError::Failed {
         tool: tool.clone(),
         reason,
@@ -378,45 +399,44 @@ fn finish(
         stderr_tail,
         cause: None,
     };
-    match reply {
-        Ok(finished) => interpret(tool_ref, finished, data_dir),
-        Err(Failure::Refused(e)) => Err(e),
-        Err(Failure::Run(RunError::Timeout { stderr })) => Err(CallError::Timeout {
+    match failure {
+        Failure::Refused(e) => e,
+        Failure::Run(RunError::Timeout { stderr }) => CallError::Timeout {
             tool,
             after: limits.timeout,
             stderr_tail: stderr,
-        }),
-        Err(Failure::Run(RunError::Cancelled)) => Err(CallError::Cancelled { tool }),
-        Err(Failure::Run(RunError::OutputTooLarge)) => Err(CallError::OutputTooLarge {
+        },
+        Failure::Run(RunError::Cancelled) => CallError::Cancelled { tool },
+        Failure::Run(RunError::OutputTooLarge) => CallError::OutputTooLarge {
             tool,
             limit: limits.max_stdout,
-        }),
-        Err(Failure::Run(RunError::Spawn(e))) => Err(CallError::Failed {
+        },
+        Failure::Run(RunError::Spawn(e)) => CallError::Failed {
             tool: tool.clone(),
-            reason: explain_spawn_error(&tool_ref.plugin, &e),
+            reason: explain_spawn_error(plugin, &e),
             denials: Vec::new(),
             exit_code: None,
             stderr_tail: String::new(),
             cause: Some(std::sync::Arc::new(e)),
-        }),
-        Err(Failure::Run(RunError::Died {
+        },
+        Failure::Run(RunError::Died {
             detail,
             exit_code,
             stderr,
-        })) => Err(failed(detail, exit_code, stderr)),
-        Err(Failure::Run(RunError::Backoff(message))) => Err(failed(message, None, String::new())),
+        }) => failed(detail, exit_code, stderr),
+        Failure::Run(RunError::Backoff(message)) => failed(message, None, String::new()),
         // JSON-RPC's "invalid params": the server refused the input.
-        Err(Failure::Run(RunError::ServerError {
+        Failure::Run(RunError::ServerError {
             code: -32602,
             message,
-        })) => Err(CallError::InvalidArgs {
+        }) => CallError::InvalidArgs {
             tool,
             violations: vec![format!("the MCP server refused the input: {message}")],
-        }),
-        Err(Failure::Run(RunError::ServerError { code, message })) => Err(failed(
+        },
+        Failure::Run(RunError::ServerError { code, message }) => failed(
             format!("the MCP server answered with error {code}: {message}"),
             None,
             String::new(),
-        )),
+        ),
     }
 }

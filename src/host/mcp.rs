@@ -1,9 +1,13 @@
-//! MCP servers run as plugins, on the host's side: a call goes to one of the
-//! server's workers; every tool list the server gives updates the catalog and
-//! the cache in the state folder; approving the server pins its tools.
+//! MCP servers run as plugins, on the host's side: a request goes to the
+//! plugin's server (started, confined and listed when none runs), many at
+//! once on its connection; every listing the server gives updates the catalog
+//! and the cache in the state folder; approving the server pins its tools
+//! and prompts. `gateway.rs` builds the rest of MCP on this: resources,
+//! prompts, completions, subscriptions and logging.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
 use serde_json::Value;
 
 use super::Inner;
@@ -12,16 +16,18 @@ use super::call::{Failure, Prepared};
 use super::diff::diff;
 use crate::approval::ApproveError;
 use crate::approval::{ApprovalState, ApprovalView, pins};
+use crate::client::CallClient;
 use crate::error::{CallError, Refusal};
 use crate::events::{HostEvent, Notice};
 use crate::plugins::catalog::{Plugin, ToolRef};
-use crate::plugins::mcp_tools::{self, ListedTool};
-use crate::run::executor::{Finished, Progress, RunError};
-use crate::run::mcp::OnTools;
+use crate::plugins::mcp_listing::{self, Listing};
+use crate::run::executor::{Finished, Limits, McpParts, Progress, RunError, Stop};
+use crate::run::mcp::{Ask, Connect, McpAnswer, Notices, OnListing};
+use crate::run::worker::{Server, Slot, StartError};
 
 impl Inner {
-    /// A call of an MCP server's tool: a turn on one of its workers (started,
-    /// confined and listed when none is idle), then `tools/call`.
+    /// A call of an MCP server's tool: `tools/call` on its server.
+    #[expect(clippy::too_many_arguments, reason = "one call's whole context")]
     pub(super) async fn run_on_mcp(
         &self,
         call: &Prepared<'_>,
@@ -30,42 +36,140 @@ impl Inner {
         stop: impl std::future::Future<Output = ()>,
         on_progress: &(dyn Fn(Progress) + Send + Sync),
         worker: &mut Option<u32>,
+        client: Option<Arc<dyn CallClient>>,
     ) -> Result<Finished, Failure> {
         tokio::pin!(stop);
-        let pool = self.pool_for(call.plugin).await;
-        let mut lease = tokio::select! {
-            lease = pool.lease() => lease,
-            _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
-        };
         let _permit = tokio::select! {
             p = self.permits.acquire() => p.expect("the semaphore is never closed"),
             _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
         };
-        if !lease.has_worker() {
-            let spec = self
-                .worker_spec(call.plugin, &call.data, false)
-                .map_err(|e| match e {
-                    Ok(io) => Failure::Run(RunError::Spawn(io)),
-                    Err(refused) => Failure::Refused(refused),
-                })?;
-            let listed = lease
-                .start_mcp(spec, &call.limits, self.on_tools(call.plugin))
-                .await
-                .map_err(Failure::Run)?;
-            self.apply_listing(call.plugin, &listed);
+        let (slot, server, fresh) = self
+            .server_of(call.plugin, &call.data, &call.limits, client.as_ref())
+            .await?;
+        if fresh {
             // The server just listed its tools: this one may differ now.
             self.check_listed(call.plugin, &tool_ref.tool().spec.name)
                 .await
                 .map_err(Failure::Refused)?;
         }
-        *worker = lease.pid();
+        *worker = Some(server.pid());
         let tool = tool_ref.tool();
         let remote = tool.remote_name.as_deref().unwrap_or(&tool.spec.name);
-        let arguments = input.as_object().cloned().unwrap_or_default();
-        lease
-            .call_mcp(remote, arguments, &call.limits, stop, on_progress)
-            .await
-            .map_err(Failure::Run)
+        let mut params = CallToolRequestParams::new(remote.to_owned());
+        if let Some(arguments) = input.as_object() {
+            params = params.with_arguments(arguments.clone());
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let started = std::time::Instant::now();
+        let answer = self
+            .ask_server(
+                &slot,
+                &server,
+                request,
+                &call.limits,
+                stop,
+                on_progress,
+                client,
+            )
+            .await?;
+        match answer {
+            (ServerResult::CallToolResult(result), stderr) => {
+                let (response, content, meta) = crate::run::mcp::response(result);
+                Ok(Finished {
+                    stdout: Vec::new(),
+                    stderr,
+                    status: None,
+                    duration: started.elapsed(),
+                    parsed: Some(Ok(response)),
+                    mcp: Some(McpParts { content, meta }),
+                })
+            }
+            (_, _) => Err(Failure::Run(RunError::ServerError {
+                code: -32603,
+                message: "the server answered tools/call with something else than a tool result"
+                    .into(),
+            })),
+        }
+    }
+
+    /// The running server of `plugin`, started (and listed, the listing
+    /// applied) when none runs; `true` when it was just started.
+    pub(super) async fn server_of(
+        &self,
+        plugin: &Arc<Plugin>,
+        data: &std::path::Path,
+        limits: &Limits,
+        client: Option<&Arc<dyn CallClient>>,
+    ) -> Result<(Arc<Slot>, Arc<Server>, bool), Failure> {
+        let slot = self.slot_for(plugin).await;
+        if let Some(server) = slot.server() {
+            return Ok((slot, server, false));
+        }
+        let spec = self.worker_spec(plugin, data, false).map_err(|e| match e {
+            Ok(io) => Failure::Run(RunError::Spawn(io)),
+            Err(refused) => Failure::Refused(refused),
+        })?;
+        let connect = Connect {
+            timeout: limits.timeout,
+            max_message: limits.max_stdout,
+            notices: Arc::new(HostNotices {
+                me: self.me.clone(),
+                plugin: plugin.name().to_owned(),
+            }),
+            on_listing: self.on_listing(plugin),
+            starter: client.cloned(),
+        };
+        match slot.start(spec, connect).await {
+            Ok((server, None)) => Ok((slot, server, false)),
+            Ok((server, Some(listing))) => {
+                self.apply_listing(plugin, listing);
+                self.server_started(&server).await;
+                Ok((slot, server, true))
+            }
+            Err(e) => Err(Failure::Run(start_error(e))),
+        }
+    }
+
+    /// One request to a running server, with the call's limits: its
+    /// deadline, cancellation and cap; `Err` when it ended without a result.
+    #[expect(clippy::too_many_arguments, reason = "one request's whole context")]
+    pub(super) async fn ask_server(
+        &self,
+        slot: &Arc<Slot>,
+        server: &Arc<Server>,
+        request: ClientRequest,
+        limits: &Limits,
+        stop: impl std::future::Future<Output = ()>,
+        on_progress: &(dyn Fn(Progress) + Send + Sync),
+        client: Option<Arc<dyn CallClient>>,
+    ) -> Result<(ServerResult, String), Failure> {
+        let ask = Ask {
+            request,
+            deadline: tokio::time::Instant::now() + limits.timeout,
+            max_stderr: limits.max_stderr,
+            on_progress,
+            client,
+        };
+        let (ended, stderr) = slot.request(server, ask, stop).await;
+        match ended {
+            Ok(McpAnswer::Result(result)) => Ok((*result, stderr)),
+            Ok(McpAnswer::Error(e)) => Err(Failure::Run(RunError::ServerError {
+                code: e.code.0,
+                message: e.message.into_owned(),
+            })),
+            Err(Stop::Timeout) => Err(Failure::Run(RunError::Timeout { stderr })),
+            Err(Stop::Cancelled) => Err(Failure::Run(RunError::Cancelled)),
+            Err(Stop::OutputTooLarge) => Err(Failure::Run(RunError::OutputTooLarge)),
+            Err(Stop::Died { exited, .. }) => Err(Failure::Run(RunError::Died {
+                detail: if exited {
+                    "the MCP server exited before answering".to_owned()
+                } else {
+                    "the MCP server closed its stdout before answering".to_owned()
+                },
+                exit_code: None,
+                stderr,
+            })),
+        }
     }
 
     /// Refuses a tool whose freshly listed definition is not the approved one.
@@ -105,22 +209,22 @@ impl Inner {
         }
     }
 
-    /// What a worker calls with each later tool list of its server.
-    fn on_tools(&self, plugin: &Arc<Plugin>) -> OnTools {
+    /// What a server calls with each later listing of its own.
+    fn on_listing(&self, plugin: &Arc<Plugin>) -> OnListing {
         let (me, plugin) = (self.me.clone(), plugin.clone());
-        Arc::new(move |listed: Vec<ListedTool>| {
+        Arc::new(move |listing: Listing| {
             if let Some(inner) = me.upgrade() {
-                inner.apply_listing(&plugin, &listed);
+                inner.apply_listing(&plugin, listing);
             }
         })
     }
 
-    /// Takes a server's tool list: into the cache, then into the catalog if
+    /// Takes a server's listing: into the cache, then into the catalog if
     /// the plugin was not reloaded meanwhile, with events for what changed
     /// and for each tool withheld until approved again.
-    pub(super) fn apply_listing(&self, plugin: &Plugin, listed: &[ListedTool]) {
-        let path = mcp_tools::cache_path(&self.config.state_dir, plugin.name());
-        if let Err(e) = mcp_tools::write_cache(&path, listed) {
+    pub(super) fn apply_listing(&self, plugin: &Plugin, listing: Listing) {
+        let path = mcp_listing::cache_path(&self.config.state_dir, plugin.name());
+        if let Err(e) = mcp_listing::write_cache(&path, &listing) {
             self.bus
                 .publish(HostEvent::Notice(Notice::ToolCacheUnwritable {
                     plugin: plugin.name().to_owned(),
@@ -136,12 +240,27 @@ impl Inner {
         if current.generation != plugin.generation {
             return;
         }
-        let (tools, notes) = mcp_tools::tools_of(current, listed);
-        let updated = Arc::new(current.with_tools(tools, notes));
+        let before = current.listing.clone();
+        let (tools, notes) = crate::plugins::mcp_plugin::tools_of(current, &listing.tools);
+        let updated = Arc::new(current.with_listing(Some(Arc::new(listing)), tools, notes));
         let name = plugin.name().to_owned();
         let new = self.set_catalog(old.with_folders([(name.clone(), Some(Ok(updated.clone())))]));
         for event in diff(&old, &new, std::slice::from_ref(&name)) {
             self.bus.publish(event);
+        }
+        let after = updated.listing.as_deref();
+        let changed = |f: fn(&Listing) -> &Vec<serde_json::Map<String, Value>>| {
+            before.as_deref().map(f) != after.map(f)
+        };
+        if changed(|l| &l.resources) || changed(|l| &l.resource_templates) {
+            self.bus.publish(HostEvent::ResourcesChanged {
+                plugin: name.clone(),
+            });
+        }
+        if changed(|l| &l.prompts) {
+            self.bus.publish(HostEvent::PromptsChanged {
+                plugin: name.clone(),
+            });
         }
         let view = ApprovalView::new(new, self.approvals.current());
         if let Ok(ApprovalState::ToolsChanged { tools }) = view.state(&updated) {
@@ -155,10 +274,10 @@ impl Inner {
         }
     }
 
-    /// Pins an approved MCP server's tools. `seen` is the state the user
-    /// approved: when it showed changed tools, the list it showed (`plugin`'s,
-    /// listed by the server just before the question) is pinned; otherwise
-    /// the server is started now and what it lists is pinned.
+    /// Pins an approved MCP server's tools and prompts. `seen` is the state
+    /// the user approved: when it showed changes, the listing it showed
+    /// (`plugin`'s, listed by the server just before the question) is pinned;
+    /// otherwise the server is started now and what it lists is pinned.
     pub(super) async fn pin_tools(
         &self,
         plugin: &Arc<Plugin>,
@@ -174,45 +293,82 @@ impl Inner {
                     reason,
                 })?,
         };
-        let pins = pins::pin_all(plugin.tools.iter().map(|t| &t.spec));
+        let tools = pins::pin_all(plugin.tools.iter().map(|t| &t.spec));
+        let prompts = pins::pin_prompts(&plugin);
         let (store, name) = (self.approvals.clone(), plugin.name().to_owned());
-        blocking(move || store.set_tools(&name, pins)).await?;
+        blocking(move || store.set_pins(&name, tools, prompts)).await?;
         Ok(())
     }
 
-    /// What the server of `plugin` offers now: an idle server is asked for
-    /// its tools again, else one is started (and lists them). Never the cache.
-    /// Returns the plugin as it is listed now.
+    /// What the server of `plugin` offers now: a running server is asked
+    /// again, else one is started (and lists). Never the cache. Returns the
+    /// plugin as it is listed now.
     pub(super) async fn list_now(&self, plugin: &Arc<Plugin>) -> Result<Arc<Plugin>, String> {
         let data = super::dirs::data_dir(&self.config.state_dir, plugin)
             .map_err(|e| format!("cannot prepare its data folder: {e}"))?;
-        let pool = self.pool_for(plugin).await;
-        let mut lease = pool.lease().await;
         let mut limits = self.config.limits;
         limits.timeout = self.config.timeout_override.unwrap_or(limits.timeout);
-        let listed = if lease.has_worker() {
-            lease.list_mcp(limits.timeout).await?
-        } else {
-            let spec = self
-                .worker_spec(plugin, &data, false)
-                .map_err(|e| match e {
-                    Ok(io) => io.to_string(),
-                    Err(refused) => refused.to_string(),
-                })?;
-            lease
-                .start_mcp(spec, &limits, self.on_tools(plugin))
+        let (_, server, fresh) =
+            self.server_of(plugin, &data, &limits, None)
                 .await
-                .map_err(|e| start_failure(&e))?
-        };
-        self.apply_listing(plugin, &listed);
-        lease.give_back();
+                .map_err(|f| match f {
+                    Failure::Refused(e) => e.to_string(),
+                    Failure::Run(e) => run_failure(&e),
+                })?;
+        if !fresh {
+            let listing = server.list(limits.timeout).await?;
+            self.apply_listing(plugin, listing);
+        }
         let catalog = self.catalog.read().expect("catalog lock").clone();
         Ok(catalog.plugin(plugin.name()).unwrap_or(plugin).clone())
     }
 }
 
-/// A start failure in one sentence (the stderr tail included).
-fn start_failure(e: &RunError) -> String {
+/// A server's log messages and resource updates, as host events.
+struct HostNotices {
+    me: Weak<Inner>,
+    plugin: String,
+}
+
+impl Notices for HostNotices {
+    fn log(&self, params: Value) {
+        if let Some(inner) = self.me.upgrade() {
+            inner.bus.publish(HostEvent::ServerLog {
+                plugin: self.plugin.clone(),
+                message: params,
+            });
+        }
+    }
+
+    fn resource_updated(&self, uri: String) {
+        if let Some(inner) = self.me.upgrade() {
+            inner.bus.publish(HostEvent::ResourceUpdated {
+                plugin: self.plugin.clone(),
+                uri,
+            });
+        }
+    }
+}
+
+/// A start failure as the run error a call reports.
+fn start_error(e: StartError) -> RunError {
+    match e {
+        StartError::Backoff(e) => e,
+        StartError::Spawn(e) => RunError::Spawn(e),
+        StartError::Connect {
+            detail,
+            stderr,
+            status,
+        } => RunError::Died {
+            detail,
+            exit_code: status.and_then(|s| s.code()),
+            stderr,
+        },
+    }
+}
+
+/// A run failure in one sentence (the stderr tail included).
+pub(super) fn run_failure(e: &RunError) -> String {
     match e {
         RunError::Spawn(e) => format!("it could not start: {e}"),
         RunError::Died { detail, stderr, .. } => match crate::error::last_chars(stderr.trim(), 500)
@@ -221,6 +377,7 @@ fn start_failure(e: &RunError) -> String {
             tail => format!("{detail}; stderr ends with: {tail}"),
         },
         RunError::Backoff(message) => message.clone(),
+        RunError::Timeout { .. } => "it did not answer in time".to_owned(),
         other => format!("{other:?}"),
     }
 }

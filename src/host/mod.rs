@@ -14,6 +14,8 @@ mod denials;
 mod diff;
 mod dirs;
 #[cfg(feature = "mcp-plugins")]
+mod gateway;
+#[cfg(feature = "mcp-plugins")]
 mod mcp;
 mod reload;
 mod reports;
@@ -33,6 +35,8 @@ use tokio_util::sync::CancellationToken;
 pub use builder::PluginHostBuilder;
 pub use code_tools::CodeToolsError;
 pub use denials::DenialRecord;
+#[cfg(feature = "mcp-plugins")]
+pub use gateway::Offered;
 pub use reports::{Doctor, Listing, PluginListing, ToolListing, Validation};
 
 use crate::approval::{ApprovalStore, ApprovalView, Approver};
@@ -71,6 +75,10 @@ pub struct CallOptions {
     pub on_progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
     /// Asks for approval when the plugin needs it; overrides the host's approver.
     pub approver: Option<Arc<dyn Approver>>,
+    /// The client the call comes from: an MCP server run as a plugin may ask
+    /// it for a model's completion, the user's input or its roots during the
+    /// call (see [`crate::client`]). Without one, such requests are refused.
+    pub client: Option<Arc<dyn crate::client::CallClient>>,
 }
 
 /// Loads plugins, runs tool calls, enforces limits. Dropping the host (or
@@ -109,6 +117,9 @@ struct Inner {
     /// Each plugin version's prepared confinement, by generation.
     confinements: Mutex<std::collections::HashMap<u64, Arc<crate::run::sandbox::Confinement>>>,
     temp_pool: Arc<dirs::TempPool>,
+    /// What the MCP gateway keeps across requests (log level, subscriptions).
+    #[cfg(feature = "mcp-plugins")]
+    gateway: gateway::Gateway,
 }
 
 impl Drop for PluginHost {
@@ -131,6 +142,11 @@ impl PluginHost {
 
     pub fn state_dir(&self) -> &Path {
         &self.inner.config.state_dir
+    }
+
+    /// How much of the sandbox this host applies.
+    pub fn sandbox_mode(&self) -> SandboxMode {
+        self.inner.config.sandbox
     }
 
     /// How many calls run at once (the builder's `concurrency`).

@@ -79,7 +79,7 @@ impl Inner {
     fn load_folder(&self, dir: &std::path::Path) -> FolderResult {
         let loaded = load_guarded(dir);
         #[cfg(feature = "mcp-plugins")]
-        let loaded = crate::plugins::mcp_tools::attach_cached(loaded, &self.config.state_dir);
+        let loaded = crate::plugins::mcp_plugin::attach_cached(loaded, &self.config.state_dir);
         loaded
     }
 

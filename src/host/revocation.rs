@@ -36,6 +36,21 @@ impl Inner {
             .pool(plugin, &key, self.config.limits.kill_grace)
     }
 
+    /// The MCP server slot of `plugin` under the grant it runs under now;
+    /// starts the watch that stops it when that grant goes away.
+    #[cfg(feature = "mcp-plugins")]
+    pub(super) async fn slot_for(&self, plugin: &Arc<Plugin>) -> Arc<crate::run::worker::Slot> {
+        self.watch_approvals();
+        let key = self
+            .current_view()
+            .await
+            .grant_key(plugin)
+            .unwrap_or_default();
+        self.workers
+            .servers
+            .slot(plugin, &key, self.config.limits.kill_grace)
+    }
+
     /// Starts the watch unless it runs (a worker is about to start).
     pub(super) fn watch_approvals(&self) {
         if self.approvals_watched.swap(true, Ordering::Relaxed) {

@@ -1,9 +1,12 @@
 //! Turning call results into MCP tool results.
 //!
-//! A plugin's `is_error: true` and every host error become a tool result with
-//! `isError: true` (host errors name their kind first, so a model can recover);
-//! attachments become image, audio or resource-link content; `structured`
-//! becomes `structuredContent`.
+//! An MCP server's result goes on as the server sent it: every content block
+//! in order with its annotations, embedded resources and links, its
+//! `structuredContent`, `_meta` and `isError`. For other plugins, a plugin's
+//! `is_error: true` and every host error become a tool result with
+//! `isError: true` (host errors name their kind first, so a model can
+//! recover); attachments become image, audio or resource-link content;
+//! `structured` becomes `structuredContent`.
 
 use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
@@ -17,6 +20,9 @@ const MAX_INLINE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The MCP result of a call that reached its plugin.
 pub(super) fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
+    if !outcome.content.is_empty() || outcome.meta.is_some() {
+        return as_sent(outcome);
+    }
     // A plugin-reported kind leads the text, as host errors' kinds do.
     let text = match &outcome.error {
         Some(e) if outcome.is_error => format!("error {}: {}", e.kind, outcome.result),
@@ -30,6 +36,26 @@ pub(super) fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
         CallToolResult::success(content)
     };
     result.structured_content = outcome.structured.clone();
+    result
+}
+
+/// An MCP server's result, as it sent it.
+fn as_sent(outcome: &ToolOutcome) -> CallToolResult {
+    let content: Vec<ContentBlock> = outcome
+        .content
+        .iter()
+        .filter_map(|c| serde_json::from_value(c.clone()).ok())
+        .collect();
+    let mut result = if outcome.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.structured_content = outcome.structured.clone();
+    result.meta = outcome
+        .meta
+        .as_ref()
+        .and_then(|m| serde_json::from_value(m.clone()).ok());
     result
 }
 

@@ -2,23 +2,39 @@
 //! streamable HTTP, see [`http`]), through the same call path as the CLI.
 //!
 //! - `tools/list` comes from the current catalog snapshot, with annotations
-//!   derived from each plugin's permissions; tools of plugins that still need
-//!   approval say so in their description.
+//!   derived from each plugin's permissions (an MCP server's tools keep its
+//!   own metadata); tools of plugins that still need approval say so in
+//!   their description.
 //! - `tools/call` runs [`PluginHost::call_with`] with the request's
 //!   cancellation token (so `notifications/cancelled` kills the process tree),
-//!   its progress token (plugin progress becomes `notifications/progress`) and,
-//!   when the client supports elicitation, an approver that asks the user.
-//! - A catalog change sends `notifications/tools/list_changed` to every client.
+//!   its progress token (plugin progress becomes `notifications/progress`),
+//!   the session as the call's client (an MCP server's sampling, elicitation
+//!   and roots requests reach it) and, when the client supports elicitation,
+//!   an approver that asks the user.
+//! - Resources, prompts, completions and logging of the MCP servers run as
+//!   plugins: [`gateway`].
+//! - A catalog change sends the `list_changed` notifications to every client.
 //!
 //! What clients send is checked in [`wire`] before rmcp reads it (every
 //! request gets an answer with its id); over HTTP, [`sessions`] ties each call
 //! to its client (a call whose client went away is cancelled after a resume
 //! window) and gives each session its share of the call slots; [`tenants`]
 //! serves one host per bearer token.
+#![cfg_attr(
+    feature = "mcp-plugins",
+    expect(
+        deprecated,
+        reason = "logging and resources/subscribe are the 2025-11-25 protocol's, which MCP clients and servers speak; rmcp marks them for its successor"
+    )
+)]
 
 mod content;
+mod downstream;
 mod elicit;
+mod gateway;
 mod http;
+#[cfg(feature = "mcp-plugins")]
+mod offered;
 mod sessions;
 mod stdio;
 mod tenants;
@@ -34,7 +50,7 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
     ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -62,8 +78,11 @@ pub(crate) type Log = Arc<dyn Fn(&str) + Send + Sync>;
 #[derive(Clone)]
 pub struct McpServer {
     host: Arc<PluginHost>,
-    /// Peers of the sessions that finished initializing, for list_changed.
-    peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    /// The sessions that finished initializing, for the notifications every
+    /// session gets.
+    sessions: Arc<Mutex<Vec<Arc<gateway::SessionState>>>>,
+    /// This session's own.
+    state: Arc<gateway::SessionState>,
     next_session: Arc<AtomicU64>,
     session_id: Option<String>,
     log: Log,
@@ -76,7 +95,8 @@ impl McpServer {
     pub fn new(host: Arc<PluginHost>) -> McpServer {
         McpServer {
             host,
-            peers: Arc::default(),
+            sessions: Arc::default(),
+            state: Arc::default(),
             next_session: Arc::new(AtomicU64::new(1)),
             session_id: None,
             log: Arc::new(|_| {}),
@@ -108,25 +128,13 @@ impl McpServer {
         let n = self.next_session.fetch_add(1, Ordering::Relaxed);
         McpServer {
             session_id: Some(format!("mcp-{}-{n}", std::process::id())),
+            state: Arc::default(),
             ..self.clone()
         }
     }
 
     pub fn host(&self) -> &Arc<PluginHost> {
         &self.host
-    }
-
-    /// Tells every connected client that the tool list changed. Peers whose
-    /// connection is gone are dropped.
-    pub async fn notify_tools_changed(&self) {
-        let peers: Vec<Peer<RoleServer>> = self.peers.lock().expect("peers lock").clone();
-        let mut alive = Vec::new();
-        for peer in peers {
-            if peer.notify_tool_list_changed().await.is_ok() {
-                alive.push(peer);
-            }
-        }
-        *self.peers.lock().expect("peers lock") = alive;
     }
 
     fn tool(&self, t: &ToolRef, view: &ApprovalView) -> Tool {
@@ -140,6 +148,10 @@ impl McpServer {
                 state.label(),
                 self.host.approve_command(t.plugin.name())
             ));
+        }
+        #[cfg(feature = "mcp-plugins")]
+        if let Some(tool) = self.listed_tool(t, description.clone()) {
+            return tool;
         }
         let mut tool = Tool::new(
             spec.name.clone(),
@@ -176,14 +188,38 @@ impl ServerHandler for McpServer {
     }
 
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("plughost", env!("CARGO_PKG_VERSION")))
-        .with_instructions("Tools provided by the plugins in the plughost plugins folder.")
+        #[cfg_attr(
+            not(feature = "mcp-plugins"),
+            expect(unused_mut, reason = "servers add theirs")
+        )]
+        let mut instructions =
+            String::from("Tools provided by the plugins in the plughost plugins folder.");
+        #[cfg(feature = "mcp-plugins")]
+        for (plugin, text) in self.host.server_instructions() {
+            instructions.push_str(&format!(
+                "\n\nThe MCP server of plugin \"{plugin}\" says:\n{text}"
+            ));
+        }
+        #[cfg(feature = "mcp-plugins")]
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_logging()
+            .enable_completions()
+            .build();
+        #[cfg(not(feature = "mcp-plugins"))]
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("plughost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(instructions)
     }
 
     async fn list_tools(
@@ -209,11 +245,93 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let mut peers = self.peers.lock().expect("peers lock");
-        // The peers of sessions that ended go now: each holds its session's
-        // channel, and over HTTP sessions come and go all day.
-        peers.retain(|p| !p.is_transport_closed());
-        peers.push(context.peer);
+        self.register(context.peer);
+    }
+
+    #[cfg(feature = "mcp-plugins")]
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        self.list_resources_page(request)
+    }
+
+    #[cfg(feature = "mcp-plugins")]
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        self.list_templates_page(request)
+    }
+
+    #[cfg(feature = "mcp-plugins")]
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        self.read(request, context)
+            .await
+            .map(rmcp::model::ReadResourceResponse::Complete)
+    }
+
+    #[cfg(feature = "mcp-plugins")]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribe_to(request.uri).await
+    }
+
+    #[cfg(feature = "mcp-plugins")]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.unsubscribe_from(request.uri).await
+    }
+
+    #[cfg(feature = "mcp-plugins")]
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        self.list_prompts_page(request)
+    }
+
+    #[cfg(feature = "mcp-plugins")]
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        self.get(request, context)
+            .await
+            .map(rmcp::model::GetPromptResponse::Complete)
+    }
+
+    #[cfg(feature = "mcp-plugins")]
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        self.completion(request, context).await
+    }
+
+    #[cfg(feature = "mcp-plugins")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.set_log_level(request).await;
+        Ok(())
     }
 
     async fn call_tool(
@@ -268,7 +386,9 @@ impl ServerHandler for McpServer {
             )
             .into());
         }
+        let client = Some(self.downstream(&context));
         let options = CallOptions {
+            client,
             invocation: Invocation {
                 request_id: Some(format!("{}", context.id)),
                 session_id: self.session_id.clone(),

@@ -261,7 +261,8 @@ where
     Ok(())
 }
 
-/// Sends `notifications/tools/list_changed` after every catalog change.
+/// Passes the host's events on to the sessions: list changes, resource
+/// updates, log messages (see `gateway.rs`).
 pub(super) fn forward_catalog_changes(server: &McpServer) {
     let mut events = server.host().events();
     let server = server.clone();
@@ -269,15 +270,14 @@ pub(super) fn forward_catalog_changes(server: &McpServer) {
         use tokio::sync::broadcast::error::RecvError;
         loop {
             match events.recv().await {
-                // Neither changes a tool (a server's new listing comes as
-                // a plugin update): worker churn must not make every client
-                // list the tools again.
-                Ok(
-                    HostEvent::Notice { .. }
-                    | HostEvent::WorkerStarted { .. }
-                    | HostEvent::WorkerStopped { .. },
-                ) => {}
-                Ok(_) | Err(RecvError::Lagged(_)) => server.notify_tools_changed().await,
+                Ok(event) => server.forward(&event).await,
+                Err(RecvError::Lagged(_)) => {
+                    server
+                        .forward(&HostEvent::PluginRemoved {
+                            plugin: String::new(),
+                        })
+                        .await
+                }
                 Err(RecvError::Closed) => break,
             }
         }

@@ -20,7 +20,7 @@ async fn ended_sessions_leave_no_peer_behind() {
         .build()
         .unwrap();
     let server = McpServer::new(Arc::new(host));
-    let peers = server.peers.clone();
+    let sessions = server.sessions.clone();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -58,8 +58,8 @@ async fn ended_sessions_leave_no_peer_behind() {
     })
     .await
     .unwrap();
-    let held = peers.lock().unwrap().len();
-    assert!(held <= 2, "{held} peers held after 40 sessions ended");
+    let held = sessions.lock().unwrap().len();
+    assert!(held <= 2, "{held} sessions held after 40 ended");
     stop.cancel();
     serving.await.unwrap().unwrap();
 }

@@ -40,6 +40,10 @@ pub(crate) struct Plugin {
     /// Problems with an MCP server's tool list (tools that cannot be used, an
     /// unreadable tool cache).
     pub tool_notes: Vec<String>,
+    /// What an MCP server offers, as it last listed it (its tools are
+    /// `tools`, checked); `None` for other plugins and before a first listing.
+    #[cfg(feature = "mcp-plugins")]
+    pub listing: Option<Arc<crate::plugins::mcp_listing::Listing>>,
 }
 
 /// A tool with its input schema compiled once per snapshot.
@@ -75,6 +79,8 @@ impl Plugin {
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
             notes,
             tool_notes: Vec::new(),
+            #[cfg(feature = "mcp-plugins")]
+            listing: None,
         }
     }
 
@@ -83,12 +89,14 @@ impl Plugin {
         &self.manifest.name
     }
 
-    /// The same load of the plugin with other tools (an MCP server's list).
-    #[cfg_attr(
-        not(feature = "mcp-plugins"),
-        expect(dead_code, reason = "used by MCP server plugins")
-    )]
-    pub(crate) fn with_tools(&self, tools: Vec<Tool>, tool_notes: Vec<String>) -> Plugin {
+    /// The same load of the plugin with what its MCP server listed.
+    #[cfg(feature = "mcp-plugins")]
+    pub(crate) fn with_listing(
+        &self,
+        listing: Option<Arc<crate::plugins::mcp_listing::Listing>>,
+        tools: Vec<Tool>,
+        tool_notes: Vec<String>,
+    ) -> Plugin {
         Plugin {
             manifest: self.manifest.clone(),
             dir: self.dir.clone(),
@@ -97,6 +105,7 @@ impl Plugin {
             generation: self.generation,
             notes: self.notes.clone(),
             tool_notes,
+            listing,
         }
     }
 

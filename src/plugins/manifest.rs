@@ -276,6 +276,11 @@ impl Permission {
         )
     }
 
+    /// Whether it lets the plugin reach other machines.
+    pub fn reaches_network(&self) -> bool {
+        matches!(self, Permission::Network)
+    }
+
     /// Whether it lets the plugin change files.
     pub fn writes(&self) -> bool {
         matches!(

@@ -10,7 +10,9 @@ pub(crate) mod catalog;
 pub(crate) mod loader;
 pub(crate) mod manifest;
 #[cfg(feature = "mcp-plugins")]
-pub(crate) mod mcp_tools;
+pub(crate) mod mcp_listing;
+#[cfg(feature = "mcp-plugins")]
+pub(crate) mod mcp_plugin;
 pub(crate) mod shebang;
 #[cfg(test)]
 mod tests;

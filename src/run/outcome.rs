@@ -40,6 +40,15 @@ pub struct ToolOutcome {
     pub duration: Duration,
     /// The kept part of stderr, for diagnostics; never meant for the agent.
     pub stderr_tail: String,
+    /// An MCP server's result as it sent it: its content blocks, in order,
+    /// with their annotations, embedded resources and links (MCP's
+    /// `content`). Empty for other plugins, whose answer is `result` and
+    /// `attachments`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<Value>,
+    /// An MCP server's `_meta` on its result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
     /// What the sandbox refused the plugin during the call, when its error
     /// (or stderr) reports it (see `Denial`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -65,6 +74,7 @@ pub(crate) fn interpret(
         .parsed
         .take()
         .unwrap_or_else(|| parse_response(&finished.stdout));
+    let mut mcp = finished.mcp.take();
     if let Some(status) = finished.status.filter(|s| !s.success()) {
         let mut reason = describe_status(status, &tool_ref.plugin);
         if let Ok(r) = &parsed
@@ -133,6 +143,11 @@ pub(crate) fn interpret(
         exit_code: finished.status.and_then(|s| s.code()),
         duration: finished.duration,
         stderr_tail: finished.stderr,
+        content: mcp
+            .as_mut()
+            .map(|m| std::mem::take(&mut m.content))
+            .unwrap_or_default(),
+        meta: mcp.and_then(|m| m.meta),
         denials: Vec::new(),
     })
 }

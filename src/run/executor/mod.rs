@@ -54,6 +54,8 @@ pub(crate) use os::become_subreaper;
 pub(crate) use process::{End, Group, Leader, Output, Pipes, Process, Spawn, Stdin, end};
 pub use stderr::Progress;
 pub(crate) use stderr::StderrCollector;
+#[cfg(feature = "mcp-plugins")]
+pub(crate) use unix::kill_group;
 pub(crate) use unix::process_exists;
 
 /// The limits of one call.
@@ -100,6 +102,16 @@ pub(crate) struct Finished {
     pub duration: Duration,
     /// The response, when the worker layer already parsed it.
     pub parsed: Option<Result<Response, ParseResponseError>>,
+    /// An MCP server's result as it sent it, beside its `parsed` response.
+    pub mcp: Option<McpParts>,
+}
+
+/// An MCP server's tool result as it sent it: its content blocks (in order,
+/// with their annotations) and `_meta`.
+#[derive(Debug, Default)]
+pub(crate) struct McpParts {
+    pub content: Vec<serde_json::Value>,
+    pub meta: Option<serde_json::Value>,
 }
 
 /// Why a run did not end on its own.
@@ -188,5 +200,16 @@ pub(crate) async fn run_once(
         status: Some(status.map_err(RunError::Spawn)?),
         duration: start.elapsed(),
         parsed: None,
+        mcp: None,
     })
+}
+
+/// "exited with code 3", "was killed by signal 9".
+pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => format!("ended ({status})"),
+    }
 }

@@ -41,6 +41,16 @@ pub(crate) fn process_exists(pid: u32) -> bool {
     rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// Sends SIGKILL to group `pgid` now. The caller must know the group's
+/// leader is not reaped (its id is still the group's): see `servers.rs`.
+#[cfg_attr(
+    not(feature = "mcp-plugins"),
+    expect(dead_code, reason = "used by MCP servers run as plugins")
+)]
+pub(crate) fn kill_group(pgid: u32) {
+    signal_group(pgid, SIGKILL);
+}
+
 pub(super) fn signal_group(pgid: u32, signal: i32) -> bool {
     // SAFETY: killpg takes plain integers and has no memory effects.
     let rc = unsafe { libc::killpg(pgid as libc::pid_t, signal) };

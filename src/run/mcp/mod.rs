@@ -1,49 +1,59 @@
-//! An MCP server run as a plugin's worker, spoken to with rmcp's client over
-//! the pipes of a process the executor spawned (in its own process group,
+//! An MCP server run as a plugin, spoken to with rmcp's client over the
+//! pipes of a process the executor spawned (in its own process group,
 //! sandboxed like any plugin).
 //!
-//! One call at a time per server, as for every worker. Within a call: the
-//! progress notifications reach the caller before the result ([`wire`]), the
-//! answer is capped like a plugin's stdout, the deadline and cancellation end
-//! the call with `notifications/cancelled` (the worker is then stopped by its
-//! pool), and a server that exits or closes its stdout fails the call.
-//! `notifications/tools/list_changed` makes the session list the tools again
-//! and hand the new list to the host.
+//! One connection carries many requests at once, as MCP allows: tool calls,
+//! resource reads, prompt gets, completions, subscriptions, each with its own
+//! deadline, cancellation and answer cap. Within a request, the progress
+//! notifications reach the caller before the result ([`wire`]); the deadline
+//! and cancellation end it with `notifications/cancelled`; an answer over
+//! the cap fails that request alone; a server that exits or closes its stdout
+//! fails every request in flight. The server's own requests (sampling,
+//! elicitation, roots) go to the client of the call in flight, and its log
+//! messages and resource updates to the host ([`client`]). A list_changed
+//! notification (tools, resources, prompts) makes the session list what the
+//! server offers again and hand it to the host.
 
+mod client;
 mod convert;
 mod wire;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    ErrorData, Implementation, JsonObject, ProtocolVersion, ServerResult,
-};
-use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::model::{ClientRequest, ErrorData, ServerResult};
+use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::{ClientHandler, Peer, ServiceError, ServiceExt};
+use rmcp::{Peer, ServiceError, ServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, mpsc};
 
-use crate::plugins::mcp_tools::ListedTool;
-use crate::protocol::Response;
+pub(crate) use client::Notices;
+use client::{Client, Clients};
+pub(crate) use convert::response;
+
+use crate::client::CallClient;
+use crate::plugins::mcp_listing::Listing;
 use crate::run::executor::{Output, Progress, StderrCollector, Stdin, Stop};
 
-/// Receives a server's tool list whenever it changes.
-pub(crate) type OnTools = Arc<dyn Fn(Vec<ListedTool>) + Send + Sync>;
+/// Receives a server's listing whenever it changes (tools, resources, prompts).
+pub(crate) type OnListing = Arc<dyn Fn(Listing) + Send + Sync>;
 
-/// How much of a server's stderr outside calls is kept, for start-up failures.
+/// How much of a server's stderr outside requests is kept, for start-up failures.
 const RECENT_STDERR: usize = 8 * 1024;
 
 /// A connected server.
 pub(crate) struct McpSession {
     service: RunningService<RoleClient, Client>,
-    too_large: Arc<AtomicBool>,
-    progress: wire::ProgressSlot,
+    clients: Arc<Clients>,
+    progress: wire::ProgressRoutes,
+    /// Set when an oversized answer could not be tied to its request, so the
+    /// connection ended.
+    broken: Arc<AtomicBool>,
     stderr: Arc<Mutex<StderrTap>>,
+    next_request: AtomicU64,
     /// The list_changed task and the stderr drain, stopped with the session.
     _tasks: [Aborting; 2],
 }
@@ -57,9 +67,9 @@ impl Drop for Aborting {
     }
 }
 
-/// What a server answered a call with.
+/// What a server answered a request with.
 pub(crate) enum McpAnswer {
-    Result(Response),
+    Result(Box<ServerResult>),
     /// A JSON-RPC error instead of a result (an unknown tool, bad params).
     Error(ErrorData),
 }
@@ -70,87 +80,94 @@ pub(crate) struct ConnectError {
     pub stderr: String,
 }
 
-/// The server's stderr: the call in flight keeps its head and tail; between
-/// calls the last few KB are kept for a start-up failure's message.
+/// What one connection needs from the host: where notifications go, what the
+/// server is told the client can do, and who started it.
+pub(crate) struct Connect {
+    pub timeout: Duration,
+    pub max_message: usize,
+    pub notices: Arc<dyn Notices>,
+    pub on_listing: OnListing,
+    /// The client of the call that starts the server (its capabilities are
+    /// the server's client capabilities).
+    pub starter: Option<Arc<dyn CallClient>>,
+}
+
+/// The server's stderr: each request in flight keeps what came while it ran
+/// (head and tail); the last few KB are kept for a start-up failure.
 struct StderrTap {
-    call: Option<StderrCollector>,
+    requests: std::collections::HashMap<u64, StderrCollector>,
     recent: StderrCollector,
 }
 
-/// The client side of the session: rmcp's handler.
-#[derive(Clone)]
-struct Client {
-    tools_changed: Arc<Notify>,
-}
-
-impl ClientHandler for Client {
-    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
-        self.tools_changed.notify_one();
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        // No roots: a filesystem server would take the client's roots over
-        // the folders its arguments name. The handshake version rmcp defaults
-        // to has no `initialize`, so name the newest one that does.
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("plughost", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-    }
+/// One request to a server, as the host asks it.
+pub(crate) struct Ask<'a> {
+    pub request: ClientRequest,
+    pub deadline: tokio::time::Instant,
+    pub max_stderr: usize,
+    pub on_progress: &'a (dyn Fn(Progress) + Send + Sync),
+    /// The client of this call: it answers what the server asks meanwhile.
+    pub client: Option<Arc<dyn CallClient>>,
 }
 
 impl McpSession {
-    /// The handshake and the first tool listing, within `timeout`. `exited`
+    /// The handshake and the first listing, within `timeout`. `exited`
     /// resolves when the server's process exits, which ends the wait at once.
     pub(crate) async fn connect(
         stdin: Stdin,
         stdout: Output,
         stderr: Option<Output>,
         exited: impl Future<Output = ()>,
-        timeout: Duration,
-        max_message: usize,
-        on_tools: OnTools,
-    ) -> Result<(McpSession, Vec<ListedTool>), ConnectError> {
-        let too_large = Arc::new(AtomicBool::new(false));
-        let progress: wire::ProgressSlot = Arc::default();
+        connect: Connect,
+    ) -> Result<(McpSession, Listing), ConnectError> {
+        let progress: wire::ProgressRoutes = Arc::default();
+        let broken = Arc::new(AtomicBool::new(false));
         let tap = Arc::new(Mutex::new(StderrTap {
-            call: None,
+            requests: Default::default(),
             recent: StderrCollector::new(RECENT_STDERR),
         }));
         let drain = Aborting(tokio::spawn(drain_stderr(stderr, tap.clone())));
-        let reader = wire::Wire::new(stdout, max_message, too_large.clone(), progress.clone());
-        // The wire's own cap fails first; rmcp's keeps its buffer small.
-        let transport =
-            AsyncRwTransport::new_client(reader, stdin).with_max_line_length(max_message + 1);
-        let tools_changed = Arc::new(Notify::new());
+        let reader = wire::Wire::new(
+            stdout,
+            connect.max_message,
+            progress.clone(),
+            broken.clone(),
+        );
+        // The wire's own cap applies first; rmcp's keeps its buffer bounded.
+        let transport = AsyncRwTransport::new_client(reader, stdin)
+            .with_max_line_length(connect.max_message + 64 * 1024);
+        let changed = Arc::new(Notify::new());
+        let clients = Clients::starting(connect.starter.as_ref());
         let client = Client {
-            tools_changed: tools_changed.clone(),
+            clients: clients.clone(),
+            notices: connect.notices.clone(),
+            changed: changed.clone(),
+            capabilities: connect
+                .starter
+                .as_ref()
+                .map(|c| c.capabilities())
+                .unwrap_or_default(),
         };
         let failed = |detail: String| {
             let stderr = tap.lock().expect("stderr tap").recent.render();
             ConnectError { detail, stderr }
         };
-        let connect = async {
+        let handshake = async {
             let service = client
                 .serve(transport)
                 .await
                 .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-            let tools = service
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("listing its tools failed: {e}"))?;
-            Ok::<_, String>((service, tools))
+            let listing = list(service.peer()).await?;
+            Ok::<_, String>((service, listing))
         };
         tokio::pin!(exited);
-        let (service, tools) = tokio::select! {
-            r = tokio::time::timeout(timeout, connect) => match r {
+        let (service, listing) = tokio::select! {
+            r = tokio::time::timeout(connect.timeout, handshake) => match r {
                 Ok(Ok(done)) => done,
                 Ok(Err(detail)) => return Err(failed(detail)),
                 Err(_) => {
                     return Err(failed(format!(
                         "the MCP server did not finish its handshake within {}s",
-                        timeout.as_secs_f64()
+                        connect.timeout.as_secs_f64()
                     )));
                 }
             },
@@ -162,30 +179,19 @@ impl McpSession {
         };
         let relist = Aborting(tokio::spawn(relist(
             service.peer().clone(),
-            tools_changed,
-            on_tools,
+            changed,
+            connect.on_listing,
         )));
         let session = McpSession {
             service,
-            too_large,
+            clients,
             progress,
+            broken,
             stderr: tap,
+            next_request: AtomicU64::new(0),
             _tasks: [relist, drain],
         };
-        Ok((session, tools.into_iter().map(convert::listed).collect()))
-    }
-
-    /// Asks the server for its tools now (`tools/list`, every page), within
-    /// `timeout`.
-    pub(crate) async fn list_tools(&self, timeout: Duration) -> Result<Vec<ListedTool>, String> {
-        match tokio::time::timeout(timeout, self.service.peer().list_all_tools()).await {
-            Ok(Ok(tools)) => Ok(tools.into_iter().map(convert::listed).collect()),
-            Ok(Err(e)) => Err(format!("listing its tools failed: {e}")),
-            Err(_) => Err(format!(
-                "the MCP server did not list its tools within {}s",
-                timeout.as_secs_f64()
-            )),
-        }
+        Ok((session, listing))
     }
 
     /// Whether the connection is gone (the server closed its stdout, or rmcp
@@ -194,83 +200,89 @@ impl McpSession {
         self.service.peer().is_transport_closed()
     }
 
-    /// One `tools/call`. Returns how it ended and the stderr the server wrote
-    /// meanwhile (head and tail, `max_stderr` bytes).
-    #[expect(clippy::too_many_arguments, reason = "one call's whole context")]
-    pub(crate) async fn call(
+    /// What the server offers now: tools, and the resources, templates and
+    /// prompts of the capabilities it declared, within `timeout`.
+    pub(crate) async fn list(&self, timeout: Duration) -> Result<Listing, String> {
+        match tokio::time::timeout(timeout, list(self.service.peer())).await {
+            Ok(listed) => listed,
+            Err(_) => Err(format!(
+                "the MCP server did not list what it offers within {}s",
+                timeout.as_secs_f64()
+            )),
+        }
+    }
+
+    /// One request. Returns how it ended and the stderr the server wrote
+    /// while it ran (head and tail, `max_stderr` bytes).
+    pub(crate) async fn request(
         &self,
-        tool: &str,
-        arguments: JsonObject,
-        deadline: tokio::time::Instant,
-        max_stderr: usize,
+        ask: Ask<'_>,
         cancel: impl Future<Output = ()>,
         exited: impl Future<Output = ()>,
-        on_progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> (Result<McpAnswer, Stop>, String) {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        *self.progress.lock().expect("progress slot") = Some(tx);
-        self.stderr.lock().expect("stderr tap").call = Some(StderrCollector::new(max_stderr));
+        let n = self.next_request.fetch_add(1, Ordering::Relaxed);
+        self.stderr
+            .lock()
+            .expect("stderr tap")
+            .requests
+            .insert(n, StderrCollector::new(ask.max_stderr));
+        let _in_flight = self.clients.enter(ask.client.clone());
         let ended = self
-            .exchange(
-                tool,
-                arguments,
-                deadline,
-                cancel,
-                exited,
-                &mut rx,
-                on_progress,
-            )
+            .exchange(ask.request, ask.deadline, cancel, exited, ask.on_progress)
             .await;
-        *self.progress.lock().expect("progress slot") = None;
-        // Progress written before the answer is already in the channel.
-        while let Ok(p) = rx.try_recv() {
-            on_progress(p);
-        }
         let stderr = self
             .stderr
             .lock()
             .expect("stderr tap")
-            .call
-            .take()
+            .requests
+            .remove(&n)
             .map(|c| c.render())
             .unwrap_or_default();
         (ended, stderr)
     }
 
-    #[expect(clippy::too_many_arguments, reason = "one call's whole context")]
     async fn exchange(
         &self,
-        tool: &str,
-        arguments: JsonObject,
+        request: ClientRequest,
         deadline: tokio::time::Instant,
         cancel: impl Future<Output = ()>,
         exited: impl Future<Output = ()>,
-        progress: &mut mpsc::UnboundedReceiver<Progress>,
         on_progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<McpAnswer, Stop> {
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-            CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments),
-        ));
         let mut handle = match self
             .service
+            .peer()
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
         {
             Ok(h) => h,
             Err(e) => return Err(self.lost(e)),
         };
+        let token = serde_json::to_value(&handle.progress_token)
+            .map(|t| wire::token_key(&t))
+            .unwrap_or_default();
+        let (tx, mut progress) = mpsc::unbounded_channel();
+        self.progress
+            .lock()
+            .expect("progress routes")
+            .register(token.clone(), tx);
+        let _routed = Unroute {
+            routes: &self.progress,
+            token,
+        };
         tokio::pin!(cancel, exited);
         let stop = loop {
             tokio::select! {
                 r = &mut handle.rx => {
+                    // Progress written before the answer is in the channel.
+                    while let Ok(p) = progress.try_recv() {
+                        on_progress(p);
+                    }
                     return match r {
-                        Ok(Ok(ServerResult::CallToolResult(result))) => {
-                            Ok(McpAnswer::Result(convert::response(result)))
+                        Ok(Ok(result)) => Ok(McpAnswer::Result(Box::new(result))),
+                        Ok(Err(ServiceError::McpError(e))) if e.code.0 == wire::TOO_LARGE => {
+                            Err(Stop::OutputTooLarge)
                         }
-                        Ok(Ok(_)) => Ok(McpAnswer::Error(ErrorData::internal_error(
-                            "the server answered tools/call with something else than a tool result",
-                            None,
-                        ))),
                         Ok(Err(ServiceError::McpError(e))) => Ok(McpAnswer::Error(e)),
                         Ok(Err(e)) => Err(self.lost(e)),
                         Err(_) => Err(self.lost(ServiceError::TransportClosed)),
@@ -296,10 +308,10 @@ impl McpSession {
         Err(stop)
     }
 
-    /// A call that lost its connection: the answer was too large, or the
-    /// server went away.
+    /// A request that lost its connection: an answer too large to tie to its
+    /// request, or the server went away.
     fn lost(&self, _: ServiceError) -> Stop {
-        if self.too_large.load(Ordering::Relaxed) {
+        if self.broken.load(Ordering::Relaxed) {
             Stop::OutputTooLarge
         } else {
             Stop::Died {
@@ -309,12 +321,85 @@ impl McpSession {
         }
     }
 
-    /// Ends the session: the connection closes (the server sees EOF on stdin),
-    /// the background tasks stop.
-    pub(crate) async fn close(self) {
-        let McpSession { service, .. } = self;
-        let _ = tokio::time::timeout(Duration::from_secs(1), service.cancel()).await;
+    /// Ends the session: the connection closes (the server sees EOF on its
+    /// stdin), the background tasks stop.
+    pub(crate) fn close(&self) {
+        self.service.cancellation_token().cancel();
     }
+}
+
+/// Stops routing a request's progress when it ends, however it ends.
+struct Unroute<'a> {
+    routes: &'a wire::ProgressRoutes,
+    token: String,
+}
+
+impl Drop for Unroute<'_> {
+    fn drop(&mut self) {
+        self.routes
+            .lock()
+            .expect("progress routes")
+            .unregister(&self.token);
+    }
+}
+
+/// Everything `peer`'s server offers: its tools, and the resources,
+/// templates and prompts of the capabilities it declared.
+async fn list(peer: &Peer<RoleClient>) -> Result<Listing, String> {
+    let info = peer.peer_info();
+    let capabilities = info
+        .as_ref()
+        .map(|i| serde_json::to_value(&i.capabilities).unwrap_or_default())
+        .unwrap_or_default();
+    let instructions = info.as_ref().and_then(|i| i.instructions.clone());
+    let offers = |c: &str| capabilities.get(c).is_some();
+    let tools = if offers("tools") {
+        peer.list_all_tools()
+            .await
+            .map_err(|e| format!("listing its tools failed: {e}"))?
+    } else {
+        Vec::new()
+    };
+
+    let (resources, resource_templates) = if offers("resources") {
+        let resources = peer
+            .list_all_resources()
+            .await
+            .map_err(|e| format!("listing its resources failed: {e}"))?;
+        // A server may offer resources without templates: that is no failure.
+        let templates = peer.list_all_resource_templates().await.unwrap_or_default();
+        (objects(resources), objects(templates))
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let prompts = if offers("prompts") {
+        objects(
+            peer.list_all_prompts()
+                .await
+                .map_err(|e| format!("listing its prompts failed: {e}"))?,
+        )
+    } else {
+        Vec::new()
+    };
+    Ok(Listing {
+        tools: tools.into_iter().map(convert::listed).collect(),
+        resources,
+        resource_templates,
+        prompts,
+        instructions,
+        capabilities,
+    })
+}
+
+/// Items of rmcp's model as the JSON objects the server sent.
+fn objects<T: serde::Serialize>(items: Vec<T>) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    items
+        .into_iter()
+        .filter_map(|i| match serde_json::to_value(i) {
+            Ok(serde_json::Value::Object(m)) => Some(m),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Reads the server's stderr to its end, so it never blocks on a full pipe.
@@ -327,21 +412,21 @@ async fn drain_stderr(stderr: Option<Output>, tap: Arc<Mutex<StderrTap>>) {
             Ok(n) => {
                 let mut tap = tap.lock().expect("stderr tap");
                 let chunk = &buf[..n];
-                match tap.call.as_mut() {
-                    Some(call) => call.push(chunk, &|_| {}),
-                    None => tap.recent.push(chunk, &|_| {}),
+                tap.recent.push(chunk, &|_| {});
+                for c in tap.requests.values_mut() {
+                    c.push(chunk, &|_| {});
                 }
             }
         }
     }
 }
 
-/// Lists the tools again whenever the server says they changed.
-async fn relist(peer: Peer<RoleClient>, changed: Arc<Notify>, on_tools: OnTools) {
+/// Lists again whenever the server says its tools, resources or prompts changed.
+async fn relist(peer: Peer<RoleClient>, changed: Arc<Notify>, on_listing: OnListing) {
     loop {
         changed.notified().await;
-        match peer.list_all_tools().await {
-            Ok(tools) => on_tools(tools.into_iter().map(convert::listed).collect()),
+        match list(&peer).await {
+            Ok(listing) => on_listing(listing),
             Err(_) if peer.is_transport_closed() => return,
             Err(_) => {}
         }

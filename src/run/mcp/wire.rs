@@ -1,12 +1,18 @@
-//! The server's stdout as rmcp reads it, watched on the way: one message is
-//! capped (the 1 MB answer limit of every plugin), and progress notifications
-//! are handed to the call in flight in stream order, before rmcp sees the
-//! response that follows them. (rmcp runs a task per notification, so its
-//! own progress callback can fire after the result.)
+//! The server's stdout as rmcp reads it, a line at a time, watched on the way:
+//!
+//! - Progress notifications are handed to the call they belong to (by the
+//!   progress token plughost gave it) in stream order, before rmcp sees the
+//!   response that follows them. (rmcp runs a task per notification, so its
+//!   own progress callback can fire after the result.)
+//! - A message larger than the answer limit (every plugin's 1 MB) fails only
+//!   the call it answers: it is never buffered whole, and rmcp reads a
+//!   JSON-RPC error for that request in its place. Many calls share the
+//!   connection, so one oversized answer must not end the others. When its
+//!   request id cannot be found in its first bytes, the connection ends.
 
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -16,58 +22,170 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::run::executor::Progress;
 
-/// Where progress of the call in flight goes (none between calls).
-pub(super) type ProgressSlot = Arc<Mutex<Option<UnboundedSender<Progress>>>>;
+/// Where progress goes, by the progress token of the call it belongs to.
+pub(super) type ProgressRoutes = Arc<Mutex<Routes>>;
 
-/// The start of a line kept to look for a progress notification in; the
-/// notifications are small, and longer lines are only counted.
+/// Progress by token: a call's channel, or what arrived before the call
+/// registered its token (rmcp picks the token as it sends the request, so
+/// a fast server's first report can come first).
+#[derive(Default)]
+pub(super) struct Routes {
+    calls: HashMap<String, UnboundedSender<Progress>>,
+    early: VecDeque<(String, Progress)>,
+}
+
+/// Early reports kept for calls not registered yet.
+const EARLY: usize = 256;
+
+impl Routes {
+    /// Routes the progress of `token` to `tx`, with what came early.
+    pub(super) fn register(&mut self, token: String, tx: UnboundedSender<Progress>) {
+        for (t, p) in std::mem::take(&mut self.early) {
+            if t == token {
+                let _ = tx.send(p);
+            } else {
+                self.early.push_back((t, p));
+            }
+        }
+        self.calls.insert(token, tx);
+    }
+
+    pub(super) fn unregister(&mut self, token: &str) {
+        self.calls.remove(token);
+    }
+
+    fn deliver(&mut self, token: String, report: Progress) {
+        match self.calls.get(&token) {
+            Some(tx) => drop(tx.send(report)),
+            None => {
+                if self.early.len() == EARLY {
+                    self.early.pop_front();
+                }
+                self.early.push_back((token, report));
+            }
+        }
+    }
+}
+
+/// The code of the error that stands in for an oversized answer.
+pub(super) const TOO_LARGE: i32 = -32099;
+
+/// Bytes of an oversized line kept to find its request id in.
+const ID_PREFIX: usize = 64 * 1024;
+/// Bytes at the start of a line looked at for a progress notification.
 const SNIFF: usize = 4096;
 
 /// Reads the server's stdout for rmcp. See the module docs.
 pub(super) struct Wire<R> {
     inner: R,
     cap: usize,
+    /// The line being read (up to the cap).
     line: Vec<u8>,
-    line_len: usize,
-    too_large: Arc<AtomicBool>,
-    progress: ProgressSlot,
+    /// Skipping an oversized line: its first bytes, for its id.
+    oversized: Option<Vec<u8>>,
+    /// Complete lines ready for rmcp.
+    ready: VecDeque<u8>,
+    progress: ProgressRoutes,
+    /// Set when an oversized line's id could not be found: the connection
+    /// ends (every call on it fails with `output_too_large`).
+    broken: Arc<std::sync::atomic::AtomicBool>,
+    eof: bool,
 }
 
 impl<R> Wire<R> {
     pub(super) fn new(
         inner: R,
         cap: usize,
-        too_large: Arc<AtomicBool>,
-        progress: ProgressSlot,
+        progress: ProgressRoutes,
+        broken: Arc<std::sync::atomic::AtomicBool>,
     ) -> Wire<R> {
         Wire {
             inner,
             cap,
             line: Vec::new(),
-            line_len: 0,
-            too_large,
+            oversized: None,
+            ready: VecDeque::new(),
             progress,
+            broken,
+            eof: false,
         }
     }
 
-    /// Looks at one complete line.
-    fn line_done(&mut self) {
+    /// Takes in bytes read from the server.
+    fn take(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            let newline = bytes.iter().position(|&b| b == b'\n');
+            let (chunk, rest) = match newline {
+                Some(i) => (&bytes[..i], &bytes[i + 1..]),
+                None => (bytes, &[][..]),
+            };
+            match &mut self.oversized {
+                Some(prefix) => {
+                    let room = ID_PREFIX.saturating_sub(prefix.len());
+                    prefix.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                }
+                None if self.line.len() + chunk.len() > self.cap => {
+                    let mut prefix = std::mem::take(&mut self.line);
+                    prefix.truncate(ID_PREFIX);
+                    let room = ID_PREFIX.saturating_sub(prefix.len());
+                    prefix.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    self.oversized = Some(prefix);
+                }
+                None => self.line.extend_from_slice(chunk),
+            }
+            if newline.is_some() {
+                self.line_done()?;
+            }
+            bytes = rest;
+        }
+        Ok(())
+    }
+
+    /// A whole line: passed on, or for an oversized one, an error in its place.
+    fn line_done(&mut self) -> io::Result<()> {
+        if let Some(prefix) = self.oversized.take() {
+            let Some(id) = request_id(&prefix) else {
+                self.broken
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "an MCP message is larger than the answer limit",
+                ));
+            };
+            let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": TOO_LARGE,
+                "message": format!("the answer is larger than the limit of {} bytes", self.cap),
+            }});
+            self.ready.extend(error.to_string().as_bytes());
+            self.ready.push_back(b'\n');
+            return Ok(());
+        }
         let line = std::mem::take(&mut self.line);
-        self.line_len = 0;
-        let is_progress = line
+        self.route_progress(&line);
+        self.ready.extend(&line);
+        self.ready.push_back(b'\n');
+        Ok(())
+    }
+
+    fn route_progress(&self, line: &[u8]) {
+        let head = &line[..line.len().min(SNIFF)];
+        if !head
             .windows(b"notifications/progress".len())
-            .any(|w| w == b"notifications/progress");
-        if !is_progress {
+            .any(|w| w == b"notifications/progress")
+        {
             return;
         }
-        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+        let Ok(message) = serde_json::from_slice::<Value>(line) else {
             return;
         };
         if message.get("method").and_then(Value::as_str) != Some("notifications/progress") {
             return;
         }
         let params = &message["params"];
-        let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
+        let (Some(token), Some(progress)) = (
+            params.get("progressToken").map(token_key),
+            params.get("progress").and_then(Value::as_f64),
+        ) else {
             return;
         };
         let report = Progress {
@@ -78,10 +196,57 @@ impl<R> Wire<R> {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
         };
-        if let Some(tx) = self.progress.lock().expect("progress slot").as_ref() {
-            let _ = tx.send(report);
-        }
+        self.progress
+            .lock()
+            .expect("progress routes")
+            .deliver(token, report);
     }
+}
+
+/// A progress token as a map key: its JSON text.
+pub(super) fn token_key(token: &Value) -> String {
+    token.to_string()
+}
+
+/// The request id in the first bytes of a JSON-RPC response: the value of its
+/// top-level `"id"` member, when those bytes hold it.
+fn request_id(prefix: &[u8]) -> Option<Value> {
+    let text = String::from_utf8_lossy(prefix);
+    let mut depth = 0i32;
+    let mut in_string = false;
+    let mut escaped = false;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else {
+            match b {
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => depth -= 1,
+                b'"' if depth == 1 && text[i..].starts_with("\"id\"") => {
+                    let rest = text[i + 4..].trim_start().strip_prefix(':')?;
+                    // The first JSON value after the colon, and nothing more.
+                    return serde_json::Deserializer::from_str(rest)
+                        .into_iter::<Value>()
+                        .next()?
+                        .ok()
+                        .filter(|id| id.is_number() || id.is_string());
+                }
+                b'"' => in_string = true,
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    None
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for Wire<R> {
@@ -90,28 +255,83 @@ impl<R: AsyncRead + Unpin> AsyncRead for Wire<R> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
         let this = &mut *self;
-        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = polled {
-            for &b in &buf.filled()[before..] {
-                if b == b'\n' {
-                    this.line_done();
-                    continue;
+        loop {
+            if !this.ready.is_empty() {
+                let n = buf.remaining().min(this.ready.len());
+                let (a, b) = this.ready.as_slices();
+                let from_a = n.min(a.len());
+                buf.put_slice(&a[..from_a]);
+                buf.put_slice(&b[..n - from_a]);
+                this.ready.drain(..n);
+                return Poll::Ready(Ok(()));
+            }
+            if this.eof {
+                return Poll::Ready(Ok(()));
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            let mut read = ReadBuf::new(&mut chunk);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) if read.filled().is_empty() => {
+                    // The end: a last line without a newline still counts.
+                    if !this.line.is_empty() || this.oversized.is_some() {
+                        this.line_done()?;
+                    }
+                    this.eof = true;
                 }
-                this.line_len += 1;
-                if this.line.len() < SNIFF {
-                    this.line.push(b);
-                }
-                if this.line_len > this.cap {
-                    this.too_large.store(true, Ordering::Relaxed);
-                    return Poll::Ready(Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "an MCP message is larger than the answer limit",
-                    )));
+                Poll::Ready(Ok(())) => {
+                    let filled = read.filled().to_vec();
+                    this.take(&filled)?;
                 }
             }
         }
-        polled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_request_id_is_found_at_the_top_level_only() {
+        assert_eq!(
+            request_id(br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"aaaa"#),
+            Some(json!(7))
+        );
+        assert_eq!(
+            request_id(br#"{"result":{"id":1,"x":"a\"id\":2"},"id":"req-3","jsonrpc":"2.0"}"#),
+            Some(json!("req-3"))
+        );
+        assert_eq!(
+            request_id(br#"{"jsonrpc":"2.0","result":{"content":"#),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn an_oversized_answer_becomes_an_error_for_its_request_and_the_rest_goes_on() {
+        use tokio::io::AsyncReadExt;
+        let big = "x".repeat(5000);
+        let input = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"t\":\"{big}\"}}}}\n{{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{}}}}\n"
+        );
+        let mut wire = Wire::new(
+            input.as_bytes(),
+            1000,
+            ProgressRoutes::default(),
+            Arc::default(),
+        );
+        let mut out = String::new();
+        wire.read_to_string(&mut out).await.unwrap();
+        let lines: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["id"], 1);
+        assert_eq!(lines[0]["error"]["code"], TOO_LARGE);
+        assert_eq!(lines[1], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
     }
 }

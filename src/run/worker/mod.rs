@@ -19,9 +19,14 @@
 //! changes, the host retires the pool: idle workers stop at once, busy ones
 //! after their call.
 
+mod backoff;
 mod pool;
 mod process;
+#[cfg(feature = "mcp-plugins")]
+mod servers;
 
 pub use pool::WorkerInfo;
 pub(crate) use pool::{Pool, Workers};
 pub(crate) use process::{TmpFolder, WorkerSpec};
+#[cfg(feature = "mcp-plugins")]
+pub(crate) use servers::{Server, Slot, StartError};

@@ -9,21 +9,23 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
+use super::backoff::Backoff;
 use super::process::{Worker, WorkerSpec};
-use crate::events::{EventSink, HostEvent, Notice, WorkerStop};
+use crate::events::{EventSink, HostEvent, WorkerStop};
 use crate::plugins::catalog::Plugin;
 use crate::plugins::manifest::Persistent;
 use crate::protocol::parse_response;
-use crate::run::executor::{End, Finished, Limits, Progress, RunError, StderrCollector, Stop};
+use crate::run::executor::{
+    End, Finished, Limits, Progress, RunError, StderrCollector, Stop, describe_exit,
+};
 
-/// First wait after a worker died at start-up; it doubles up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(250);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-/// The pools of a host, one per persistent plugin.
+/// The pools of a host, one per persistent plugin, and its MCP servers.
 pub(crate) struct Workers {
     pools: Mutex<HashMap<String, Arc<Pool>>>,
     events: EventSink,
+    /// MCP servers run as plugins: shared by every call (`servers.rs`).
+    #[cfg(feature = "mcp-plugins")]
+    pub(crate) servers: super::servers::Servers,
 }
 
 /// A running worker, for listings.
@@ -39,6 +41,8 @@ impl Workers {
     pub(crate) fn new(events: EventSink) -> Workers {
         Workers {
             pools: Mutex::default(),
+            #[cfg(feature = "mcp-plugins")]
+            servers: super::servers::Servers::new(events.clone()),
             events,
         }
     }
@@ -84,6 +88,8 @@ impl Workers {
     /// are told to finish (stdin closed, a grace, then the group kill) in the
     /// background, busy ones after their call.
     pub(crate) fn retire(&self, plugin: &str, reason: WorkerStop) {
+        #[cfg(feature = "mcp-plugins")]
+        self.servers.retire(plugin, reason.clone());
         if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
             pool.retire(reason);
         }
@@ -92,6 +98,8 @@ impl Workers {
     /// Retires the pool of `plugin` and kills its idle workers' process
     /// groups before returning: for a revoked approval, which must not wait.
     pub(crate) fn kill(&self, plugin: &str, reason: WorkerStop) {
+        #[cfg(feature = "mcp-plugins")]
+        self.servers.kill(plugin, reason.clone());
         if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
             pool.kill_idle(reason);
         }
@@ -100,6 +108,8 @@ impl Workers {
     /// Retires every pool and kills every idle worker before returning (host
     /// shutdown, which may happen with no runtime left to wait on).
     pub(crate) fn kill_all(&self, reason: WorkerStop) {
+        #[cfg(feature = "mcp-plugins")]
+        self.servers.kill_all(reason.clone());
         let pools: Vec<Arc<Pool>> = self
             .pools
             .lock()
@@ -115,6 +125,8 @@ impl Workers {
     /// Stops every idle worker and waits until they are gone; busy ones stop
     /// after their call.
     pub(crate) async fn stop_all(&self, reason: WorkerStop) {
+        #[cfg(feature = "mcp-plugins")]
+        self.servers.stop_all(reason.clone()).await;
         let pools: Vec<Arc<Pool>> = self
             .pools
             .lock()
@@ -133,22 +145,37 @@ impl Workers {
     /// Each pool's plugin, its load (generation) and the grant key its
     /// workers were started under.
     pub(crate) fn pools(&self) -> Vec<(String, u64, String)> {
-        self.pools
+        #[cfg_attr(
+            not(feature = "mcp-plugins"),
+            expect(unused_mut, reason = "servers add theirs")
+        )]
+        let mut all: Vec<_> = self
+            .pools
             .lock()
             .expect("pools lock")
             .iter()
             .map(|(name, pool)| (name.clone(), pool.plugin.generation, pool.grant.clone()))
-            .collect()
+            .collect();
+        #[cfg(feature = "mcp-plugins")]
+        all.extend(self.servers.slots());
+        all
     }
 
     /// The running workers of each plugin.
     pub(crate) fn running(&self) -> HashMap<String, Vec<WorkerInfo>> {
         let pools = self.pools.lock().expect("pools lock");
-        pools
+        #[cfg_attr(
+            not(feature = "mcp-plugins"),
+            expect(unused_mut, reason = "servers add theirs")
+        )]
+        let mut running: HashMap<_, _> = pools
             .iter()
             .map(|(name, pool)| (name.clone(), pool.running()))
             .filter(|(_, w)| !w.is_empty())
-            .collect()
+            .collect();
+        #[cfg(feature = "mcp-plugins")]
+        running.extend(self.servers.running());
+        running
     }
 }
 
@@ -173,10 +200,7 @@ pub(crate) struct Pool {
 struct State {
     idle: Vec<Worker>,
     busy: Vec<(u32, u64)>,
-    /// Workers that died before their first answer, in a row.
-    failures: u32,
-    retry_at: Option<Instant>,
-    last_failure: String,
+    backoff: Backoff,
     retired: Option<WorkerStop>,
     janitor: bool,
 }
@@ -334,39 +358,18 @@ impl Pool {
     /// Counts a worker that died before its first answer, and reports a
     /// streak of them once.
     fn start_failed(&self, detail: &str, stderr: &str) {
-        let mut state = self.state.lock().expect("pool lock");
-        state.failures += 1;
-        let backoff = FIRST_BACKOFF
-            .saturating_mul(1 << (state.failures - 1).min(16))
-            .min(MAX_BACKOFF);
-        state.retry_at = Some(Instant::now() + backoff);
-        state.last_failure = match crate::error::last_chars(stderr.trim(), 300) {
-            "" => detail.to_owned(),
-            tail => format!("{detail}; stderr ends with: {tail}"),
-        };
-        if state.failures == 2 {
-            let notice = Notice::WorkerBackoff {
-                plugin: self.plugin.name().to_owned(),
-                failure: state.last_failure.clone(),
-                max_backoff_secs: MAX_BACKOFF.as_secs(),
-            };
-            drop(state);
+        let notice = self.state.lock().expect("pool lock").backoff.failed(
+            self.plugin.name(),
+            detail,
+            stderr,
+        );
+        if let Some(notice) = notice {
             (self.events)(HostEvent::Notice(notice));
         }
     }
 
     fn backoff(&self) -> Result<(), RunError> {
-        let state = self.state.lock().expect("pool lock");
-        match state.retry_at {
-            Some(at) if at > Instant::now() => Err(RunError::Backoff(format!(
-                "its worker exited before answering {} time{} in a row ({}); the next start is in {:.1}s",
-                state.failures,
-                if state.failures == 1 { "" } else { "s" },
-                state.last_failure,
-                at.duration_since(Instant::now()).as_secs_f64()
-            ))),
-            _ => Ok(()),
-        }
+        self.state.lock().expect("pool lock").backoff.check()
     }
 }
 
@@ -410,7 +413,7 @@ impl Pool {
             Stop::Died { stdout, exited } => {
                 let mut detail = match (exited, status) {
                     (true, Some(status)) => {
-                        format!("the worker {} before answering", describe(status))
+                        format!("the worker {} before answering", describe_exit(status))
                     }
                     _ => "the worker closed its stdout before answering".to_owned(),
                 };
@@ -428,21 +431,6 @@ impl Pool {
                 }
             }
         }
-    }
-
-    /// A worker that answered: back to the pool, and any start-up failure
-    /// streak is over.
-    #[cfg_attr(
-        not(feature = "mcp-plugins"),
-        expect(dead_code, reason = "used by MCP server plugins")
-    )]
-    fn answered(self: &Arc<Self>, worker: Worker) {
-        {
-            let mut state = self.state.lock().expect("pool lock");
-            state.failures = 0;
-            state.retry_at = None;
-        }
-        self.check_in(worker);
     }
 
     /// Registers a just-started worker and reports it.
@@ -477,17 +465,6 @@ impl Lease {
         self.pool.started(&worker);
         self.worker = Some(worker);
         Ok(())
-    }
-
-    /// Gives a worker that was started but not called back to the pool.
-    #[cfg_attr(
-        not(feature = "mcp-plugins"),
-        expect(dead_code, reason = "used by MCP server plugins")
-    )]
-    pub(crate) fn give_back(mut self) {
-        if let Some(worker) = self.worker.take() {
-            self.pool.check_in(worker);
-        }
     }
 
     /// The pid of the worker of this lease.
@@ -537,9 +514,7 @@ impl Lease {
         };
         let pid = worker.pid();
         {
-            let mut state = pool.state.lock().expect("pool lock");
-            state.failures = 0;
-            state.retry_at = None;
+            pool.state.lock().expect("pool lock").backoff.succeeded();
         }
         match out_of_step {
             Some(reason) => {
@@ -565,99 +540,8 @@ impl Lease {
             status: None,
             duration: started.elapsed(),
             parsed,
+            mcp: None,
         })
-    }
-}
-
-#[cfg(feature = "mcp-plugins")]
-impl Lease {
-    /// Starts an MCP server for this lease: spawn, handshake, first tool list
-    /// (returned). `on_tools` receives the lists that follow.
-    pub(crate) async fn start_mcp(
-        &mut self,
-        spec: WorkerSpec,
-        limits: &Limits,
-        on_tools: crate::run::mcp::OnTools,
-    ) -> Result<Vec<crate::plugins::mcp_tools::ListedTool>, RunError> {
-        use super::process::StartError;
-        self.pool.backoff()?;
-        match Worker::start_mcp(spec, limits.timeout, limits.max_stdout, on_tools).await {
-            Ok((worker, tools)) => {
-                self.pool.started(&worker);
-                self.worker = Some(worker);
-                Ok(tools)
-            }
-            Err(StartError::Spawn(e)) => {
-                self.pool
-                    .start_failed(&format!("it could not start: {e}"), "");
-                Err(RunError::Spawn(e))
-            }
-            Err(StartError::Connect {
-                mut detail,
-                stderr,
-                status,
-            }) => {
-                if let Some(status) = status.filter(|s| !s.success() || s.code().is_none()) {
-                    detail.push_str(&format!(" (it {})", describe(status)));
-                }
-                self.pool.start_failed(&detail, &stderr);
-                Err(RunError::Died {
-                    detail,
-                    exit_code: status.and_then(|s| s.code()),
-                    stderr,
-                })
-            }
-        }
-    }
-
-    /// The tools the lease's MCP server lists now. The server stays with
-    /// the lease.
-    pub(crate) async fn list_mcp(
-        &self,
-        timeout: Duration,
-    ) -> Result<Vec<crate::plugins::mcp_tools::ListedTool>, String> {
-        let worker = self.worker.as_ref().expect("a lease lists with a worker");
-        worker.list_mcp(timeout).await
-    }
-
-    /// One `tools/call` on the lease's MCP server. A server that answered
-    /// (with a result or a JSON-RPC error) goes back to the pool; any other
-    /// end stops it.
-    pub(crate) async fn call_mcp(
-        mut self,
-        tool: &str,
-        arguments: rmcp::model::JsonObject,
-        limits: &Limits,
-        cancel: impl std::future::Future<Output = ()>,
-        on_progress: &(dyn Fn(Progress) + Send + Sync),
-    ) -> Result<Finished, RunError> {
-        use crate::run::mcp::McpAnswer;
-        let started = Instant::now();
-        let mut worker = self.worker.take().expect("a lease calls with a worker");
-        let (ended, stderr) = worker
-            .call_mcp(tool, arguments, limits, cancel, on_progress)
-            .await;
-        let pool = self.pool.clone();
-        match ended {
-            Ok(McpAnswer::Result(response)) => {
-                pool.answered(worker);
-                Ok(Finished {
-                    stdout: Vec::new(),
-                    stderr,
-                    status: None,
-                    duration: started.elapsed(),
-                    parsed: Some(Ok(response)),
-                })
-            }
-            Ok(McpAnswer::Error(e)) => {
-                pool.answered(worker);
-                Err(RunError::ServerError {
-                    code: e.code.0,
-                    message: e.message.into_owned(),
-                })
-            }
-            Err(stop) => Err(pool.failed(worker, stop, stderr, limits).await),
-        }
     }
 }
 
@@ -722,15 +606,5 @@ async fn janitor(pool: Weak<Pool>, wake: Arc<Notify>) {
             }
             None => wake.notified().await,
         }
-    }
-}
-
-/// "exited with code 3", "was killed by signal 9".
-fn describe(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exited with code {code}"),
-        (None, Some(sig)) => format!("was killed by signal {sig}"),
-        _ => format!("ended ({status})"),
     }
 }

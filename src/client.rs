@@ -1,0 +1,88 @@
+//! The client a call comes from, as an MCP server run as a plugin may need
+//! it: servers ask their client for a model's completion
+//! (`sampling/createMessage`), for the user's input (`elicitation/create`)
+//! and for its roots (`roots/list`), in the middle of a call.
+//!
+//! plughost's MCP front end gives each call its session as a [`CallClient`];
+//! an embedder that has a model or a user at hand gives its own
+//! ([`crate::CallOptions::client`]). A server's request goes to the client
+//! of the call in flight on that server, never to another session: see
+//! `run/mcp/client.rs` for how it is routed.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+/// A boxed future, so handlers can be trait objects.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a client can answer, as MCP's client capabilities say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientCapabilities {
+    /// `sampling/createMessage`.
+    pub sampling: bool,
+    /// `elicitation/create`.
+    pub elicitation: bool,
+    /// `roots/list`.
+    pub roots: bool,
+}
+
+impl ClientCapabilities {
+    /// Every capability, or none.
+    pub fn all(yes: bool) -> ClientCapabilities {
+        ClientCapabilities {
+            sampling: yes,
+            elicitation: yes,
+            roots: yes,
+        }
+    }
+
+    /// Whether the client can answer `method`.
+    pub fn answers(&self, method: &str) -> bool {
+        match method {
+            "sampling/createMessage" => self.sampling,
+            "elicitation/create" => self.elicitation,
+            "roots/list" => self.roots,
+            _ => false,
+        }
+    }
+}
+
+/// Why a client did not answer a request: a JSON-RPC error, passed on to the
+/// server that asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} (error {code})")]
+#[non_exhaustive]
+pub struct ClientRequestError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl ClientRequestError {
+    pub fn new(code: i32, message: impl Into<String>) -> ClientRequestError {
+        ClientRequestError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// The client of a call: answers what an MCP server run as a plugin asks
+/// during it. Requests and results are MCP's JSON (`params` of the request,
+/// the `result` object).
+pub trait CallClient: Send + Sync {
+    /// What it can answer.
+    fn capabilities(&self) -> ClientCapabilities;
+    /// Which client session it is: requests of servers that several calls
+    /// share go to a session only when it is the only one with calls in
+    /// flight on that server.
+    fn session(&self) -> String;
+    /// Sends `method` with `params` to the client and returns its result.
+    fn request<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> BoxFuture<'a, Result<Value, ClientRequestError>>;
+}

@@ -1,0 +1,155 @@
+//! The front end of the MCP gateway: what the MCP servers run as plugins
+//! offer beyond tool calls, served to every session as the servers sent it
+//! (see `host/gateway.rs` for where each request goes).
+//!
+//! - `resources/list`, `resources/templates/list` and `prompts/list` are the
+//!   host's merged lists, in pages of [`PAGE`]; `resources/read`,
+//!   `prompts/get` and `completion/complete` are sent to the owning server
+//!   with the request's cancellation and its session as the client.
+//! - `resources/subscribe` is kept per session; an update reaches the
+//!   sessions subscribed to its URI.
+//! - `logging/setLevel` is kept per session, and the most verbose level any
+//!   session asked for goes to the servers; a log message reaches each session
+//!   whose level lets it through, its `logger` naming the plugin.
+//! - A change of what the servers offer becomes the matching `list_changed`.
+//! - Tools keep the server's metadata (title, annotations, output schema,
+//!   execution, icons, `_meta`); plughost only makes the annotations
+//!   stricter where its sandbox proves it (no write grant: read-only; no
+//!   network: not open-world).
+#![expect(
+    deprecated,
+    reason = "sampling, roots, logging and resources/subscribe are the 2025-11-25 protocol's, which MCP clients and servers speak; rmcp marks them for its successor"
+)]
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rmcp::RoleServer;
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::service::{Peer, RequestContext};
+
+use super::McpServer;
+use super::downstream::Downstream;
+use crate::client::CallClient;
+use crate::events::HostEvent;
+
+/// What one session asked for.
+#[derive(Default)]
+pub(super) struct SessionState {
+    pub(super) peer: OnceLock<Peer<RoleServer>>,
+    pub(super) log_level: Mutex<Option<LoggingLevel>>,
+    pub(super) subscriptions: Mutex<HashSet<String>>,
+}
+
+impl SessionState {
+    pub(super) fn is_closed(&self) -> bool {
+        self.peer.get().is_some_and(|p| p.is_transport_closed())
+    }
+}
+
+impl McpServer {
+    /// The client of a request of this session.
+    pub(super) fn downstream(&self, context: &RequestContext<RoleServer>) -> Arc<dyn CallClient> {
+        Arc::new(Downstream {
+            peer: context.peer.clone(),
+            session: self.session_id.clone().unwrap_or_default(),
+            request: Some(context.id.clone()),
+        })
+    }
+
+    /// Registers this session for the notifications every session gets.
+    pub(super) fn register(&self, peer: Peer<RoleServer>) {
+        let _ = self.state.peer.set(peer);
+        let mut sessions = self.sessions.lock().expect("sessions lock");
+        // The sessions that ended go now: over HTTP they come and go all day.
+        sessions.retain(|s| !s.is_closed());
+        sessions.push(self.state.clone());
+    }
+
+    /// The sessions that are still there.
+    fn live(&self) -> Vec<Arc<SessionState>> {
+        let mut sessions = self.sessions.lock().expect("sessions lock");
+        sessions.retain(|s| !s.is_closed());
+        sessions.clone()
+    }
+
+    /// Passes one host event on to the sessions it concerns.
+    pub(super) async fn forward(&self, event: &HostEvent) {
+        match event {
+            // None changes what is offered (a server's new listing comes as
+            // a plugin update): churn must not make every client list again.
+            HostEvent::Notice(_)
+            | HostEvent::WorkerStarted { .. }
+            | HostEvent::WorkerStopped { .. }
+            | HostEvent::SandboxDenied { .. } => {}
+            HostEvent::ResourcesChanged { .. } => {
+                for s in self.live() {
+                    if let Some(peer) = s.peer.get() {
+                        let _ = peer.notify_resource_list_changed().await;
+                    }
+                }
+            }
+            HostEvent::PromptsChanged { .. } => {
+                for s in self.live() {
+                    if let Some(peer) = s.peer.get() {
+                        let _ = peer.notify_prompt_list_changed().await;
+                    }
+                }
+            }
+            HostEvent::ResourceUpdated { uri, .. } => {
+                for s in self.live() {
+                    let subscribed = s.subscriptions.lock().expect("session lock").contains(uri);
+                    if let (true, Some(peer)) = (subscribed, s.peer.get()) {
+                        let _ = peer
+                            .notify_resource_updated(
+                                rmcp::model::ResourceUpdatedNotificationParam::new(uri.clone()),
+                            )
+                            .await;
+                    }
+                }
+            }
+            HostEvent::ServerLog { plugin, message } => {
+                let Ok(mut params) =
+                    serde_json::from_value::<LoggingMessageNotificationParam>(message.clone())
+                else {
+                    return;
+                };
+                params.logger = Some(match params.logger {
+                    Some(logger) => format!("{plugin}/{logger}"),
+                    None => plugin.clone(),
+                });
+                for s in self.live() {
+                    let level = *s.log_level.lock().expect("session lock");
+                    let passes = level.is_none_or(|l| rank(params.level) >= rank(l));
+                    if let (true, Some(peer)) = (passes, s.peer.get()) {
+                        let _ = peer.notify_logging_message(params.clone()).await;
+                    }
+                }
+            }
+            // The catalog or an approval changed: any list may differ.
+            _ => {
+                for s in self.live() {
+                    if let Some(peer) = s.peer.get() {
+                        let _ = peer.notify_tool_list_changed().await;
+                        let _ = peer.notify_prompt_list_changed().await;
+                        let _ = peer.notify_resource_list_changed().await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The order of log levels, most verbose first.
+pub(super) fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}

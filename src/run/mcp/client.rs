@@ -1,0 +1,250 @@
+//! plughost as the client of a wrapped MCP server: what it tells the server
+//! it can do, and where the server's own requests and notifications go.
+//!
+//! The server is initialized with the capabilities of the client whose call
+//! started it (sampling, elicitation, roots). Its requests go to a client of
+//! the calls in flight on it:
+//!
+//! - one client session has calls in flight: that session answers;
+//! - none: the session that started the server, while it is still there (a
+//!   server asks for the roots right after it starts);
+//! - several: the request is refused, never guessed, with an error that
+//!   says why (over stdio a request carries nothing that ties it to a call).
+//!
+//! A client that cannot answer (it did not declare the capability) gets the
+//! request refused with an error that says so. Log messages and resource
+//! updates go to the host's [`Notices`]; a changed list is listed again.
+#![expect(
+    deprecated,
+    reason = "sampling, roots, logging and resources/subscribe are the 2025-11-25 protocol's, which MCP clients and servers speak; rmcp marks them for its successor"
+)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation, ListRootsResult,
+    LoggingMessageNotificationParam, ProtocolVersion, ResourceUpdatedNotificationParam,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+
+use crate::client::CallClient;
+
+/// What the host hears from a server besides answers.
+pub(crate) trait Notices: Send + Sync {
+    /// `notifications/message`, as the server sent its params.
+    fn log(&self, params: serde_json::Value);
+    /// `notifications/resources/updated` for `uri`.
+    fn resource_updated(&self, uri: String);
+}
+
+/// The clients of the calls in flight on one server, and the client that
+/// started it.
+#[derive(Default)]
+pub(super) struct Clients {
+    in_flight: Mutex<HashMap<u64, Arc<dyn CallClient>>>,
+    starter: Mutex<Option<Weak<dyn CallClient>>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+/// A call's registration with [`Clients`]; dropping it ends the call's.
+pub(super) struct InFlight {
+    clients: Arc<Clients>,
+    id: u64,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.clients
+            .in_flight
+            .lock()
+            .expect("clients lock")
+            .remove(&self.id);
+    }
+}
+
+impl Clients {
+    pub(super) fn starting(client: Option<&Arc<dyn CallClient>>) -> Arc<Clients> {
+        let clients = Arc::new(Clients::default());
+        *clients.starter.lock().expect("clients lock") = client.map(Arc::downgrade);
+        clients
+    }
+
+    /// Registers the client of a call for as long as the returned value lives.
+    pub(super) fn enter(self: &Arc<Self>, client: Option<Arc<dyn CallClient>>) -> InFlight {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(client) = client {
+            self.in_flight
+                .lock()
+                .expect("clients lock")
+                .insert(id, client);
+        }
+        InFlight {
+            clients: self.clone(),
+            id,
+        }
+    }
+
+    /// The client that answers a request of the server now (see the module docs).
+    fn answering(&self, method: &str) -> Result<Arc<dyn CallClient>, ErrorData> {
+        let in_flight = self.in_flight.lock().expect("clients lock");
+        let mut sessions: Vec<(String, &Arc<dyn CallClient>)> = Vec::new();
+        for c in in_flight.values() {
+            let s = c.session();
+            if !sessions.iter().any(|(k, _)| *k == s) {
+                sessions.push((s, c));
+            }
+        }
+        let client = match sessions.as_slice() {
+            [(_, c)] => Arc::clone(c),
+            [] => match self
+                .starter
+                .lock()
+                .expect("clients lock")
+                .as_ref()
+                .and_then(Weak::upgrade)
+            {
+                Some(c) => c,
+                None => {
+                    return Err(ErrorData::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        format!(
+                            "plughost: no client is there to answer {method} (no call is in flight on this server)"
+                        ),
+                        None,
+                    ));
+                }
+            },
+            _ => {
+                return Err(ErrorData::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!(
+                        "plughost: calls of {} clients are in flight on this server, and {method} does not say which one it is for; send it while one client's calls run",
+                        sessions.len()
+                    ),
+                    None,
+                ));
+            }
+        };
+        if !client.capabilities().answers(method) {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("the client of this call does not support {method}"),
+                None,
+            ));
+        }
+        Ok(client)
+    }
+
+    async fn forward<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: P,
+    ) -> Result<R, ErrorData> {
+        let client = self.answering(method)?;
+        let params = serde_json::to_value(params)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let result = client
+            .request(method, params)
+            .await
+            .map_err(|e| ErrorData::new(ErrorCode(e.code), e.message, None))?;
+        serde_json::from_value(result).map_err(|e| {
+            ErrorData::internal_error(format!("the client's answer to {method}: {e}"), None)
+        })
+    }
+}
+
+/// The client side of the session: rmcp's handler.
+#[derive(Clone)]
+pub(super) struct Client {
+    pub(super) clients: Arc<Clients>,
+    pub(super) notices: Arc<dyn Notices>,
+    /// Wakes the relisting when the server says its tools, resources or
+    /// prompts changed.
+    pub(super) changed: Arc<Notify>,
+    /// What this server is told the client can do.
+    pub(super) capabilities: crate::client::ClientCapabilities,
+}
+
+impl ClientHandler for Client {
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.clients.forward("sampling/createMessage", params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.clients.forward("elicitation/create", params).await
+    }
+
+    async fn list_roots(
+        &self,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        self.clients
+            .forward("roots/list", serde_json::json!({}))
+            .await
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(value) = serde_json::to_value(params) {
+            self.notices.log(value);
+        }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.notices.resource_updated(params.uri);
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+
+    async fn on_resource_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+
+    async fn on_prompt_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let c = self.capabilities;
+        let mut capabilities = ClientCapabilities::default();
+        if c.sampling {
+            capabilities.sampling = Some(Default::default());
+        }
+        if c.elicitation {
+            capabilities.elicitation = Some(Default::default());
+        }
+        if c.roots {
+            capabilities.roots = Some(Default::default());
+        }
+        // The handshake version rmcp defaults to has no `initialize`, so
+        // name the newest one that does.
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("plughost", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
