@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use crate::plugins::catalog::Offering;
 use crate::plugins::manifest::ToolChange;
 
 /// Where the parts of a host that are not the host itself (the worker
@@ -42,14 +43,17 @@ pub enum HostEvent {
         folder: String,
         errors: Vec<String>,
     },
-    ToolCollision {
-        tool: String,
+    /// Two plugins claim one tool or prompt name, resource URI or template.
+    Collision {
+        kind: Offering,
+        name: String,
         kept_by: String,
         skipped_in: String,
     },
-    /// A tool name claimed twice is now claimed once.
-    ToolCollisionResolved {
-        tool: String,
+    /// A name claimed twice is now claimed once.
+    CollisionResolved {
+        kind: Offering,
+        name: String,
         kept_by: String,
     },
     ApprovalGranted {
@@ -316,17 +320,22 @@ impl fmt::Display for HostEvent {
                 }
                 Ok(())
             }
-            HostEvent::ToolCollision {
-                tool,
+            HostEvent::Collision {
+                kind,
+                name,
                 kept_by,
                 skipped_in,
             } => write!(
                 f,
-                "collision: tool \"{tool}\" of \"{skipped_in}\" is skipped; \"{kept_by}\" keeps it"
+                "collision: {kind} \"{name}\" of \"{skipped_in}\" is skipped; \"{kept_by}\" keeps it"
             ),
-            HostEvent::ToolCollisionResolved { tool, kept_by } => write!(
+            HostEvent::CollisionResolved {
+                kind,
+                name,
+                kept_by,
+            } => write!(
                 f,
-                "resolved: tool \"{tool}\" is offered by \"{kept_by}\" alone again"
+                "resolved: {kind} \"{name}\" is offered by \"{kept_by}\" alone again"
             ),
             HostEvent::ToolWithheld {
                 plugin,

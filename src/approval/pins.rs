@@ -66,7 +66,8 @@ pub(crate) fn prompt_spec(
 /// The prompts of an MCP server's plugin, as pinned.
 #[cfg(feature = "mcp-plugins")]
 pub(crate) fn prompt_specs(plugin: &crate::plugins::catalog::Plugin) -> Vec<ToolSpec> {
-    crate::plugins::mcp_plugin::prompts_of(plugin)
+    plugin
+        .prompts()
         .into_iter()
         .map(|(name, p)| prompt_spec(name, p))
         .collect()

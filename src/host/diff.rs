@@ -2,7 +2,7 @@
 //! (or an MCP server's new tool list) tells subscribers.
 
 use crate::events::HostEvent;
-use crate::plugins::catalog::{Catalog, Plugin};
+use crate::plugins::catalog::{Catalog, Offering, Plugin};
 
 /// The events that lead from `old` to `new` for the folders in `changed`.
 /// A folder whose manifest and errors did not change yields nothing, so an
@@ -50,19 +50,28 @@ pub(crate) fn diff(old: &Catalog, new: &Catalog, changed: &[String]) -> Vec<Host
     }
     for c in new.collisions() {
         if !old.collisions().contains(c) {
-            events.push(HostEvent::ToolCollision {
-                tool: c.tool.clone(),
+            events.push(HostEvent::Collision {
+                kind: c.kind,
+                name: c.name.clone(),
                 kept_by: c.kept_by.clone(),
                 skipped_in: c.skipped_in.clone(),
             });
         }
     }
     for c in old.collisions() {
-        let still = new.collisions().iter().any(|n| n.tool == c.tool);
-        if !still && let Some(t) = new.tool(&c.tool) {
-            events.push(HostEvent::ToolCollisionResolved {
-                tool: c.tool.clone(),
-                kept_by: t.plugin.name().to_owned(),
+        let still = new
+            .collisions()
+            .iter()
+            .any(|n| n.kind == c.kind && n.name == c.name);
+        let kept_by = match c.kind {
+            Offering::Tool => new.tool(&c.name).map(|t| t.plugin.name()),
+            kind => new.owner(kind, &c.name),
+        };
+        if !still && let Some(kept_by) = kept_by {
+            events.push(HostEvent::CollisionResolved {
+                kind: c.kind,
+                name: c.name.clone(),
+                kept_by: kept_by.to_owned(),
             });
         }
     }

@@ -9,8 +9,9 @@
 //! - Only approved servers are offered; a prompt whose text changed since
 //!   the approval is withheld like a changed tool, as is everything while the
 //!   approvals cannot be read.
-//! - A resource URI or a prompt name two servers offer goes to the first
-//!   plugin by name, as for tools; the other's is not offered.
+//! - A resource URI, resource template or prompt name two servers offer goes
+//!   to the first plugin by name, as for tools (approved or not); the
+//!   other's is not offered, and the collision is reported like a tool's.
 //! - A request goes to the server that owns it: a resource by its URI or a
 //!   template that matches it, a prompt by its name, a completion by what it
 //!   completes.
@@ -38,10 +39,9 @@ use super::call::{Failure, failure_error};
 use super::{CallOptions, Inner, PluginHost};
 use crate::approval::ApprovalView;
 use crate::error::{CallError, Refusal};
-use crate::plugins::catalog::Plugin;
+use crate::plugins::catalog::{Offering, Plugin};
 use crate::plugins::manifest::Protocol;
 use crate::plugins::mcp_listing::Listing;
-use crate::plugins::mcp_plugin::prompts_of;
 use crate::run::executor::Progress;
 use crate::run::worker::Server;
 
@@ -67,12 +67,17 @@ pub(super) struct Gateway {
 impl PluginHost {
     /// The resources of the approved MCP servers, merged.
     pub fn resources(&self) -> Vec<Offered> {
-        merged(&self.view(), |l| &l.resources, "uri")
+        merged(&self.view(), |l| &l.resources, "uri", Offering::Resource)
     }
 
     /// The resource templates of the approved MCP servers, merged.
     pub fn resource_templates(&self) -> Vec<Offered> {
-        merged(&self.view(), |l| &l.resource_templates, "uriTemplate")
+        merged(
+            &self.view(),
+            |l| &l.resource_templates,
+            "uriTemplate",
+            Offering::ResourceTemplate,
+        )
     }
 
     /// The prompts of the approved MCP servers, named with each plugin's
@@ -81,8 +86,9 @@ impl PluginHost {
         let view = self.view();
         let mut out: Vec<Offered> = Vec::new();
         for plugin in servers(&view) {
-            for (name, prompt) in prompts_of(plugin) {
-                if !view.prompt_offered(plugin, &name) || out.iter().any(|o| o.item["name"] == name)
+            for (name, prompt) in plugin.prompts() {
+                if !view.prompt_offered(plugin, &name)
+                    || !owns(&view, plugin, Offering::Prompt, &name)
                 {
                     continue;
                 }
@@ -256,24 +262,26 @@ impl PluginHost {
 
     fn resource_owner(&self, uri: &str) -> Result<Arc<Plugin>, CallError> {
         let view = self.view();
-        let offered = |f: fn(&Listing) -> &Vec<Map<String, Value>>, key: &str| {
-            servers(&view)
-                .find(|p| {
-                    p.listing.as_ref().is_some_and(|l| {
-                        f(l).iter()
-                            .any(|item| match item.get(key).and_then(Value::as_str) {
-                                Some(v) if key == "uri" => v == uri,
-                                Some(template) => template_matches(template, uri),
-                                None => false,
-                            })
-                    })
+        if let Some(owner) = view.catalog().owner(Offering::Resource, uri) {
+            return match servers(&view).find(|p| p.name() == owner) {
+                Some(p) => Ok(p.clone()),
+                None => Err(not_offered("resource", uri)),
+            };
+        }
+        let by_template = servers(&view).find(|p| {
+            p.listing.as_ref().is_some_and(|l| {
+                l.resource_templates.iter().any(|item| {
+                    item.get("uriTemplate")
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| {
+                            template_matches(t, uri)
+                                && owns(&view, p, Offering::ResourceTemplate, t)
+                        })
                 })
-                .cloned()
-        };
-        if let Some(p) = offered(|l| &l.resources, "uri")
-            .or_else(|| offered(|l| &l.resource_templates, "uriTemplate"))
-        {
-            return Ok(p);
+            })
+        });
+        if let Some(p) = by_template {
+            return Ok(p.clone());
         }
         // A server may serve URIs it does not list: when one server alone
         // offers resources, it is asked.
@@ -291,8 +299,8 @@ impl PluginHost {
     fn prompt_owner(&self, name: &str) -> Result<(Arc<Plugin>, String), CallError> {
         let view = self.view();
         for plugin in servers(&view) {
-            for (offered, prompt) in prompts_of(plugin) {
-                if offered == name {
+            for (offered, prompt) in plugin.prompts() {
+                if offered == name && owns(&view, plugin, Offering::Prompt, name) {
                     if !view.prompt_offered(plugin, &offered) {
                         return Err(CallError::NotAllowed {
                             refusal: Refusal::ToolChanged {
@@ -446,21 +454,30 @@ fn servers(view: &ApprovalView) -> impl Iterator<Item = &Arc<Plugin>> {
     })
 }
 
-/// Items of every offered server, the first plugin by name keeping a `key`
-/// two of them share.
+/// Whether `plugin` keeps `name` (it did not lose it in a collision).
+fn owns(view: &ApprovalView, plugin: &Plugin, kind: Offering, name: &str) -> bool {
+    view.catalog().owner(kind, name) == Some(plugin.name())
+}
+
+/// Items of every offered server, without those a plugin lost in a
+/// collision.
 fn merged(
     view: &ApprovalView,
     list: fn(&Listing) -> &Vec<Map<String, Value>>,
     key: &str,
+    kind: Offering,
 ) -> Vec<Offered> {
     let mut out: Vec<Offered> = Vec::new();
     for plugin in servers(view) {
         let Some(listing) = plugin.listing.as_ref() else {
             continue;
         };
+        let mut seen = std::collections::HashSet::new();
         for item in list(listing) {
-            let id = item.get(key);
-            if id.is_none() || out.iter().any(|o| o.item.get(key) == id) {
+            let Some(id) = item.get(key).and_then(Value::as_str) else {
+                continue;
+            };
+            if !owns(view, plugin, kind, id) || !seen.insert(id) {
                 continue;
             }
             out.push(Offered {

@@ -5,10 +5,11 @@
 //! `Arc<Plugin>` of every folder that did not change) and the host swaps it in
 //! atomically, so a call in flight keeps the plugin it started with.
 //!
-//! Tool-name collisions are resolved deterministically: plugins are visited in
-//! the byte order of their names and the first plugin to claim a tool name keeps
-//! it. The other plugin stays loaded without that tool, and the collision is
-//! reported. Directory order and start-up timing never change the winner.
+//! Collisions are resolved deterministically: plugins are visited in the byte
+//! order of their names and the first plugin to claim a tool name (or an MCP
+//! server's prompt name, resource URI or resource template) keeps it. The
+//! other plugin stays loaded without it, and the collision is reported.
+//! Directory order, start-up timing and approvals never change the winner.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -109,6 +110,54 @@ impl Plugin {
         }
     }
 
+    /// The prompts of an MCP server as offered: named with the plugin's
+    /// `tool_prefix`, each with its name on the server. A prompt without a
+    /// name is left out.
+    #[cfg(feature = "mcp-plugins")]
+    pub(crate) fn prompts(&self) -> Vec<(String, &serde_json::Map<String, serde_json::Value>)> {
+        let prefix = self.manifest.tool_prefix.as_deref().unwrap_or_default();
+        let Some(listing) = self.listing.as_deref() else {
+            return Vec::new();
+        };
+        listing
+            .prompts
+            .iter()
+            .filter_map(|p| {
+                let name = p.get("name")?.as_str()?;
+                Some((format!("{prefix}{name}"), p))
+            })
+            .collect()
+    }
+
+    /// What the plugin claims by name besides its tools: an MCP server's
+    /// prompts, resource URIs and resource templates.
+    fn offerings(&self) -> Vec<(Offering, String)> {
+        #[cfg(feature = "mcp-plugins")]
+        if let Some(listing) = self.listing.as_deref() {
+            let key = |items: &[serde_json::Map<String, serde_json::Value>], key: &str| {
+                items
+                    .iter()
+                    .filter_map(|i| i.get(key)?.as_str().map(str::to_owned))
+                    .collect::<Vec<_>>()
+            };
+            let prompts = self
+                .prompts()
+                .into_iter()
+                .map(|(n, _)| (Offering::Prompt, n));
+            let resources = key(&listing.resources, "uri")
+                .into_iter()
+                .map(|u| (Offering::Resource, u));
+            let templates = key(&listing.resource_templates, "uriTemplate")
+                .into_iter()
+                .map(|t| (Offering::ResourceTemplate, t));
+            let mut all: Vec<_> = prompts.chain(resources).chain(templates).collect();
+            all.sort();
+            all.dedup();
+            return all;
+        }
+        Vec::new()
+    }
+
     /// Every problem that did not reject it.
     pub(crate) fn all_notes(&self) -> impl Iterator<Item = &String> {
         self.notes.iter().chain(&self.tool_notes)
@@ -139,22 +188,57 @@ impl fmt::Display for Rejected {
     }
 }
 
-/// A tool name claimed by two plugins.
+/// What two plugins can both claim: a tool or prompt by its name, a
+/// resource by its URI, a resource template by its template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Offering {
+    Tool,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+}
+
+impl fmt::Display for Offering {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Offering::Tool => "tool",
+            Offering::Prompt => "prompt",
+            Offering::Resource => "resource",
+            Offering::ResourceTemplate => "resource template",
+        })
+    }
+}
+
+/// A name (or URI) claimed by two plugins.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Collision {
-    pub tool: String,
-    /// The plugin that keeps the tool (its name sorts first).
+    pub kind: Offering,
+    pub name: String,
+    /// The plugin that keeps it (its name sorts first).
     pub kept_by: String,
-    /// The plugin whose tool of that name is not offered.
+    /// The plugin whose one of that name is not offered.
     pub skipped_in: String,
 }
 
 impl fmt::Display for Collision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Collision {
+            kind,
+            name,
+            kept_by,
+            skipped_in,
+        } = self;
+        let what = match kind {
+            Offering::Resource => "that URI",
+            Offering::ResourceTemplate => "that template",
+            _ => "that name",
+        };
         write!(
             f,
-            "tool \"{}\" of plugin \"{}\" is skipped: plugin \"{}\" already offers a tool of that name; rename one of them",
-            self.tool, self.skipped_in, self.kept_by
+            "{kind} \"{name}\" of plugin \"{skipped_in}\" is skipped: plugin \"{kept_by}\" already offers a {kind} of {what}; rename one of them"
         )
     }
 }
@@ -181,6 +265,8 @@ pub(crate) struct Catalog {
     plugins: BTreeMap<String, Arc<Plugin>>,
     rejected: BTreeMap<String, Rejected>,
     tools: BTreeMap<String, ToolRef>,
+    /// Who keeps each prompt name, resource URI and resource template.
+    owners: BTreeMap<(Offering, String), String>,
     collisions: Vec<Collision>,
 }
 
@@ -245,7 +331,8 @@ impl Catalog {
             for (index, tool) in plugin.tools.iter().enumerate() {
                 match tools.get(&tool.spec.name) {
                     Some(existing) => collisions.push(Collision {
-                        tool: tool.spec.name.clone(),
+                        kind: Offering::Tool,
+                        name: tool.spec.name.clone(),
                         kept_by: existing.plugin.name().to_owned(),
                         skipped_in: plugin.name().to_owned(),
                     }),
@@ -261,10 +348,27 @@ impl Catalog {
                 }
             }
         }
+        let mut owners: BTreeMap<(Offering, String), String> = BTreeMap::new();
+        for plugin in plugins.values() {
+            for key in plugin.offerings() {
+                match owners.get(&key) {
+                    Some(owner) => collisions.push(Collision {
+                        kind: key.0,
+                        name: key.1,
+                        kept_by: owner.clone(),
+                        skipped_in: plugin.name().to_owned(),
+                    }),
+                    None => {
+                        owners.insert(key, plugin.name().to_owned());
+                    }
+                }
+            }
+        }
         Catalog {
             plugins,
             rejected,
             tools,
+            owners,
             collisions,
         }
     }
@@ -289,7 +393,15 @@ impl Catalog {
         self.rejected.get(folder)
     }
 
-    /// Tool names claimed twice, and who kept them.
+    /// The plugin that keeps a prompt name, resource URI or resource template
+    /// (`Offering::Tool` is [`Catalog::tool`]'s).
+    pub(crate) fn owner(&self, kind: Offering, name: &str) -> Option<&str> {
+        self.owners
+            .get(&(kind, name.to_owned()))
+            .map(String::as_str)
+    }
+
+    /// Names claimed twice, and who kept them.
     pub(crate) fn collisions(&self) -> &[Collision] {
         &self.collisions
     }

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::plugins::catalog::{FolderResult, Plugin, Tool};
 use crate::plugins::manifest::{Protocol, ToolSpec};
@@ -80,23 +80,6 @@ pub(crate) fn tools_of(plugin: &Plugin, listed: &[ListedTool]) -> (Vec<Tool>, Ve
         });
     }
     (tools, notes)
-}
-
-/// The prompts of `plugin` as offered: named with its `tool_prefix`, each
-/// with its name on the server. A prompt without a name is left out.
-pub(crate) fn prompts_of(plugin: &Plugin) -> Vec<(String, &Map<String, Value>)> {
-    let prefix = plugin.manifest.tool_prefix.as_deref().unwrap_or_default();
-    plugin
-        .listing
-        .as_deref()
-        .map(|l| l.prompts.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|p| {
-            let name = p.get("name")?.as_str()?;
-            Some((format!("{prefix}{name}"), p))
-        })
-        .collect()
 }
 
 /// For an MCP plugin just loaded from its folder: its tools from the cached

@@ -10,7 +10,8 @@
 // test_embedded_resource, test_multiple_content_types, test_tool_with_logging,
 // test_tool_with_progress, test_error_handling, test_sampling, test_elicitation,
 // test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums,
-// test_list_roots, test_slow (sleeps `ms`), test_blob (bytes of `size`, base64),
+// test_list_roots, test_reconnection (answers after 200 ms; the suite closes
+// its stream mid-call when the server can resume), test_slow (sleeps `ms`), test_blob (bytes of `size`, base64),
 // json_schema_2020_12_tool. Resources: test://static-text,
 // test://static-binary, test://watched-resource (an update a second while
 // subscribed), template test://template/{id}/data. Prompts:
@@ -64,6 +65,7 @@ const TOOLS = [
   { name: "test_elicitation_sep1034_defaults", description: "Elicits with defaults of each type.", inputSchema: empty },
   { name: "test_elicitation_sep1330_enums", description: "Elicits with each enum style.", inputSchema: empty },
   { name: "test_list_roots", description: "Asks the client for its roots (roots/list).", inputSchema: empty },
+  { name: "test_reconnection", description: "Answers after 200 ms, for the SSE reconnection scenario.", inputSchema: empty },
   { name: "test_slow", description: "Answers after `ms` milliseconds.",
     inputSchema: { type: "object", properties: { ms: { type: "integer" } } } },
   { name: "test_blob", description: "Answers with an embedded blob of `size` bytes.",
@@ -198,6 +200,9 @@ function makeServer() {
         const result = await extra.sendRequest({ method: "roots/list" }, ListRootsResultSchema);
         return { content: [text(`roots: ${result.roots.map((r) => r.uri).join(" ")}`)] };
       }
+      case "test_reconnection":
+        await sleep(200);
+        return { content: [text("Reconnection test completed successfully")] };
       case "test_slow":
         await sleep(args.ms ?? 1000);
         return { content: [text(`slept ${args.ms ?? 1000} ms`)] };

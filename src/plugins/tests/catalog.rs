@@ -26,7 +26,7 @@ fn assert_aaa_wins(catalog: &Catalog) {
     assert_eq!(catalog.collisions().len(), 1, "{:?}", catalog.collisions());
     let c = &catalog.collisions()[0];
     assert_eq!(
-        (c.tool.as_str(), c.kept_by.as_str(), c.skipped_in.as_str()),
+        (c.name.as_str(), c.kept_by.as_str(), c.skipped_in.as_str()),
         ("same_tool", "aaa", "zzz")
     );
     let text = c.to_string();
@@ -113,4 +113,59 @@ fn a_broken_plugin_does_not_stop_the_others() {
         "{r}"
     );
     assert!(catalog.tool("bad_tool").is_none());
+}
+
+/// Two MCP servers listing one prompt name, resource URI and template: the
+/// first plugin by name keeps each, the collisions are reported, and a
+/// server listing one URI twice collides with nothing.
+#[test]
+#[cfg(feature = "mcp-plugins")]
+fn prompts_resources_and_templates_collide_like_tools() {
+    use crate::plugins::catalog::Offering;
+    use crate::plugins::mcp_listing::Listing;
+    use std::sync::Arc;
+    let sb = Sandbox::new();
+    let items = |key: &str, values: &[&str]| -> Vec<serde_json::Map<String, Value>> {
+        values
+            .iter()
+            .map(|v| json!({key: v}).as_object().unwrap().clone())
+            .collect()
+    };
+    let server = |name: &str, prompt: &str| {
+        let m = json!({"name": name, "version": "1.0.0", "description": "An MCP server.",
+                       "entrypoint": "main.sh", "protocol": "mcp", "permissions": []});
+        sb.write_plugin(name, &m, SCRIPT);
+        let plugin = loader::load_folder(&sb.plugins().join(name)).unwrap();
+        let listing = Listing {
+            prompts: items("name", &[prompt]),
+            resources: items("uri", &["memory://graph", "memory://graph"]),
+            resource_templates: items("uriTemplate", &["file:///{path}"]),
+            ..Listing::default()
+        };
+        let plugin = plugin.with_listing(Some(Arc::new(listing)), Vec::new(), Vec::new());
+        (name.to_owned(), Ok(Arc::new(plugin)))
+    };
+    let catalog = Catalog::new([server("zzz", "summarize"), server("aaa", "summarize")]);
+    for (kind, name) in [
+        (Offering::Prompt, "summarize"),
+        (Offering::Resource, "memory://graph"),
+        (Offering::ResourceTemplate, "file:///{path}"),
+    ] {
+        assert_eq!(catalog.owner(kind, name), Some("aaa"), "{kind} {name}");
+        let c = catalog
+            .collisions()
+            .iter()
+            .find(|c| c.kind == kind && c.name == name)
+            .unwrap_or_else(|| panic!("no {kind} collision in {:?}", catalog.collisions()));
+        assert_eq!((c.kept_by.as_str(), c.skipped_in.as_str()), ("aaa", "zzz"));
+        assert!(
+            c.to_string()
+                .starts_with(&format!("{kind} \"{name}\" of plugin \"zzz\" is skipped")),
+            "{c}"
+        );
+    }
+    assert_eq!(catalog.collisions().len(), 3, "{:?}", catalog.collisions());
+    // Alone, a server's duplicate URI is no collision.
+    let alone = Catalog::new([server("zzz", "summarize")]);
+    assert!(alone.collisions().is_empty(), "{:?}", alone.collisions());
 }
