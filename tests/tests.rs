@@ -12,6 +12,7 @@ mod cli_plugins;
 mod denials;
 mod executor;
 mod first_hour;
+mod gateway;
 mod hot_reload;
 mod mcp;
 mod mcp_http;

@@ -58,6 +58,19 @@ impl CallClient for Downstream {
                     ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params))
                 }
                 "elicitation/create" => {
+                    let by_url = params.get("mode").and_then(Value::as_str) == Some("url");
+                    let url_declared = self.peer.peer_info().is_some_and(|i| {
+                        i.capabilities
+                            .elicitation
+                            .as_ref()
+                            .is_some_and(|e| e.url.is_some())
+                    });
+                    if by_url && !url_declared {
+                        return Err(ClientRequestError::new(
+                            ErrorCode::METHOD_NOT_FOUND.0,
+                            "plughost: the client of this call did not declare URL elicitation; call the tool from an MCP client that supports it",
+                        ));
+                    }
                     let params: ElicitRequestParams =
                         serde_json::from_value(params).map_err(invalid)?;
                     ServerRequest::ElicitRequest(ElicitRequest::new(params))

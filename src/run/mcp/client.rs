@@ -1,9 +1,14 @@
 //! plughost as the client of a wrapped MCP server: what it tells the server
 //! it can do, and where the server's own requests and notifications go.
 //!
-//! The server is initialized with the capabilities of the client whose call
-//! started it (sampling, elicitation, roots). Its requests go to a client of
-//! the calls in flight on it:
+//! The server is told plughost's client can do everything it can route to a
+//! client: sampling, elicitation (form and URL) and roots. What a server offers often
+//! depends on it (a server registers its sampling tool only for a client
+//! that samples), and a server serves every client of the host, one after
+//! another: were it told the capabilities of the client that happened to
+//! start it, its tools would come and go with who called first, and the
+//! approval could not pin them. Its requests go to a client of the calls in
+//! flight on it:
 //!
 //! - one client session has calls in flight: that session answers;
 //! - none: the session that started the server, while it is still there (a
@@ -25,8 +30,9 @@ use std::sync::{Arc, Mutex, Weak};
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation, ListRootsResult,
-    LoggingMessageNotificationParam, ProtocolVersion, ResourceUpdatedNotificationParam,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorCode, ErrorData, Implementation,
+    ListRootsResult, LoggingMessageNotificationParam, ProtocolVersion,
+    ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde::Serialize;
@@ -47,7 +53,9 @@ pub(crate) trait Notices: Send + Sync {
 /// started it.
 #[derive(Default)]
 pub(super) struct Clients {
-    in_flight: Mutex<HashMap<u64, Arc<dyn CallClient>>>,
+    /// By call; `None` for a call without a client (the command line, a
+    /// library call that gave none).
+    in_flight: Mutex<HashMap<u64, Option<Arc<dyn CallClient>>>>,
     starter: Mutex<Option<Weak<dyn CallClient>>>,
     next: std::sync::atomic::AtomicU64,
 }
@@ -78,12 +86,10 @@ impl Clients {
     /// Registers the client of a call for as long as the returned value lives.
     pub(super) fn enter(self: &Arc<Self>, client: Option<Arc<dyn CallClient>>) -> InFlight {
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Some(client) = client {
-            self.in_flight
-                .lock()
-                .expect("clients lock")
-                .insert(id, client);
-        }
+        self.in_flight
+            .lock()
+            .expect("clients lock")
+            .insert(id, client);
         InFlight {
             clients: self.clone(),
             id,
@@ -94,14 +100,24 @@ impl Clients {
     fn answering(&self, method: &str) -> Result<Arc<dyn CallClient>, ErrorData> {
         let in_flight = self.in_flight.lock().expect("clients lock");
         let mut sessions: Vec<(String, &Arc<dyn CallClient>)> = Vec::new();
-        for c in in_flight.values() {
+        for c in in_flight.values().flatten() {
             let s = c.session();
             if !sessions.iter().any(|(k, _)| *k == s) {
                 sessions.push((s, c));
             }
         }
+        let clientless = in_flight.values().any(Option::is_none);
         let client = match sessions.as_slice() {
-            [(_, c)] => Arc::clone(c),
+            [(_, c)] if !clientless => Arc::clone(c),
+            [] if clientless => {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!(
+                        "plughost: the caller of this tool (the command line, or a library call without a client) cannot answer {method}; call it from an MCP client that supports it"
+                    ),
+                    None,
+                ));
+            }
             [] => match self
                 .starter
                 .lock()
@@ -125,7 +141,7 @@ impl Clients {
                     ErrorCode::INTERNAL_ERROR,
                     format!(
                         "plughost: calls of {} clients are in flight on this server, and {method} does not say which one it is for; send it while one client's calls run",
-                        sessions.len()
+                        sessions.len() + usize::from(clientless)
                     ),
                     None,
                 ));
@@ -134,7 +150,9 @@ impl Clients {
         if !client.capabilities().answers(method) {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
-                format!("the client of this call does not support {method}"),
+                format!(
+                    "plughost: the client of this call did not declare {method}; call the tool from an MCP client that supports it"
+                ),
                 None,
             ));
         }
@@ -167,8 +185,6 @@ pub(super) struct Client {
     /// Wakes the relisting when the server says its tools, resources or
     /// prompts changed.
     pub(super) changed: Arc<Notify>,
-    /// What this server is told the client can do.
-    pub(super) capabilities: crate::client::ClientCapabilities,
 }
 
 impl ClientHandler for Client {
@@ -228,17 +244,14 @@ impl ClientHandler for Client {
     }
 
     fn get_info(&self) -> ClientConfig {
-        let c = self.capabilities;
         let mut capabilities = ClientCapabilities::default();
-        if c.sampling {
-            capabilities.sampling = Some(Default::default());
-        }
-        if c.elicitation {
-            capabilities.elicitation = Some(Default::default());
-        }
-        if c.roots {
-            capabilities.roots = Some(Default::default());
-        }
+        capabilities.sampling = Some(Default::default());
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(Default::default())
+                .with_url(Default::default()),
+        );
+        capabilities.roots = Some(Default::default());
         // The handshake version rmcp defaults to has no `initialize`, so
         // name the newest one that does.
         ClientConfig::new(

@@ -87,8 +87,8 @@ pub(crate) struct Connect {
     pub max_message: usize,
     pub notices: Arc<dyn Notices>,
     pub on_listing: OnListing,
-    /// The client of the call that starts the server (its capabilities are
-    /// the server's client capabilities).
+    /// The client of the call that starts the server: it answers what the
+    /// server asks before any call is in flight.
     pub starter: Option<Arc<dyn CallClient>>,
 }
 
@@ -141,11 +141,6 @@ impl McpSession {
             clients: clients.clone(),
             notices: connect.notices.clone(),
             changed: changed.clone(),
-            capabilities: connect
-                .starter
-                .as_ref()
-                .map(|c| c.capabilities())
-                .unwrap_or_default(),
         };
         let failed = |detail: String| {
             let stderr = tap.lock().expect("stderr tap").recent.render();
