@@ -172,6 +172,17 @@ pub enum MediaType {
     File,
 }
 
+impl std::fmt::Display for MediaType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MediaType::Image => "image",
+            MediaType::Audio => "audio",
+            MediaType::Video => "video",
+            MediaType::File => "file",
+        })
+    }
+}
+
 impl Response {
     /// The result as the text an agent sees: strings as they are, any other JSON compact.
     pub fn result_text(&self) -> String {

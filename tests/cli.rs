@@ -205,6 +205,19 @@ fn every_example_answers_through_plughost_call() {
         png.starts_with(b"\x89PNG"),
         "the attachment is the PNG the plugin wrote"
     );
+    // The text mode prints the result and says what it left out.
+    let mut cmd = sandbox.cmd();
+    cmd.args(["call", "swatch_make", r##"{"color":"#3366CC","size":8}"##]);
+    let out = run(cmd);
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).trim(), "A 8x8 swatch of #3366cc.");
+    assert!(
+        stderr(&out).contains(
+            "note: the result also holds 1 item not printed here: image (image/png); see it with --json"
+        ),
+        "{}",
+        stderr(&out)
+    );
 
     let notes = sandbox.state().join("data/note-manager/notes");
     assert!(notes.is_dir(), "notes live in the plugin's data folder");

@@ -297,6 +297,53 @@ async fn a_timeout_and_an_answer_over_the_cap_fail_their_call_alone() {
     assert_no_processes_in(&dir);
 }
 
+/// Calls share the server's connection up to `persistent.max_in_flight`;
+/// beyond it they wait their turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_overlap_on_the_connection_up_to_max_in_flight() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    let three_slow_calls = async |max_in_flight: Option<u32>| {
+        let sandbox = Sandbox::new();
+        let dir = server_plugin(&sandbox, &pydeps, &[]);
+        if let Some(n) = max_in_flight {
+            let path = dir.join("plugin.json");
+            let mut m: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            m["persistent"] = json!({"max_in_flight": n});
+            std::fs::write(&path, m.to_string()).unwrap();
+        }
+        let host = host(&sandbox);
+        host.approve(PLUGIN).await.unwrap();
+        call(&host, "py_echo", json!({"text": "warm"}))
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let mut calls = tokio::task::JoinSet::new();
+        for _ in 0..3 {
+            calls.spawn(host.call(
+                "py_slow",
+                json!({"steps": 1, "delay_ms": 600}),
+                Invocation::default(),
+            ));
+        }
+        while let Some(r) = calls.join_next().await {
+            assert_eq!(r.unwrap().unwrap().result, "done after 1 steps");
+        }
+        started.elapsed()
+    };
+    let one_at_a_time = three_slow_calls(Some(1)).await;
+    assert!(
+        one_at_a_time >= Duration::from_millis(1800),
+        "with max_in_flight 1 the calls overlapped: {one_at_a_time:?}"
+    );
+    let shared = three_slow_calls(None).await;
+    assert!(
+        shared < Duration::from_millis(1500),
+        "three 600 ms calls took {shared:?} with the default max_in_flight"
+    );
+}
+
 #[tokio::test]
 async fn a_tool_the_server_adds_is_withheld_until_approved_again() {
     let Some((_sandbox, host)) = approved(&[]).await else {

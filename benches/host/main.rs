@@ -60,12 +60,14 @@
 //!   idle workers (the workers' memory is their own).
 //! - `mcp_roundtrip_us`: p50 of a `tools/call` of the tiny plugin through
 //!   `plughost serve --no-sandbox` on stdio.
-//! - `mcp_server`: `{tool, sandbox, calls, library_p50_us, library_p99_us,
-//!   direct_p50_us, direct_p99_us, ratio_p50}`: a trivial tool of a Python
-//!   MCP SDK server wrapped as a plugin, through `PluginHost::call`,
-//!   interleaved with the same server spawned once and called by rmcp's client
-//!   (speaking the host's protocol version); `{"skipped": "why"}` when the SDK
-//!   cannot be found.
+//! - `mcp_server`: `[{what, sandbox, calls, library_p50_us, library_p99_us,
+//!   serve_p50_us, serve_p99_us, direct_p50_us, direct_p99_us,
+//!   library_ratio_p50, serve_ratio_p50}]`: a Python MCP SDK server wrapped
+//!   as a plugin, `what` being a trivial `tools/call` or a `resources/read`,
+//!   through `PluginHost` (the library), through `plughost serve` on stdio
+//!   (rmcp's client), and the same server spawned once and asked by rmcp's
+//!   client directly (speaking the host's protocol version), interleaved;
+//!   `{"skipped": "why"}` when the SDK cannot be found.
 //! - `python_sdk_vs_hand`: `[{sandbox, sdk_p50_us, hand_p50_us,
 //!   sdk_minus_hand_us}]`: the echo of `plughost new --lang python` (on the
 //!   SDK) next to the same tool written by hand, a process per call, in turn;

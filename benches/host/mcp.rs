@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use plughost::{Approval, Invocation, PluginHost};
+use plughost::{Approval, CallOptions, Invocation, PluginHost};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+    ReadResourceRequestParams,
 };
 use rmcp::service::RunningService;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
@@ -166,8 +167,9 @@ fn server_plugin(bench: &Bench, pydeps: &Path) -> (PathBuf, PathBuf) {
     (plugins, main)
 }
 
-/// Its `echo` tool through `PluginHost::call` and directly from rmcp's
-/// client, in turn.
+/// Its `echo` tool and its resource `fixture://greeting`, each through
+/// `PluginHost` (the library), through `plughost serve` (stdio, rmcp's
+/// client) and directly from rmcp's client, in turn.
 async fn mcp_server_row(bench: &Bench, pydeps: &Path) -> Value {
     let (plugins, main) = server_plugin(bench, pydeps);
     let host = PluginHost::builder()
@@ -181,12 +183,22 @@ async fn mcp_server_row(bench: &Bench, pydeps: &Path) -> Value {
     // The protocol version the host's client speaks (rmcp's default is a
     // newer one without `initialize`), so that both sides ask the server for
     // the same work.
-    let config = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("plughost-bench", "0"),
-    )
-    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
-    let direct = connect_as(config, cmd).await;
+    let config = || {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("plughost-bench", "0"),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    };
+    let direct = connect_as(config(), cmd).await;
+    let serve_cmd = Command::new(env!("CARGO_BIN_EXE_plughost")).configure(|c| {
+        c.arg("--plugins-dir")
+            .arg(&plugins)
+            .arg("--state-dir")
+            .arg(&bench.state)
+            .arg("serve");
+    });
+    let served = connect_as(config(), serve_cmd).await;
     let input = json!({"text": "hi"});
     let lib_call = async || {
         let t = Instant::now();
@@ -198,23 +210,64 @@ async fn mcp_server_row(bench: &Bench, pydeps: &Path) -> Value {
         assert_eq!(o.result, "hi");
         took
     };
+    let lib_read = async || {
+        let t = Instant::now();
+        let r = host
+            .read_resource(GREETING, CallOptions::default())
+            .await
+            .unwrap();
+        let took = t.elapsed();
+        assert_eq!(r["contents"][0]["text"], "hello from the fixture");
+        took
+    };
     for _ in 0..20 {
         lib_call().await;
+        lib_read().await;
         tool_call(&direct, "echo", &input).await;
+        tool_call(&served, "py_echo", &input).await;
+        read(&direct).await;
+        read(&served).await;
     }
     let n = bench.iters(1000, 200);
-    let (mut lib_t, mut direct_t) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut t: [Vec<Duration>; 6] = Default::default();
     for _ in 0..n {
-        lib_t.push(lib_call().await);
-        direct_t.push(tool_call(&direct, "echo", &input).await);
+        t[0].push(lib_call().await);
+        t[1].push(tool_call(&served, "py_echo", &input).await);
+        t[2].push(tool_call(&direct, "echo", &input).await);
+        t[3].push(lib_read().await);
+        t[4].push(read(&served).await);
+        t[5].push(read(&direct).await);
     }
     let _ = direct.cancel().await;
+    let _ = served.cancel().await;
     host.stop_workers().await;
-    let (lp50, dp50) = (pct(&mut lib_t, 50), pct(&mut direct_t, 50));
-    json!({"tool": "echo", "sandbox": true, "calls": n,
-           "library_p50_us": lp50, "library_p99_us": pct(&mut lib_t, 99),
-           "direct_p50_us": dp50, "direct_p99_us": pct(&mut direct_t, 99),
-           "ratio_p50": ratio(lp50, dp50)})
+    let row = |what: &str, [lib, serve, direct]: [&mut Vec<Duration>; 3]| {
+        let (l, s, d) = (pct(lib, 50), pct(serve, 50), pct(direct, 50));
+        json!({"what": what, "sandbox": true, "calls": n,
+               "library_p50_us": l, "library_p99_us": pct(lib, 99),
+               "serve_p50_us": s, "serve_p99_us": pct(serve, 99),
+               "direct_p50_us": d, "direct_p99_us": pct(direct, 99),
+               "library_ratio_p50": ratio(l, d), "serve_ratio_p50": ratio(s, d)})
+    };
+    let [a, b, c, d, e, f] = &mut t;
+    json!([
+        row("tools/call echo", [a, b, c]),
+        row("resources/read", [d, e, f])
+    ])
+}
+
+const GREETING: &str = "fixture://greeting";
+
+/// One `resources/read` of the fixture's greeting; how long it took.
+async fn read<H: ClientHandler>(client: &RunningService<RoleClient, H>) -> Duration {
+    let t = Instant::now();
+    let r = client
+        .read_resource(ReadResourceRequestParams::new(GREETING))
+        .await
+        .unwrap();
+    let took = t.elapsed();
+    assert_eq!(r.contents.len(), 1, "{r:?}");
+    took
 }
 
 pub(crate) fn print(r: &Value) {
@@ -238,17 +291,26 @@ pub(crate) fn print(r: &Value) {
     match m.get("skipped") {
         Some(why) => println!("  Python SDK server: skipped: {}", cell(why)),
         None => {
-            println!(
-                "  Python SDK server, library         {:>9} {:>9}",
-                cell(&m["library_p50_us"]),
-                cell(&m["library_p99_us"])
-            );
-            println!(
-                "  Python SDK server, rmcp directly   {:>9} {:>9}  library/direct p50 {}",
-                cell(&m["direct_p50_us"]),
-                cell(&m["direct_p99_us"]),
-                cell(&m["ratio_p50"])
-            );
+            for row in m.as_array().unwrap() {
+                println!("  Python SDK server, {}", cell(&row["what"]));
+                println!(
+                    "    through the library              {:>9} {:>9}  /direct p50 {}",
+                    cell(&row["library_p50_us"]),
+                    cell(&row["library_p99_us"]),
+                    cell(&row["library_ratio_p50"])
+                );
+                println!(
+                    "    through plughost serve           {:>9} {:>9}  /direct p50 {}",
+                    cell(&row["serve_p50_us"]),
+                    cell(&row["serve_p99_us"]),
+                    cell(&row["serve_ratio_p50"])
+                );
+                println!(
+                    "    rmcp's client directly           {:>9} {:>9}",
+                    cell(&row["direct_p50_us"]),
+                    cell(&row["direct_p99_us"])
+                );
+            }
         }
     }
 }

@@ -108,6 +108,11 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 if !outcome.result.ends_with('\n') {
                     let _ = out.write_all(b"\n");
                 }
+                let _ = out.flush();
+                drop(out);
+                if let Some(note) = unprinted(&outcome) {
+                    eprintln!("note: {note}");
+                }
             }
             ExitCode::from(if outcome.is_error { 1 } else { 0 })
         }
@@ -116,6 +121,47 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             ExitCode::from(2)
         }
     })
+}
+
+/// What the text mode leaves out of a result: its attachments, or an MCP
+/// server's blocks other than text. `None` when it printed everything.
+fn unprinted(outcome: &plughost::ToolOutcome) -> Option<String> {
+    let kinds: Vec<String> = if outcome.content.is_empty() {
+        outcome
+            .attachments
+            .iter()
+            .map(|a| match &a.mime_type {
+                Some(m) => format!("{} ({m})", a.media_type),
+                None => a.media_type.to_string(),
+            })
+            .collect()
+    } else {
+        outcome
+            .content
+            .iter()
+            .filter(|c| c["type"] != "text")
+            .map(|c| {
+                let kind = c["type"].as_str().unwrap_or("block");
+                match c["mimeType"]
+                    .as_str()
+                    .or(c["resource"]["mimeType"].as_str())
+                {
+                    Some(m) => format!("{kind} ({m})"),
+                    None => kind.to_owned(),
+                }
+            })
+            .collect()
+    };
+    if kinds.is_empty() {
+        return None;
+    }
+    let n = kinds.len();
+    Some(format!(
+        "the result also holds {n} {} not printed here: {}; see {} with --json",
+        if n == 1 { "item" } else { "items" },
+        kinds.join(", "),
+        if n == 1 { "it" } else { "them" },
+    ))
 }
 
 fn read_input(arg: Option<&str>, max: usize) -> Result<Value, String> {

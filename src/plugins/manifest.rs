@@ -113,10 +113,17 @@ pub struct Persistent {
     #[serde(default = "Persistent::default_idle_timeout")]
     #[schemars(range(min = 1, max = 86400))]
     pub idle_timeout_secs: u64,
-    /// How many workers may run at once; further calls wait in arrival order (default 1).
+    /// How many workers may run at once; further calls wait in arrival order
+    /// (default 1). An MCP server (`"protocol": "mcp"`) runs as one process:
+    /// `max_in_flight` is its limit instead.
     #[serde(default = "Persistent::default_max_workers")]
     #[schemars(range(min = 1, max = 64))]
     pub max_workers: u32,
+    /// For an MCP server: how many requests its connection carries at once;
+    /// further calls wait in arrival order (default 16).
+    #[serde(default = "Persistent::default_max_in_flight")]
+    #[schemars(range(min = 1, max = 256))]
+    pub max_in_flight: u32,
 }
 
 impl Persistent {
@@ -127,6 +134,10 @@ impl Persistent {
     fn default_max_workers() -> u32 {
         1
     }
+
+    fn default_max_in_flight() -> u32 {
+        16
+    }
 }
 
 impl Default for Persistent {
@@ -134,6 +145,7 @@ impl Default for Persistent {
         Persistent {
             idle_timeout_secs: Persistent::default_idle_timeout(),
             max_workers: Persistent::default_max_workers(),
+            max_in_flight: Persistent::default_max_in_flight(),
         }
     }
 }

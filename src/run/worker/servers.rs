@@ -1,8 +1,9 @@
 //! MCP servers run as plugins: one server process per plugin version,
 //! started when a request needs it, shared by every call. Unlike a line
 //! worker, which answers one request at a time, a server's connection carries
-//! many requests at once (up to [`MAX_IN_FLIGHT`]), each with its own
-//! deadline, cancellation and cap (`run::mcp`).
+//! many requests at once (up to the manifest's `persistent.max_in_flight`,
+//! 16 by default), each with its own deadline, cancellation and cap
+//! (`run::mcp`).
 //!
 //! What a [`Slot`] does for its server is what a pool does for its workers:
 //! a server that keeps dying before it answers is started again with
@@ -32,9 +33,6 @@ use crate::run::executor::{
     End, Group, Leader, Process, RunError, Spawn, Stop, describe_exit, end,
 };
 use crate::run::mcp::{Ask, Connect, McpAnswer, McpSession};
-
-/// Requests one server has in flight at most; further ones wait their turn.
-pub(crate) const MAX_IN_FLIGHT: usize = 16;
 
 /// The MCP servers of a host, by plugin.
 pub(crate) struct Servers {
@@ -114,7 +112,7 @@ impl Servers {
             grant: grant.to_owned(),
             idle_timeout: Duration::from_secs(settings.idle_timeout_secs),
             kill_grace,
-            permits: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            permits: Arc::new(Semaphore::new(settings.max_in_flight as usize)),
             starting: tokio::sync::Mutex::new(()),
             running: Mutex::new(None),
             backoff: Mutex::default(),
@@ -332,7 +330,7 @@ impl Slot {
         Ok((server, Some(listing)))
     }
 
-    /// Sends one request to `server`, in its turn (at most [`MAX_IN_FLIGHT`]
+    /// Sends one request to `server`, in its turn (at most `max_in_flight`
     /// at once). A server that dies meanwhile is taken out and reaped.
     pub(crate) async fn request(
         self: &Arc<Self>,
