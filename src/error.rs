@@ -256,6 +256,12 @@ pub enum Refusal {
     /// The approvals file cannot be read, so nothing that needs approval runs.
     #[error(transparent)]
     ApprovalsUnreadable(#[from] ApprovalError),
+    /// A tool no plugin offers, that an MCP server never approved may offer:
+    /// its tools are not known before its approval.
+    #[error(
+        "no tool named \"{tool}\" is known, and plugin \"{plugin}\" is an MCP server that is not approved yet: its tools are listed when it is approved"
+    )]
+    ServerNotApproved { plugin: String, tool: String },
 }
 
 impl Refusal {
@@ -264,7 +270,8 @@ impl Refusal {
         match self {
             Refusal::NeedsApproval { plugin, .. }
             | Refusal::Declined { plugin }
-            | Refusal::ToolChanged { plugin, .. } => Some(plugin),
+            | Refusal::ToolChanged { plugin, .. }
+            | Refusal::ServerNotApproved { plugin, .. } => Some(plugin),
             _ => None,
         }
     }

@@ -212,6 +212,9 @@ pub enum Notice {
     ObserverFailed { hook: String, error: Option<String> },
     /// A subscriber fell behind and lost this many events.
     EventsDropped { count: u64 },
+    /// An MCP server started without variables its manifest's `env` lists:
+    /// they are not set where plughost runs.
+    EnvMissing { plugin: String, vars: Vec<String> },
 }
 
 impl fmt::Display for Notice {
@@ -274,6 +277,17 @@ impl fmt::Display for Notice {
             Notice::EventsDropped { count } => write!(
                 f,
                 "{count} events were dropped; list the plugins for the current state"
+            ),
+            Notice::EnvMissing { plugin, vars } => write!(
+                f,
+                "the MCP server of plugin \"{plugin}\" started without {} {}, which its plugin.json lists: set {} where plughost runs",
+                if vars.len() == 1 {
+                    "the variable"
+                } else {
+                    "the variables"
+                },
+                vars.join(", "),
+                if vars.len() == 1 { "it" } else { "them" }
             ),
         }
     }

@@ -794,11 +794,13 @@ fn new_mcp_wraps_an_installed_server_that_approve_then_lists_and_calls() {
         .arg(&served);
     let out = util::run(new);
     assert!(out.status.success(), "{}", util::stderr(&out));
-    assert!(
-        util::stdout(&out).contains("approve wrapped"),
-        "{}",
-        util::stdout(&out)
+    // The command to run next keeps the folders it was given.
+    let next = format!(
+        "plughost --plugins-dir {} --state-dir {} approve wrapped",
+        sandbox.plugins().display(),
+        sandbox.state().display()
     );
+    assert!(util::stdout(&out).contains(&next), "{}", util::stdout(&out));
     let dir = sandbox.plugins().join("wrapped");
     let mut m: Value =
         serde_json::from_slice(&std::fs::read(dir.join("plugin.json")).unwrap()).unwrap();

@@ -7,6 +7,7 @@ mod util;
 #[path = "util/mcp_client.rs"]
 mod mcp_client;
 
+mod add;
 mod cli;
 mod cli_plugins;
 mod denials;

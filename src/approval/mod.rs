@@ -80,6 +80,13 @@ pub enum ApproveError {
         "plugin \"{plugin}\" is approved, but its MCP server could not list its tools: {reason}"
     )]
     ServerFailed { plugin: String, reason: String },
+    /// An MCP server that is not approved was to be started to list what it
+    /// offers, but its manifest asks for more than reading files: it starts
+    /// only once that is approved.
+    #[error(
+        "plugin \"{plugin}\" asks for more than reading files; its server starts only once that is approved"
+    )]
+    NeedsApprovalFirst { plugin: String },
 }
 
 /// The extra warning shown when a plugin asks for both `shell:exec` and `network`.

@@ -23,7 +23,7 @@ pub struct RevokeArgs {
 }
 
 pub fn approve(cli: &Cli, args: &ApproveArgs) -> Result<ExitCode, String> {
-    let host = cli.host()?;
+    let host = cli.host_with(|b| b.observer(std::sync::Arc::new(super::log::Notes)))?;
     let name = &args.name;
     let approval = if args.yes {
         super::runtime().block_on(host.approve(name))

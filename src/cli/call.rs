@@ -48,7 +48,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             return Ok(ExitCode::from(2));
         }
     };
-    let host = cli.host()?;
+    let host = cli.host_with(|b| b.observer(std::sync::Arc::new(super::log::Notes)))?;
     let progress_on_terminal = std::io::stderr().is_terminal();
     let options = CallOptions {
         invocation: Invocation {

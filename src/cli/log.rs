@@ -108,3 +108,25 @@ impl Observer for Log {
         Ok(())
     }
 }
+
+/// For one-shot commands (`call`, `approve`, `add`): what the host notices
+/// while they run (a server started without a variable it needs, a worker
+/// backing off) as `note:` lines on stderr.
+pub struct Notes;
+
+impl Observer for Notes {
+    fn interests(&self) -> Interests {
+        Interests {
+            events: true,
+            calls: false,
+            progress: false,
+        }
+    }
+
+    fn event(&self, event: &HostEvent) -> ObserverResult {
+        if let HostEvent::Notice(n) = event {
+            eprintln!("note: {n}");
+        }
+        Ok(())
+    }
+}

@@ -1,6 +1,7 @@
 //! The `plughost` command line: argument parsing and dispatch. Each command
 //! lives in its own file and returns the process exit code.
 
+mod add;
 mod approve;
 mod call;
 mod completions;
@@ -105,6 +106,12 @@ enum Command {
     Doctor(doctor::Args),
     /// Create a plugin folder that validates and runs, to start from.
     New(new::Args),
+    /// Install an MCP server from npm or PyPI into a new plugin folder, list
+    /// its tools in the sandbox, and ask for approval.
+    Add(add::AddArgs),
+    /// Install a newer version of a package added with `plughost add`; its
+    /// changed tools are withheld until approved again.
+    Update(add::UpdateArgs),
     /// Summarize an audit log: calls, outcomes and durations per tool.
     Stats(stats::Args),
     /// Serve every plugin tool over MCP (stdio, or streamable HTTP with --http).
@@ -143,6 +150,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Serve(args) => serve::run(&cli, args),
         Command::Stats(args) => stats::run(&cli, args),
         Command::New(args) => new::run(&cli, args),
+        Command::Add(args) => add::add(&cli, args),
+        Command::Update(args) => add::update(&cli, args),
         Command::Doctor(args) => doctor::run(&cli, args),
         Command::Export(args) => export::run(&cli, args),
         Command::ParseToolCall => export::run_parse(),
@@ -162,6 +171,41 @@ impl Cli {
         self.state_dir
             .clone()
             .unwrap_or_else(plughost::paths::default_state_dir)
+    }
+
+    /// `plughost` with the global options that were given (those a later
+    /// command needs to act on the same plugins, state and sandbox), for
+    /// the commands plughost tells the user to run next.
+    fn command_line(&self, rest: &str) -> String {
+        self.command_line_in(self.plugins_dir.as_deref(), rest)
+    }
+
+    /// [`Cli::command_line`] for the plugins folder `plugins`.
+    fn command_line_in(&self, plugins: Option<&std::path::Path>, rest: &str) -> String {
+        let q = quoted;
+        let mut cmd = String::from("plughost");
+        if let Some(d) = plugins {
+            cmd.push_str(&format!(" --plugins-dir {}", q(&d.to_string_lossy())));
+        }
+        if let Some(d) = &self.state_dir {
+            cmd.push_str(&format!(" --state-dir {}", q(&d.to_string_lossy())));
+        }
+        if let Some(t) = self.timeout {
+            cmd.push_str(&format!(" --timeout {t}"));
+        }
+        for (given, flag) in [
+            (self.no_sandbox, "--no-sandbox"),
+            (self.require_sandbox, "--require-sandbox"),
+            (self.inherit_env, "--inherit-env"),
+        ] {
+            if given {
+                cmd.push(' ');
+                cmd.push_str(flag);
+            }
+        }
+        cmd.push(' ');
+        cmd.push_str(rest);
+        cmd
     }
 
     /// A host configured from the global options.
@@ -242,6 +286,19 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     text
+}
+
+/// `text` quoted for `sh` when it needs it.
+fn quoted(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@%,".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        scaffold::mcp::shell_quote(text)
+    }
 }
 
 /// A multi-threaded runtime for commands that run calls.

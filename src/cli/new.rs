@@ -94,10 +94,9 @@ fn run_mcp(cli: &Cli, args: &Args, parent: &std::path::Path) -> Result<ExitCode,
          add filesystem:write:PATH for a folder it should change, network if it needs one."
     );
     let name = &args.name;
-    let mut approve = format!("plughost approve {name}");
-    if args.dir.is_some() || cli.plugins_dir.is_some() {
-        approve = format!("plughost --plugins-dir {} approve {name}", parent.display());
-    }
+    // A folder given with --dir is the plugins folder to use.
+    let plugins = args.dir.as_deref().or(cli.plugins_dir.as_deref());
+    let approve = cli.command_line_in(plugins, &format!("approve {name}"));
     println!(
         "
 next, approve it: that starts the server once, lists its tools and pins them:"

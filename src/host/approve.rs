@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Inner, PluginHost};
+use super::{Inner, PluginHost, ToolInfo};
 use crate::approval::{
     self, Approval, ApprovalError, ApprovalState, ApprovalView, ApproveError, Approver, BoxFuture,
     Tier,
@@ -73,6 +73,44 @@ impl PluginHost {
             Asked::Done(approval) => Ok(approval),
             Asked::NobodyToAsk(_) => unreachable!("an approver was given"),
         }
+    }
+
+    /// Starts an MCP server run as a plugin (or asks the running one) and
+    /// lists what it offers now, replacing the cached listing; returns its
+    /// tools as offered. Approved or not: before its approval a server may
+    /// be started this way only when its manifest asks for nothing but
+    /// reading files (and no variables), so it runs in a sandbox that lets
+    /// it read and nothing else (`plughost add` shows the tools before
+    /// asking). For other plugins, the tools of their manifest.
+    pub async fn list_server(&self, plugin: &str) -> Result<Vec<ToolInfo>, ApproveError> {
+        #[cfg_attr(
+            not(feature = "mcp-plugins"),
+            expect(unused_mut, reason = "MCP servers list")
+        )]
+        let mut p = self.loaded(plugin)?;
+        #[cfg(feature = "mcp-plugins")]
+        if p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp {
+            let reads_only =
+                p.manifest.permissions.iter().all(|g| g.reads_only()) && p.manifest.env.is_empty();
+            let approved = matches!(
+                self.inner.approval_state_of(&p, None).await?,
+                ApprovalState::Approved | ApprovalState::ToolsChanged { .. }
+            );
+            if !reads_only && !approved {
+                return Err(ApproveError::NeedsApprovalFirst {
+                    plugin: plugin.to_owned(),
+                });
+            }
+            p = self
+                .inner
+                .list_now(&p)
+                .await
+                .map_err(|reason| ApproveError::ServerFailed {
+                    plugin: plugin.to_owned(),
+                    reason,
+                })?;
+        }
+        Ok(p.tools.iter().map(|t| ToolInfo::of(&p, &t.spec)).collect())
     }
 
     /// The command that approves `plugin` for this host's folders.

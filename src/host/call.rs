@@ -78,6 +78,15 @@ impl Inner {
         worker: &mut Option<u32>,
     ) -> Result<ToolOutcome, CallError> {
         let Some(tool_ref) = catalog.tool(tool) else {
+            #[cfg(feature = "mcp-plugins")]
+            if let Some(plugin) = unlisted_server_for(catalog, tool) {
+                return Err(CallError::NotAllowed {
+                    refusal: crate::error::Refusal::ServerNotApproved {
+                        plugin,
+                        tool: tool.to_owned(),
+                    },
+                });
+            }
             return Err(CallError::NotFound {
                 tool: tool.to_owned(),
                 hint: catalog.nearest_tool(tool).map(str::to_owned),
@@ -315,6 +324,27 @@ pub(super) enum Failure {
 
 /// Refuses an input larger than `limit` bytes of compact JSON, before its
 /// schema is even checked.
+/// The MCP server that may offer `tool` once approved: one whose tools are
+/// not known yet (never listed), whose `tool_prefix` starts the name, or one
+/// without a prefix when no prefix matches.
+#[cfg(feature = "mcp-plugins")]
+fn unlisted_server_for(catalog: &Catalog, tool: &str) -> Option<String> {
+    let unlisted = || {
+        catalog
+            .plugins()
+            .filter(|p| p.manifest.protocol == Protocol::Mcp && p.listing.is_none())
+    };
+    let by_prefix = unlisted().find(|p| {
+        p.manifest
+            .tool_prefix
+            .as_deref()
+            .is_some_and(|prefix| tool.starts_with(prefix))
+    });
+    by_prefix
+        .or_else(|| unlisted().find(|p| p.manifest.tool_prefix.is_none()))
+        .map(|p| p.name().to_owned())
+}
+
 fn check_size(tool: &str, input: &Value, limit: usize) -> Result<(), CallError> {
     /// Counts bytes, stopping past the limit so a huge input costs little.
     struct Count {

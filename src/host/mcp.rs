@@ -124,9 +124,28 @@ impl Inner {
             Ok((server, Some(listing))) => {
                 self.apply_listing(plugin, listing);
                 self.server_started(&server).await;
+                self.warn_missing_env(plugin);
                 Ok((slot, server, true))
             }
             Err(e) => Err(Failure::Run(start_error(e))),
+        }
+    }
+
+    /// Says when a server started without variables its manifest lists
+    /// (with `--inherit-env` too: what is not set is not passed).
+    fn warn_missing_env(&self, plugin: &Plugin) {
+        let vars: Vec<String> = plugin
+            .manifest
+            .env
+            .iter()
+            .filter(|v| std::env::var_os(&v.0).is_none())
+            .map(|v| v.0.clone())
+            .collect();
+        if !vars.is_empty() {
+            self.bus.publish(HostEvent::Notice(Notice::EnvMissing {
+                plugin: plugin.name().to_owned(),
+                vars,
+            }));
         }
     }
 

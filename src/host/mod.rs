@@ -297,11 +297,17 @@ pub struct ToolInfo {
 
 impl ToolInfo {
     pub(crate) fn new(t: &ToolRef) -> ToolInfo {
-        let spec = &t.tool().spec;
+        ToolInfo::of(&t.plugin, &t.tool().spec)
+    }
+
+    pub(crate) fn of(
+        plugin: &crate::plugins::catalog::Plugin,
+        spec: &crate::plugins::manifest::ToolSpec,
+    ) -> ToolInfo {
         ToolInfo {
             name: spec.name.clone(),
             description: spec.description.clone(),
-            plugin: t.plugin.name().to_owned(),
+            plugin: plugin.name().to_owned(),
             input_schema: Value::Object(spec.input_schema.clone()),
             output_schema: spec.output_schema.clone().map(Value::Object),
         }

@@ -123,7 +123,7 @@ impl PluginHost {
     /// plugins folder (one that holds plugin folders). A folder that is
     /// neither is reported as a plugin folder without a `plugin.json`.
     pub fn validate(&self, dir: &Path) -> Validation {
-        let catalog = validate_catalog(dir);
+        let catalog = with_cached_listings(validate_catalog(dir), &self.inner.config.state_dir);
         let ok = catalog.rejected().next().is_none() && catalog.collisions().is_empty();
         let view = ApprovalView::new(Arc::new(catalog), self.inner.approvals.current());
         Validation {
@@ -161,6 +161,15 @@ impl PluginHost {
             }
             if let Some(note) = shim_note(&p.entrypoint) {
                 problems.push(format!("{}: {note}", p.name()));
+            }
+            for gone in missing_programs(&p.entrypoint) {
+                problems.push(format!(
+                    "{}: its entrypoint {} starts {}, which does not exist any more; reinstall it (plughost update {} for an added package) or fix the script",
+                    p.name(),
+                    p.manifest.entrypoint,
+                    gone.display(),
+                    p.name()
+                ));
             }
         }
         if let Some(e) = view.approvals_error() {
@@ -277,6 +286,32 @@ fn validate_catalog(dir: &Path) -> Catalog {
     Catalog::new([(folder, result)])
 }
 
+/// The catalog with each MCP server's cached listing attached, as the host
+/// loads it, so that its tools are counted and checked.
+fn with_cached_listings(catalog: Catalog, state_dir: &Path) -> Catalog {
+    #[cfg(feature = "mcp-plugins")]
+    {
+        use crate::plugins::manifest::Protocol;
+        let servers: Vec<(String, Option<crate::plugins::catalog::FolderResult>)> = catalog
+            .plugins()
+            .filter(|p| p.manifest.protocol == Protocol::Mcp)
+            .map(|p| {
+                let attached = crate::plugins::mcp_plugin::attach_cached(Ok(p.clone()), state_dir);
+                (crate::plugins::loader::folder_name(&p.dir), Some(attached))
+            })
+            .collect();
+        if servers.is_empty() {
+            return catalog;
+        }
+        catalog.with_folders(servers)
+    }
+    #[cfg(not(feature = "mcp-plugins"))]
+    {
+        let _ = state_dir;
+        catalog
+    }
+}
+
 fn listing(view: &ApprovalView, dir: &Path, host: &PluginHost) -> Listing {
     let workers = host.workers();
     let catalog = view.catalog();
@@ -349,6 +384,78 @@ fn entry(
             })
             .collect(),
     }
+}
+
+/// The files a wrapper script's `exec` line names that are gone: the
+/// command and each argument that is a path, absolute or under the script's
+/// folder (`"$here/…"`, `"$(dirname "$0")/…"`), as `plughost new --mcp` and
+/// `plughost add` write them. A server deleted under its wrapper would only
+/// fail when started.
+fn missing_programs(entrypoint: &Path) -> Vec<PathBuf> {
+    let Some(dir) = entrypoint.parent() else {
+        return Vec::new();
+    };
+    let Ok(text) = std::fs::read_to_string(entrypoint) else {
+        return Vec::new();
+    };
+    if !text.starts_with("#!") || text.len() > 16 * 1024 {
+        return Vec::new();
+    }
+    let mut gone = Vec::new();
+    for line in text.lines().map(str::trim) {
+        let Some(rest) = line.strip_prefix("exec ") else {
+            continue;
+        };
+        for word in shell_words(rest) {
+            let path = if let Some(rel) = ["$here/", "$(dirname \"$0\")/", "$(dirname $0)/"]
+                .iter()
+                .find_map(|p| word.strip_prefix(p))
+            {
+                dir.join(rel)
+            } else if word.starts_with('/') {
+                PathBuf::from(&word)
+            } else {
+                continue;
+            };
+            if !path.exists() && !gone.contains(&path) {
+                gone.push(path);
+            }
+        }
+    }
+    gone
+}
+
+/// The words of a simple shell line: quotes removed, `'…'` and `"…"` kept
+/// whole; nothing is expanded.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut in_word = false;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
 }
 
 /// A note when the entrypoint's `#!` line resolves, through `PATH`, to an

@@ -111,11 +111,10 @@ impl Plugin {
     }
 
     /// The prompts of an MCP server as offered: named with the plugin's
-    /// `tool_prefix`, each with its name on the server. A prompt without a
+    /// `tool_prefix` (unless they carry it), each with its name on the server. A prompt without a
     /// name is left out.
     #[cfg(feature = "mcp-plugins")]
     pub(crate) fn prompts(&self) -> Vec<(String, &serde_json::Map<String, serde_json::Value>)> {
-        let prefix = self.manifest.tool_prefix.as_deref().unwrap_or_default();
         let Some(listing) = self.listing.as_deref() else {
             return Vec::new();
         };
@@ -124,7 +123,7 @@ impl Plugin {
             .iter()
             .filter_map(|p| {
                 let name = p.get("name")?.as_str()?;
-                Some((format!("{prefix}{name}"), p))
+                Some((self.manifest.offered_name(name), p))
             })
             .collect()
     }

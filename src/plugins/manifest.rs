@@ -99,10 +99,17 @@ pub struct Manifest {
     /// Arguments passed to the entrypoint.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// With `"protocol": "mcp"`: prepended to the name of every tool the server offers.
+    /// With `"protocol": "mcp"`: prepended to the name of every tool and
+    /// prompt the server offers, unless the name already starts with it
+    /// (`git_` and the server's `git_status` give `git_status`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[a-z][a-z0-9_]*$"), length(min = 1, max = 32))]
     pub tool_prefix: Option<String>,
+    /// The package `plughost add` installed the server from, with its version
+    /// (`npm:@scope/name@1.2.3`, `pypi:name==1.2.3`); `plughost update` reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^(npm:.+@.+|pypi:.+==.+)$"))]
+    pub source: Option<String>,
 }
 
 /// How a persistent plugin's workers are run.
@@ -408,6 +415,16 @@ impl fmt::Display for ToolChange {
 }
 
 impl Manifest {
+    /// The name under which a tool or prompt an MCP server calls `remote` is
+    /// offered: with the `tool_prefix`, unless it already carries it.
+    #[cfg(feature = "mcp-plugins")]
+    pub(crate) fn offered_name(&self, remote: &str) -> String {
+        match self.tool_prefix.as_deref() {
+            Some(prefix) if !remote.starts_with(prefix) => format!("{prefix}{remote}"),
+            _ => remote.to_owned(),
+        }
+    }
+
     /// The JSON Schema of `plugin.json`, generated from these types; every
     /// manifest is checked against it.
     pub(crate) fn schema() -> Value {

@@ -16,14 +16,13 @@ use crate::plugins::validate::compile_schema_at;
 /// `tool_prefix`, each checked like a manifest's tool. A tool that cannot be
 /// offered is left out with a note saying why.
 pub(crate) fn tools_of(plugin: &Plugin, listed: &[ListedTool]) -> (Vec<Tool>, Vec<String>) {
-    let prefix = plugin.manifest.tool_prefix.as_deref().unwrap_or_default();
     let mut tools = Vec::new();
     let mut notes = Vec::new();
     let leave_out = |notes: &mut Vec<String>, tool: &str, why: String| {
         notes.push(format!("the server's tool \"{tool}\" is left out: {why}"))
     };
     for t in listed {
-        let name = format!("{prefix}{}", t.name);
+        let name = plugin.manifest.offered_name(&t.name);
         let valid_name = (1..=64).contains(&name.len())
             && name
                 .chars()

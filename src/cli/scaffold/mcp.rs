@@ -11,7 +11,7 @@ use plughost::manifest::MANIFEST_FILE;
 
 /// Folders the sandbox lets every plugin read: a command installed there
 /// needs no grant.
-const SYSTEM: &[&str] = &[
+pub(crate) const SYSTEM: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/nix", "/etc",
 ];
 
@@ -87,7 +87,7 @@ pub fn create(parent: &Path, name: &str, command: &[String]) -> Result<Created, 
 }
 
 /// `program` as a full path: as given when it names a file, else found on `PATH`.
-fn resolve(program: &str) -> Result<PathBuf, String> {
+pub(crate) fn resolve(program: &str) -> Result<PathBuf, String> {
     let path = Path::new(program);
     if program.contains('/') {
         return std::fs::canonicalize(path)
@@ -108,7 +108,7 @@ fn resolve(program: &str) -> Result<PathBuf, String> {
 /// folder that holds it. Never a folder that holds the home folder, the home
 /// folder itself or `~/.local` (a command in `~/bin` or `~/.local/bin` gets
 /// only that `bin`): a read grant there would open every file of the user.
-fn install_folder(program: &Path, home: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn install_folder(program: &Path, home: Option<&Path>) -> Option<PathBuf> {
     let too_wide = |f: &Path| {
         f == Path::new("/") || home.is_some_and(|h| h.starts_with(f) || f == h.join(".local"))
     };
@@ -124,7 +124,7 @@ fn install_folder(program: &Path, home: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// `text` in single quotes for `sh`.
-fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 

@@ -200,7 +200,7 @@ pub fn create(parent: &Path, name: &str, lang: Lang, persistent: bool) -> Result
 
 /// The folder `parent/name` for a new plugin: refuses a bad name or an
 /// existing folder.
-fn check_new(parent: &Path, name: &str) -> Result<PathBuf, String> {
+pub(crate) fn check_new(parent: &Path, name: &str) -> Result<PathBuf, String> {
     let valid = !name.is_empty()
         && name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
@@ -219,7 +219,7 @@ fn check_new(parent: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-fn write(path: &Path, text: &str, executable: bool) -> Result<(), String> {
+pub(crate) fn write(path: &Path, text: &str, executable: bool) -> Result<(), String> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;

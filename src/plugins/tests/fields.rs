@@ -597,3 +597,26 @@ fn persistent_settings_are_bounded() {
         ],
     );
 }
+
+/// An MCP server's names get the `tool_prefix` unless they carry it (a git
+/// server's `git_status` stays `git_status` under the prefix `git_`), and
+/// `source` takes what `plughost add` writes and nothing else.
+#[test]
+#[cfg(feature = "mcp-plugins")]
+fn the_prefix_is_not_doubled_and_source_names_a_package() {
+    let (_sb, dir) = plugin_with(|m| {
+        m["protocol"] = json!("mcp");
+        m.as_object_mut().unwrap().remove("tools");
+        m["tool_prefix"] = json!("git_");
+        m["source"] = json!("pypi:mcp-server-git==2026.1.14");
+    });
+    let checked = check_plugin(&dir).unwrap_or_else(|e| panic!("rejected: {e:?}"));
+    let m = &checked.manifest;
+    assert_eq!(m.offered_name("git_status"), "git_status");
+    assert_eq!(m.offered_name("status"), "git_status");
+    assert_eq!(m.offered_name("gitlog"), "git_gitlog");
+    for bad in ["pip:x", "npm:x", "pypi:x", "pypi:==1"] {
+        let (_sb, dir) = plugin_with(|m| m["source"] = json!(bad));
+        assert!(check_plugin(&dir).is_err(), "{bad} was accepted");
+    }
+}

@@ -1,0 +1,491 @@
+//! `plughost add npm:PKG[@VERSION] | pypi:PKG[==VERSION]` (or `--name NAME
+//! -- COMMAND ARGS…` for a server installed already) and `plughost update
+//! NAME`.
+//!
+//! `add` installs the package with its ecosystem's own tool into a new
+//! plugin folder, writes a manifest with the least grants the server needs
+//! to start (its own folder, which every plugin may read, and the
+//! interpreter's install folder when it is outside the system folders): no
+//! network, no writing. It pins the version in the manifest's `source`,
+//! starts the server once in that sandbox to list its tools, shows them and
+//! asks for approval (`--yes` for scripts). The install happens in a staging
+//! folder (`PLUGINS/.NAME.adding`, which the loader skips) that is moved into
+//! place whole: a watching host never sees half an install.
+//!
+//! `update` installs another version the same way and swaps the folders;
+//! the approval stays, and each tool whose description or input schema
+//! changed is withheld until approved again.
+
+mod install;
+mod npm;
+mod pypi;
+mod source;
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use plughost::approval::TerminalApprover;
+use plughost::manifest::MANIFEST_FILE;
+use plughost::{Approval, ApprovalState, ApproveError, PluginHost};
+use serde_json::{Value, json};
+
+use self::install::Installed;
+use self::source::{Ecosystem, Package};
+use super::Cli;
+use super::scaffold::{self, mcp::SYSTEM};
+
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// The package: npm:PACKAGE[@VERSION] or pypi:PACKAGE[==VERSION].
+    #[arg(required_unless_present = "command", conflicts_with = "command")]
+    package: Option<String>,
+    /// The plugin's name (default: from the package's, e.g. `memory` for
+    /// @modelcontextprotocol/server-memory).
+    #[arg(long)]
+    name: Option<String>,
+    /// Another grant for the manifest (repeatable), e.g.
+    /// filesystem:write:~/notes or network.
+    #[arg(long = "grant", value_name = "PERMISSION")]
+    grants: Vec<String>,
+    /// The command to start when the package has several.
+    #[arg(long, value_name = "COMMAND")]
+    bin: Option<String>,
+    /// Approve without asking (for scripts).
+    #[arg(long)]
+    yes: bool,
+    /// A server installed already: its command and arguments (after `--`),
+    /// as `plughost new NAME --mcp` takes them; needs --name.
+    #[arg(last = true, value_name = "COMMAND", requires = "name")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UpdateArgs {
+    /// A plugin made by plughost add.
+    name: String,
+    /// The version to install (default: the newest).
+    #[arg(long, value_name = "VERSION")]
+    version: Option<String>,
+}
+
+pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
+    let plugins = cli.plugins_dir();
+    let Some(spec) = &args.package else {
+        return add_command(cli, args, &plugins);
+    };
+    let package = Package::parse(spec)?;
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| package.default_plugin_name());
+    if let Some(other) = added_from(&plugins, &package)
+        && args.name.is_none()
+    {
+        return Err(format!(
+            "{} is added already, as plugin \"{other}\"; plughost update {other} installs a newer version, and --name NAME adds a second copy",
+            package.name
+        ));
+    }
+    let dir =
+        scaffold::check_new(&plugins, &name).map_err(|e| match e.ends_with("already exists") {
+            true => format!(
+                "a plugin named \"{name}\" exists already in {}; choose another with --name",
+                plugins.display()
+            ),
+            false => e,
+        })?;
+    std::fs::create_dir_all(&plugins).map_err(|e| {
+        format!(
+            "cannot create the plugins folder {}: {e}",
+            plugins.display()
+        )
+    })?;
+    let stage = plugins.join(format!(".{name}.adding"));
+    let installed = staged(&stage, |stage| {
+        let installed = install_into(stage, &package, args.bin.as_deref())?;
+        let mut permissions: Vec<String> =
+            interpreter_grant(&installed.program).into_iter().collect();
+        permissions.extend(args.grants.iter().cloned());
+        let manifest = ordered(&[
+            ("name", json!(name)),
+            ("version", json!(installed.version)),
+            ("description", json!(description(&package, &installed))),
+            ("entrypoint", json!("server.sh")),
+            ("protocol", json!("mcp")),
+            ("tool_prefix", json!(format!("{}_", name.replace('-', "_")))),
+            ("permissions", json!(permissions)),
+            ("source", json!(package.at(&installed.version).to_string())),
+        ]);
+        write_folder(stage, &installed, &manifest)?;
+        Ok(installed)
+    })?;
+    std::fs::rename(&stage, &dir)
+        .map_err(|e| format!("cannot move the install into {}: {e}", dir.display()))?;
+    println!(
+        "added {name}: {} {} in {}",
+        package.name,
+        installed.version,
+        dir.display()
+    );
+    if let Some(grant) = interpreter_grant(&installed.program) {
+        println!("  granted {grant} (where its interpreter is installed)");
+    }
+    for g in &args.grants {
+        println!("  granted {g} (--grant)");
+    }
+    say_env(&installed.env_vars);
+    approve_new(cli, &name, &dir, args.yes)
+}
+
+/// `add --name NAME -- COMMAND ARGS…`: the wrapper `new --mcp` writes, then
+/// the same listing and approval.
+fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, String> {
+    let name = args.name.as_deref().expect("clap requires --name");
+    let created = scaffold::mcp::create(plugins, name, &args.command)?;
+    if !args.grants.is_empty() {
+        let path = created.dir.join(MANIFEST_FILE);
+        let mut manifest: Value = read_json(&path)?;
+        let permissions = manifest["permissions"]
+            .as_array_mut()
+            .expect("new --mcp writes a list");
+        permissions.extend(args.grants.iter().map(|g| json!(g)));
+        let text = serde_json::to_string_pretty(&manifest).expect("JSON") + "\n";
+        scaffold::write(&path, &text, false)?;
+    }
+    println!(
+        "added {name}: {} in {}",
+        created.command.display(),
+        created.dir.display()
+    );
+    for (grant, why) in created.grants.iter().map(|(g, w)| (g.clone(), *w)) {
+        println!("  granted {grant} ({why})");
+    }
+    approve_new(cli, name, &created.dir, args.yes)
+}
+
+pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
+    let plugins = cli.plugins_dir();
+    let name = &args.name;
+    let dir = plugins.join(name);
+    let path = dir.join(MANIFEST_FILE);
+    if !path.is_file() {
+        return Err(format!(
+            "no plugin named \"{name}\" in {}",
+            plugins.display()
+        ));
+    }
+    let mut manifest = read_json(&path)?;
+    let Some(recorded) = manifest["source"].as_str() else {
+        return Err(format!(
+            "plugin \"{name}\" was not added from a package (its {MANIFEST_FILE} has no \"source\"); plughost update works on plugins made by plughost add"
+        ));
+    };
+    let current = Package::parse(recorded)
+        .map_err(|e| format!("the \"source\" of plugin \"{name}\" cannot be read: {e}"))?;
+    let wanted = Package {
+        version: args.version.clone(),
+        ..current.clone()
+    };
+    let stage = plugins.join(format!(".{name}.updating"));
+    let installed = staged(&stage, |stage| {
+        let installed = install_into(stage, &wanted, None)?;
+        if current.version.as_deref() == Some(installed.version.as_str()) {
+            return Ok(installed);
+        }
+        manifest["version"] = json!(installed.version);
+        manifest["source"] = json!(current.at(&installed.version).to_string());
+        let text = serde_json::to_string_pretty(&manifest).expect("a manifest serializes") + "\n";
+        write_folder(stage, &installed, &text)?;
+        keep_own_files(&dir, stage)?;
+        Ok(installed)
+    })?;
+    if current.version.as_deref() == Some(installed.version.as_str()) {
+        let _ = std::fs::remove_dir_all(&stage);
+        println!(
+            "{name} is at {} already: nothing to update",
+            installed.version
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    swap(&dir, &stage, &plugins.join(format!(".{name}.old")))?;
+    println!(
+        "updated {name}: {} {} -> {}",
+        current.name,
+        current.version.as_deref().unwrap_or("?"),
+        installed.version
+    );
+    say_env(&installed.env_vars);
+    let host = cli.host_with(|b| b.observer(Arc::new(super::log::Notes)))?;
+    let runtime = super::runtime();
+    if let Err(e) = runtime.block_on(host.list_server(name)) {
+        println!("its tools are listed when it starts: {e}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    match host.approval_state(name) {
+        Some(Ok(ApprovalState::ToolsChanged { tools })) => {
+            println!("withheld until approved again ({} changed):", tools.len());
+            for t in &tools {
+                println!("  {}: {}", t.tool, t.change);
+            }
+            println!(
+                "review them and run: {}",
+                cli.command_line(&format!("approve {name}"))
+            );
+        }
+        Some(Ok(ApprovalState::Approved)) => println!("its tools and prompts are unchanged"),
+        Some(Ok(state)) if !state.allows_call() => println!(
+            "it is not approved: {}; run: {}",
+            state.label(),
+            cli.command_line(&format!("approve {name}"))
+        ),
+        _ => {}
+    }
+    runtime.block_on(host.stop_workers());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Installs `package` with its ecosystem's tool into `stage`.
+fn install_into(stage: &Path, package: &Package, bin: Option<&str>) -> Result<Installed, String> {
+    println!("installing {package} …");
+    match package.ecosystem {
+        Ecosystem::Npm => npm::install(stage, package, bin),
+        Ecosystem::Pypi => pypi::install(stage, package, bin),
+    }
+}
+
+/// Runs `fill` on a fresh `stage` folder; on failure the folder is removed.
+fn staged<T>(stage: &Path, fill: impl FnOnce(&Path) -> Result<T, String>) -> Result<T, String> {
+    // A stage left by an install that was cut off.
+    if stage.exists() {
+        std::fs::remove_dir_all(stage).map_err(|e| {
+            format!(
+                "cannot remove the unfinished install {}: {e}",
+                stage.display()
+            )
+        })?;
+    }
+    std::fs::create_dir_all(stage)
+        .map_err(|e| format!("cannot create {}: {e}", stage.display()))?;
+    let done = fill(stage);
+    if done.is_err() {
+        let _ = std::fs::remove_dir_all(stage);
+    }
+    done
+}
+
+/// `server.sh` (and the launcher) and `plugin.json` beside the install.
+fn write_folder(stage: &Path, installed: &Installed, manifest: &str) -> Result<(), String> {
+    for (i, (file, text)) in installed.files.iter().enumerate() {
+        scaffold::write(&stage.join(file), text, i == 0)?;
+    }
+    scaffold::write(&stage.join(MANIFEST_FILE), manifest, false)
+}
+
+/// A JSON object with its keys in this order, pretty-printed like
+/// `plughost new` writes manifests.
+fn ordered(fields: &[(&str, Value)]) -> String {
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| {
+            let value = serde_json::to_string_pretty(v)
+                .expect("JSON")
+                .replace('\n', "\n  ");
+            format!("  {}: {value}", json!(k))
+        })
+        .collect();
+    format!("{{\n{}\n}}\n", body.join(",\n"))
+}
+
+/// Moves the files a user added to the old folder into the new one: all but
+/// what an install writes.
+fn keep_own_files(old: &Path, new: &Path) -> Result<(), String> {
+    const OURS: &[&str] = &[
+        "node_modules",
+        "package.json",
+        "package-lock.json",
+        "lib",
+        "server.sh",
+        "server.py",
+        MANIFEST_FILE,
+    ];
+    let entries =
+        std::fs::read_dir(old).map_err(|e| format!("cannot read {}: {e}", old.display()))?;
+    for e in entries.flatten() {
+        let file = e.file_name();
+        if OURS.iter().any(|o| file == *o) {
+            continue;
+        }
+        std::fs::rename(e.path(), new.join(&file))
+            .map_err(|err| format!("cannot keep {}: {err}", e.path().display()))?;
+    }
+    Ok(())
+}
+
+/// Puts `new` in the place of `dir`, through `old`.
+fn swap(dir: &Path, new: &Path, old: &Path) -> Result<(), String> {
+    if old.exists() {
+        let _ = std::fs::remove_dir_all(old);
+    }
+    std::fs::rename(dir, old).map_err(|e| format!("cannot move {} aside: {e}", dir.display()))?;
+    if let Err(e) = std::fs::rename(new, dir) {
+        let _ = std::fs::rename(old, dir);
+        return Err(format!(
+            "cannot move the new install into {}: {e}",
+            dir.display()
+        ));
+    }
+    let _ = std::fs::remove_dir_all(old);
+    Ok(())
+}
+
+/// The read grant of the interpreter's install folder, when it is outside
+/// the system folders every plugin may read.
+fn interpreter_grant(program: &Path) -> Option<String> {
+    if SYSTEM.iter().any(|s| program.starts_with(s)) {
+        return None;
+    }
+    let home = std::env::home_dir();
+    scaffold::mcp::install_folder(program, home.as_deref())
+        .map(|f| format!("filesystem:read:{}", f.display()))
+}
+
+fn description(package: &Package, installed: &Installed) -> String {
+    let said = installed
+        .description
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty());
+    match said {
+        Some(d) => d.to_owned(),
+        None => format!("The MCP server of the package {}.", package.name),
+    }
+}
+
+fn say_env(vars: &[String]) {
+    if vars.is_empty() {
+        return;
+    }
+    println!(
+        "its code reads {}: {}; to pass one, list it in plugin.json's \"env\" and set it where plughost runs",
+        if vars.len() == 1 {
+            "the variable"
+        } else {
+            "the variables"
+        },
+        vars.join(", ")
+    );
+}
+
+/// The plugin folder in `plugins` whose manifest records `package` as its
+/// source, whatever the version.
+fn added_from(plugins: &Path, package: &Package) -> Option<String> {
+    let entries = std::fs::read_dir(plugins).ok()?;
+    entries.flatten().find_map(|e| {
+        let manifest = read_json(&e.path().join(MANIFEST_FILE)).ok()?;
+        let source = Package::parse(manifest["source"].as_str()?).ok()?;
+        (source.ecosystem == package.ecosystem && source.name == package.name)
+            .then(|| e.file_name().to_string_lossy().into_owned())
+    })
+}
+
+fn read_json(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON: {e}", path.display()))
+}
+
+/// Lists the new server's tools in its sandbox, shows them, and asks for
+/// approval (or approves, with `--yes`).
+fn approve_new(cli: &Cli, name: &str, dir: &Path, yes: bool) -> Result<ExitCode, String> {
+    let host = cli.host_with(|b| b.observer(Arc::new(super::log::Notes)))?;
+    let runtime = super::runtime();
+    let approve = cli.command_line(&format!("approve {name}"));
+    let code = runtime.block_on(async {
+        match host.list_server(name).await {
+            Ok(tools) => {
+                println!("\nits server lists {} tool{} (in the sandbox):", tools.len(), plural(tools.len()));
+                for t in &tools {
+                    let first = t.description.lines().next().unwrap_or_default();
+                    println!("  {}  {}", t.name, clip(first, 90));
+                }
+            }
+            Err(ApproveError::NeedsApprovalFirst { .. }) => println!(
+                "\nits grants go beyond reading files: the server starts, and lists its tools, once they are approved"
+            ),
+            Err(e) => {
+                eprintln!("plughost: {e}");
+                println!(
+                    "\nthe plugin stays in {}: fix its {MANIFEST_FILE} (a grant the message names, a variable), then run: {approve}",
+                    dir.display()
+                );
+                return ExitCode::from(1);
+            }
+        }
+        let approval = if yes {
+            host.approve(name).await
+        } else if TerminalApprover::available() {
+            host.approve_with(name, &TerminalApprover).await
+        } else {
+            println!("\napprove it to use it: {approve} (add --yes to approve without a terminal)");
+            return ExitCode::SUCCESS;
+        };
+        let code = match approval {
+            Ok(Approval::Approved | Approval::AlreadyApproved | Approval::NotNeeded) => {
+                println!("\napproved {name}");
+                try_it(&host, name, cli);
+                ExitCode::SUCCESS
+            }
+            Ok(Approval::Declined) => {
+                println!("\nnot approved; approve it later with: {approve}");
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                eprintln!("plughost: {e}");
+                ExitCode::from(1)
+            }
+        };
+        host.stop_workers().await;
+        code
+    });
+    Ok(code)
+}
+
+fn try_it(host: &PluginHost, name: &str, cli: &Cli) {
+    let tools: Vec<_> = host
+        .tools()
+        .into_iter()
+        .filter(|t| t.plugin == name)
+        .collect();
+    // One that needs no input is the easiest first call.
+    let no_input = tools.iter().find(|t| {
+        t.input_schema["required"]
+            .as_array()
+            .is_none_or(|r| r.is_empty())
+    });
+    let example = match (no_input, tools.first()) {
+        (Some(t), _) => Some((&t.name, "{}")),
+        (None, Some(t)) => Some((&t.name, "{…}")),
+        (None, None) => None,
+    };
+    if let Some((tool, input)) = example {
+        println!(
+            "try: {}",
+            cli.command_line(&format!("call {tool} '{input}'"))
+        );
+    }
+    println!(
+        "and every MCP client of plughost serve sees its tools (plughost connect CLIENT adds plughost to one)"
+    );
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}

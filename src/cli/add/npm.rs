@@ -1,0 +1,132 @@
+//! An npm package's MCP server, installed into the plugin folder with npm
+//! (`node_modules/`), started with node on the file its `bin` names.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use super::install::{self, Installed};
+use super::source::Package;
+use crate::cli::scaffold::mcp::shell_quote;
+
+/// Installs `package` into `stage` and writes nothing else; `bin` chooses
+/// among several commands.
+pub fn install(stage: &Path, package: &Package, bin: Option<&str>) -> Result<Installed, String> {
+    let npm = install::on_path("npm")
+        .ok_or("npm is not on PATH: install Node.js with npm to add npm packages".to_owned())?;
+    let node = install::on_path("node")
+        .ok_or("node is not on PATH: install Node.js to run npm packages".to_owned())?;
+    let mut cmd = Command::new(npm);
+    // No install scripts: they would run now, outside any sandbox.
+    cmd.args([
+        "install",
+        "--prefix",
+        &stage.to_string_lossy(),
+        "--ignore-scripts",
+        "--no-audit",
+        "--no-fund",
+        "--save-exact",
+        "--loglevel=error",
+        &package.requirement(),
+    ]);
+    install::run(cmd, &format!("npm:{}", package.requirement()))?;
+    let dir = stage.join("node_modules").join(&package.name);
+    let text = std::fs::read_to_string(dir.join("package.json"))
+        .map_err(|e| format!("npm installed {} without a package.json: {e}", package.name))?;
+    let meta: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("the package.json of {} is not JSON: {e}", package.name))?;
+    let version = meta["version"]
+        .as_str()
+        .ok_or_else(|| format!("the package.json of {} has no version", package.name))?
+        .to_owned();
+    let (command, file) = choose_bin(&package.name, &meta["bin"], bin)?;
+    let file = file.trim_start_matches("./");
+    let target = format!("\"$(dirname \"$0\")/node_modules/{}/{file}\"", package.name);
+    let runs_on_node = [".js", ".mjs", ".cjs"].iter().any(|x| file.ends_with(x))
+        || std::fs::read_to_string(dir.join(file)).is_ok_and(|t| {
+            t.lines()
+                .next()
+                .is_some_and(|l| l.starts_with("#!") && l.contains("node"))
+        });
+    let exec = if runs_on_node {
+        format!(
+            "exec {} {target} \"$@\"",
+            shell_quote(&node.to_string_lossy())
+        )
+    } else {
+        format!("exec {target} \"$@\"")
+    };
+    let script = format!(
+        "#!/bin/sh\n\
+         # The MCP server of the npm package {} {version} (its command {command}),\n\
+         # installed in node_modules/ by plughost add; plughost update installs a newer one.\n\
+         {exec}\n",
+        package.name
+    );
+    let mut env_vars = Vec::new();
+    for f in install::source_files(&dir, &["js", "mjs", "cjs"], &["node_modules"], 2000) {
+        if let Ok(text) = std::fs::read_to_string(&f) {
+            install::env_reads(
+                &text,
+                &["process.env.", "process.env[", "process.env?.["],
+                &mut env_vars,
+            );
+        }
+    }
+    Ok(Installed {
+        version,
+        description: meta["description"].as_str().map(str::to_owned),
+        program: node,
+        files: vec![("server.sh", script)],
+        env_vars,
+    })
+}
+
+/// The command to run: the one `bin` names, the only one, or the one named
+/// like the package; its file in the package.
+fn choose_bin(
+    package: &str,
+    bins: &Value,
+    wanted: Option<&str>,
+) -> Result<(String, String), String> {
+    let unscoped = package.rsplit('/').next().unwrap_or(package);
+    let all: Vec<(String, String)> = match bins {
+        Value::String(file) => vec![(unscoped.to_owned(), file.clone())],
+        Value::Object(map) => map
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if all.is_empty() {
+        return Err(format!(
+            "the npm package {package} has no command (\"bin\" in its package.json) to start a server with"
+        ));
+    }
+    let names = || {
+        all.iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let found = match wanted {
+        Some(w) => all.iter().find(|(n, _)| n == w).ok_or_else(|| {
+            format!(
+                "the npm package {package} has no command \"{w}\"; it has: {}",
+                names()
+            )
+        })?,
+        None if all.len() == 1 => &all[0],
+        None => all
+            .iter()
+            .find(|(n, _)| n == unscoped || n.ends_with(unscoped))
+            .ok_or_else(|| {
+                format!(
+                    "the npm package {package} has several commands ({}); choose one with --bin",
+                    names()
+                )
+            })?,
+    };
+    Ok(found.clone())
+}

@@ -1,0 +1,305 @@
+//! From a package name to a sandboxed tool: `plughost add` of real npm and
+//! PyPI servers from a clean HOME ends in a callable tool with no hand edit;
+//! a second add is refused; `update` to a version whose tools changed
+//! withholds them. And the small things around MCP plugins: a tool of an
+//! unapproved server, a deleted server command, a missing variable.
+#![cfg(all(feature = "mcp-server", feature = "mcp-plugins"))]
+
+use crate::util;
+
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use util::{Sandbox, stderr, stdout};
+
+/// `plughost` in `sandbox` with a HOME of its own (empty: no npm cache, no
+/// configuration), so a test starts where a new user does.
+fn cmd(sandbox: &Sandbox, args: &[&str]) -> Command {
+    let home = sandbox.root.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut c = sandbox.cmd();
+    c.env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("npm_config_cache")
+        .args(args);
+    c
+}
+
+fn run(sandbox: &Sandbox, args: &[&str]) -> Output {
+    util::run(cmd(sandbox, args))
+}
+
+fn npm_here() -> bool {
+    let found = Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    util::prerequisite("npm (with node)", found)
+}
+
+fn call(sandbox: &Sandbox, tool: &str, input: Value) -> Output {
+    run(sandbox, &["call", tool, &input.to_string()])
+}
+
+#[test]
+fn an_npm_server_added_by_name_answers_in_the_sandbox() {
+    if !npm_here() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let out = run(
+        &sandbox,
+        &[
+            "add",
+            "npm:@modelcontextprotocol/server-memory@2026.8.31",
+            "--yes",
+        ],
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains("its server lists 9 tools (in the sandbox)"),
+        "{said}"
+    );
+    assert!(said.contains("approved memory"), "{said}");
+    assert!(
+        said.contains("MEMORY_FILE_PATH"),
+        "the variable is not named: {said}"
+    );
+
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(sandbox.plugins().join("memory/plugin.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        manifest["source"],
+        "npm:@modelcontextprotocol/server-memory@2026.8.31"
+    );
+    assert_eq!(manifest["version"], "2026.8.31");
+    // No network, no writing: the least it needs to start.
+    let grants = manifest["permissions"].as_array().unwrap();
+    assert!(
+        grants
+            .iter()
+            .all(|g| g.as_str().unwrap().starts_with("filesystem:read:")),
+        "{grants:?}"
+    );
+
+    let out = call(&sandbox, "memory_read_graph", json!({}));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let graph: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(graph, json!({"entities": [], "relations": []}));
+    // Writing its graph beside its code is refused, and the refusal named.
+    let out = call(
+        &sandbox,
+        "memory_create_entities",
+        json!({"entities": [{"name": "a", "entityType": "t", "observations": []}]}),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("the sandbox refused writing"),
+        "{}",
+        stderr(&out)
+    );
+
+    // The same package again is refused in a sentence that says what to do.
+    let out = run(
+        &sandbox,
+        &["add", "npm:@modelcontextprotocol/server-memory", "--yes"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is added already, as plugin \"memory\"; plughost update memory"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&sandbox, &["validate"]);
+    assert!(
+        stdout(&out).contains("memory 2026.8.31 (9 tools)"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_pypi_server_added_by_name_answers_in_the_sandbox() {
+    let sandbox = Sandbox::new();
+    let out = run(
+        &sandbox,
+        &["add", "pypi:mcp-server-time==2026.10.19", "--yes"],
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("approved time"), "{}", stdout(&out));
+    let out = call(
+        &sandbox,
+        "time_get_current_time",
+        json!({"timezone": "Europe/Paris"}),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let now: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(now["timezone"], "Europe/Paris");
+    assert!(
+        sandbox.plugins().join("time/lib").is_dir(),
+        "installed into the plugin folder"
+    );
+}
+
+#[test]
+fn update_to_a_version_whose_tools_changed_withholds_them() {
+    if !npm_here() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let out = run(
+        &sandbox,
+        &[
+            "add",
+            "npm:@modelcontextprotocol/server-memory@2025.4.25",
+            "--yes",
+        ],
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    // Every tool's input schema changed in 2025.11.25.
+    let out = run(&sandbox, &["update", "memory", "--version", "2025.11.25"]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains(
+            "updated memory: @modelcontextprotocol/server-memory 2025.4.25 -> 2025.11.25"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("withheld until approved again (9 changed)"),
+        "{said}"
+    );
+    assert!(said.contains("approve memory"), "{said}");
+    let out = call(&sandbox, "memory_read_graph", json!({}));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is withheld: its input schema changed since the approval"),
+        "{}",
+        stderr(&out)
+    );
+    // Approved again, it answers; the same version again changes nothing.
+    assert!(
+        run(&sandbox, &["approve", "memory", "--yes"])
+            .status
+            .success()
+    );
+    assert!(
+        call(&sandbox, "memory_read_graph", json!({}))
+            .status
+            .success()
+    );
+    let out = run(&sandbox, &["update", "memory", "--version", "2025.11.25"]);
+    assert!(
+        stdout(&out).contains("memory is at 2025.11.25 already"),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(&sandbox, &["update", "nothing-here"]);
+    assert!(!out.status.success());
+}
+
+/// A plugin folder wrapping `program` as an MCP server, not approved.
+fn wrapper(sandbox: &Sandbox, name: &str, program: &std::path::Path) {
+    let out = run(
+        sandbox,
+        &["new", name, "--mcp", "--", program.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_tool_of_an_unapproved_server_says_to_approve_it() {
+    let sandbox = Sandbox::new();
+    wrapper(&sandbox, "files", std::path::Path::new("/bin/cat"));
+    let out = call(&sandbox, "files_read", json!({}));
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("not_allowed")
+            && e.contains("plugin \"files\" is an MCP server that is not approved yet")
+            && e.contains("approve files"),
+        "{e}"
+    );
+    // A name no server could offer stays not_found.
+    let out = call(&sandbox, "nothing", json!({}));
+    assert!(stderr(&out).contains("not_found"), "{}", stderr(&out));
+}
+
+#[test]
+fn doctor_names_a_server_command_that_is_gone() {
+    let sandbox = Sandbox::new();
+    let program = sandbox.root.path().join("opt/server/bin/serve");
+    std::fs::create_dir_all(program.parent().unwrap()).unwrap();
+    util::write_executable(&program, "#!/bin/sh\nexit 0\n");
+    wrapper(&sandbox, "gone", &program);
+    let program = program.canonicalize().unwrap();
+    let out = run(&sandbox, &["doctor"]);
+    assert!(!stdout(&out).contains("does not exist any more"));
+    std::fs::remove_file(&program).unwrap();
+    let out = run(&sandbox, &["doctor"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "gone: its entrypoint server.sh starts {}, which does not exist any more",
+            program.display()
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_server_started_without_a_listed_variable_is_warned_about() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let dir = sandbox.plugins().join("pyserver");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        util::repo().join("tests/fixtures/mcp/server.py"),
+        dir.join("server.py"),
+    )
+    .unwrap();
+    util::write_executable(
+        &dir.join("main.sh"),
+        &format!(
+            "#!/bin/sh\nPYTHONPATH='{}' exec '{}' -B \"$(dirname \"$0\")/server.py\"\n",
+            pydeps.display(),
+            util::real_python3().display()
+        ),
+    );
+    std::fs::write(
+        dir.join("plugin.json"),
+        json!({"name": "pyserver", "version": "1.0.0", "description": "The test MCP server.",
+               "entrypoint": "main.sh", "protocol": "mcp", "tool_prefix": "py_",
+               "env": ["PLUGHOST_TEST_API_KEY"],
+               "permissions": [format!("filesystem:read:{}", pydeps.display())]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut c = cmd(&sandbox, &["approve", "pyserver", "--yes"]);
+    c.env_remove("PLUGHOST_TEST_API_KEY");
+    let out = util::run(c);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "note: the MCP server of plugin \"pyserver\" started without the variable PLUGHOST_TEST_API_KEY"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let mut c = cmd(&sandbox, &["call", "py_echo", r#"{"text":"x"}"#]);
+    c.env("PLUGHOST_TEST_API_KEY", "set");
+    let out = util::run(c);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("started without"),
+        "{}",
+        stderr(&out)
+    );
+}
