@@ -112,10 +112,15 @@ async fn nothing_starts_before_approval() {
         "no tools before the server is approved"
     );
     assert!(host.tools().is_empty());
+    // Its tools are not known yet: a call says the server needs approval.
     let err = call(&host, "py_echo", json!({"text": "hi"}))
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotFound);
+    assert_eq!(err.kind(), ErrorKind::NotAllowed);
+    assert!(
+        matches!(&err, CallError::NotAllowed { refusal: Refusal::ServerNotApproved { plugin, .. } } if plugin == PLUGIN),
+        "{err}"
+    );
     assert!(processes_in(&dir).is_empty(), "the server never started");
 }
 
