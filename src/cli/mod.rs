@@ -5,6 +5,7 @@ mod add;
 mod approve;
 mod call;
 mod completions;
+mod connect;
 mod doctor;
 mod export;
 mod list;
@@ -104,6 +105,9 @@ enum Command {
     /// What this machine enforces, the folders in use, and plugins with problems;
     /// with NAME, what the sandbox refused that plugin recently.
     Doctor(doctor::Args),
+    /// Write plughost's entry into an MCP client's configuration (with a preview,
+    /// a backup and --undo); --list shows where it is connected.
+    Connect(connect::Args),
     /// Create a plugin folder that validates and runs, to start from.
     New(new::Args),
     /// Install an MCP server from npm or PyPI into a new plugin folder, list
@@ -152,6 +156,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::New(args) => new::run(&cli, args),
         Command::Add(args) => add::add(&cli, args),
         Command::Update(args) => add::update(&cli, args),
+        Command::Connect(args) => connect::run(&cli, args),
         Command::Doctor(args) => doctor::run(&cli, args),
         Command::Export(args) => export::run(&cli, args),
         Command::ParseToolCall => export::run_parse(),
