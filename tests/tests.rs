@@ -10,6 +10,8 @@ mod mcp_client;
 mod add;
 mod cli;
 mod cli_plugins;
+#[cfg(feature = "cli")]
+mod connect;
 mod denials;
 mod executor;
 mod first_hour;

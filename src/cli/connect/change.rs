@@ -31,8 +31,8 @@ pub struct Request {
     pub name: String,
     pub yes: bool,
     pub dry_run: bool,
-    /// Shown as `***` in the preview.
-    pub secret: Option<String>,
+    /// Show bearer tokens in the preview instead of `***`.
+    pub show_token: bool,
     /// The command that undoes a connect, for the user to keep.
     pub undo_command: String,
 }
@@ -69,7 +69,9 @@ pub fn connect(req: &Request, entry: &Node) -> Result<(ExitCode, bool), String> 
     } else {
         "create"
     };
-    if let Answer::Stop(code) = show_and_ask(req, verb, before, &text)? {
+    let mut secrets = tokens_in(existing.as_ref());
+    secrets.extend(tokens_in(Some(&entry.to_json())));
+    if let Answer::Stop(code) = show_and_ask(req, verb, before, &text, &secrets)? {
         return Ok((code, false));
     }
     let backup = file::backup_path(&req.file);
@@ -122,7 +124,7 @@ pub fn undo(req: &Request) -> Result<ExitCode, String> {
     };
     let doc =
         Doc::parse(req.client, Some(&current.text)).map_err(|why| refused(&req.file, &why))?;
-    if doc.entry(&req.name).is_none() {
+    let Some(entry) = doc.entry(&req.name) else {
         println!(
             "{} has no entry \"{}\" in {}: nothing to undo",
             req.client.title(),
@@ -130,7 +132,7 @@ pub fn undo(req: &Request) -> Result<ExitCode, String> {
             req.file.display()
         );
         return Ok(ExitCode::SUCCESS);
-    }
+    };
     let original = Doc::parse(req.client, backup.as_ref().map(|b| b.text.as_str()));
     let plan = plan_undo(req, &doc, &current, backup.as_ref(), original.as_ref().ok())?;
     let (verb, after) = match &plan {
@@ -138,7 +140,8 @@ pub fn undo(req: &Request) -> Result<ExitCode, String> {
         Undo::Remove => ("remove", ""),
         Undo::Edit(text) => ("change", text.as_str()),
     };
-    if let Answer::Stop(code) = show_and_ask(req, verb, &current.text, after)? {
+    let secrets = tokens_in(Some(&entry));
+    if let Answer::Stop(code) = show_and_ask(req, verb, &current.text, after, &secrets)? {
         return Ok(code);
     }
     let file = req.file.display();
@@ -206,11 +209,20 @@ fn plan_undo(
 
 /// Prints the diff and asks; `--dry-run` stops after the diff, and without
 /// a terminal `--yes` is required.
-fn show_and_ask(req: &Request, verb: &str, before: &str, after: &str) -> Result<Answer, String> {
+fn show_and_ask(
+    req: &Request,
+    verb: &str,
+    before: &str,
+    after: &str,
+    secrets: &[String],
+) -> Result<Answer, String> {
     let file = req.file.display().to_string();
     println!("plughost connect {} will {verb} {file}:", req.client.id());
-    let diff = preview::diff(&file, before, after);
-    print!("{}", preview::mask(&diff, req.secret.as_deref()));
+    let mut diff = preview::diff(&file, before, after);
+    if !req.show_token {
+        diff = preview::mask(&diff, secrets);
+    }
+    print!("{diff}");
     if req.dry_run {
         println!("nothing written (--dry-run)");
         return Ok(Answer::Stop(ExitCode::SUCCESS));
@@ -229,6 +241,22 @@ fn show_and_ask(req: &Request, verb: &str, before: &str, after: &str) -> Result<
             "no terminal to confirm on: run it again with --yes to {verb} {file}"
         )),
     }
+}
+
+/// The bearer tokens an entry holds (in `headers` or Codex's
+/// `http_headers`), to be masked in a preview.
+fn tokens_in(entry: Option<&serde_json::Value>) -> Vec<String> {
+    let Some(entry) = entry else {
+        return Vec::new();
+    };
+    ["headers", "http_headers"]
+        .iter()
+        .filter_map(|k| entry.get(k)?.as_object())
+        .flat_map(|headers| headers.values())
+        .filter_map(|v| v.as_str()?.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_owned())
+        .filter(|t| t.len() >= 8)
+        .collect()
 }
 
 /// The sentence for a file `connect` will not touch.

@@ -58,7 +58,7 @@ pub struct Args {
     #[arg(long)]
     dry_run: bool,
     /// Show the bearer token in the preview instead of `***`.
-    #[arg(long, requires = "http")]
+    #[arg(long)]
     show_token: bool,
 }
 
@@ -81,13 +81,13 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     if let Some(config) = &args.config {
         undo_command.push_str(&format!(" --config {}", file::resolve(config).display()));
     }
-    let mut request = change::Request {
+    let request = change::Request {
         client,
         file,
         name: args.name.clone(),
         yes: args.yes,
         dry_run: args.dry_run,
-        secret: None,
+        show_token: args.show_token,
         undo_command,
     };
     if args.undo {
@@ -100,33 +100,32 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             (target, Some(file))
         }
     };
-    if let Target::Http { token, .. } = &target
-        && !args.show_token
-    {
-        request.secret = Some(token.clone());
-    }
     let entry = client.entry(&target)?;
     let (code, written) = change::connect(&request, &entry)?;
-    if let (Some(token_file), Target::Http { .. }) = (&token_file, &target) {
-        if client == Client::Codex {
+    let (Some(token_file), Target::Http { url, .. }) = (&token_file, &target) else {
+        if written {
             println!(
-                "Codex sends the token from the variable {var}: set it where Codex starts, e.g. in your shell's profile:\n  export {var}=\"$(cat {})\"",
-                token_file.display(),
-                var = clients::CODEX_TOKEN_VAR
+                "{} starts it the next time it starts its MCP servers (restart it if it is running)",
+                client.title()
             );
         }
-        if written || args.dry_run {
-            println!(
-                "the server must be running for {} to reach it: plughost serve --http ADDR (token in {})",
-                client.title(),
-                token_file.display()
-            );
-        }
-    } else if written {
+        return Ok(code);
+    };
+    if client == Client::Codex {
         println!(
-            "{} starts it the next time it starts its MCP servers (restart it if it is running)",
-            client.title()
+            "Codex sends the token from the variable {var}: set it where Codex starts, e.g. in your shell's profile:\n  export {var}=\"$(cat {})\"",
+            target::shell_word(&token_file.display().to_string()),
+            var = clients::CODEX_TOKEN_VAR
         );
+    }
+    let given = args.token_file.as_ref().map(|_| token_file.as_path());
+    match target::serve_command(cli, url, given) {
+        Some(serve) => println!("{} reaches it while this runs: {serve}", client.title()),
+        None => println!(
+            "{} reaches it while plughost serve --http runs there (token in {})",
+            client.title(),
+            token_file.display()
+        ),
     }
     Ok(code)
 }

@@ -61,12 +61,12 @@ pub fn diff(label: &str, before: &str, after: &str) -> String {
     out
 }
 
-/// `text` with `secret` written as `***`.
-pub fn mask(text: &str, secret: Option<&str>) -> String {
-    match secret {
-        Some(s) if !s.is_empty() => text.replace(s, "***"),
-        _ => text.to_owned(),
-    }
+/// `text` with each of `secrets` written as `***`.
+pub fn mask(text: &str, secrets: &[String]) -> String {
+    secrets
+        .iter()
+        .filter(|s| !s.is_empty())
+        .fold(text.to_owned(), |text, s| text.replace(s.as_str(), "***"))
 }
 
 /// Asks `question` on the terminal (`/dev/tty`, so piped output stays
@@ -117,7 +117,7 @@ mod tests {
 
     #[test]
     fn secrets_are_masked() {
-        assert_eq!(mask("Bearer abc123", Some("abc123")), "Bearer ***");
-        assert_eq!(mask("Bearer abc123", None), "Bearer abc123");
+        assert_eq!(mask("Bearer abc123", &["abc123".into()]), "Bearer ***");
+        assert_eq!(mask("Bearer abc123", &[]), "Bearer abc123");
     }
 }

@@ -43,6 +43,35 @@ pub fn http(cli: &Cli, url: &str, token_file: Option<&Path>) -> Result<(Target, 
     Ok((Target::Http { url, token }, file))
 }
 
+/// The `plughost serve --http` command that serves `url` with the token
+/// connect wrote, when the URL names a loopback-style `HOST:PORT/mcp`.
+pub fn serve_command(cli: &Cli, url: &str, token_file: Option<&Path>) -> Option<String> {
+    let addr = url
+        .strip_prefix("http://")?
+        .strip_suffix("/mcp")?
+        .parse::<SocketAddr>()
+        .ok()?;
+    let mut words = vec!["plughost".to_owned()];
+    words.extend(global_args(cli).ok()?.into_iter().map(|a| shell_word(&a)));
+    words.push(format!("serve --http {addr}"));
+    if let Some(file) = token_file {
+        words.push(format!("--token-file {}", shell_word(&utf8(file).ok()?)));
+    }
+    Some(words.join(" "))
+}
+
+/// `word` quoted for a POSIX shell when it needs it.
+pub fn shell_word(word: &str) -> String {
+    let plain = word
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@+".contains(&b));
+    if plain && !word.is_empty() {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// The global options that change what `serve` offers, as arguments: paths
 /// absolute, and the folders also when they were not given but differ from
 /// the defaults under `$HOME` (a client started from the desktop may not see
