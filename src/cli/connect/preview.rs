@@ -74,10 +74,21 @@ pub fn mask(text: &str, secrets: &[String]) -> String {
 pub fn confirm(question: &str) -> std::io::Result<bool> {
     let tty = OpenOptions::new().read(true).write(true).open("/dev/tty")?;
     let mut out = tty.try_clone()?;
-    write!(out, "{question} [y/N] ")?;
-    out.flush()?;
+    confirm_on(question, &mut BufReader::new(tty), &mut out)
+}
+
+/// [`confirm`] on any reader and writer; end of input is no.
+fn confirm_on(
+    question: &str,
+    input: &mut impl BufRead,
+    output: &mut impl Write,
+) -> std::io::Result<bool> {
+    write!(output, "{question} [y/N] ")?;
+    output.flush()?;
     let mut answer = String::new();
-    BufReader::new(tty).read_line(&mut answer)?;
+    if input.read_line(&mut answer)? == 0 {
+        writeln!(output)?;
+    }
     let a = answer.trim();
     Ok(a.eq_ignore_ascii_case("y") || a.eq_ignore_ascii_case("yes"))
 }
@@ -113,6 +124,27 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with('+') && !l.starts_with("+++"));
         assert_eq!(added.count(), 1, "{d}");
+    }
+
+    #[test]
+    fn only_y_or_yes_is_yes() {
+        for (answer, yes) in [
+            ("y\n", true),
+            (" YES \n", true),
+            ("\n", false),
+            ("", false),
+            ("no\n", false),
+            ("yep\n", false),
+        ] {
+            let mut out = Vec::new();
+            let got = confirm_on("Write f?", &mut answer.as_bytes(), &mut out).unwrap();
+            assert_eq!(got, yes, "{answer:?}");
+            assert!(
+                String::from_utf8(out)
+                    .unwrap()
+                    .starts_with("Write f? [y/N] ")
+            );
+        }
     }
 
     #[test]
