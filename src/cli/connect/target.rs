@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use super::super::Cli;
+use super::super::{Cli, quoted};
 use super::clients::Target;
 
 /// `plughost [global options] serve`, started by the client.
@@ -52,24 +52,12 @@ pub fn serve_command(cli: &Cli, url: &str, token_file: Option<&Path>) -> Option<
         .parse::<SocketAddr>()
         .ok()?;
     let mut words = vec!["plughost".to_owned()];
-    words.extend(global_args(cli).ok()?.into_iter().map(|a| shell_word(&a)));
+    words.extend(global_args(cli).ok()?.into_iter().map(|a| quoted(&a)));
     words.push(format!("serve --http {addr}"));
     if let Some(file) = token_file {
-        words.push(format!("--token-file {}", shell_word(&utf8(file).ok()?)));
+        words.push(format!("--token-file {}", quoted(&utf8(file).ok()?)));
     }
     Some(words.join(" "))
-}
-
-/// `word` quoted for a POSIX shell when it needs it.
-pub fn shell_word(word: &str) -> String {
-    let plain = word
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@+".contains(&b));
-    if plain && !word.is_empty() {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 /// The global options that change what `serve` offers, as arguments: paths
