@@ -397,17 +397,21 @@ pub struct Denial {
     /// grant must name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protected: Option<(PathBuf, String)>,
+    /// Why, when the target alone does not say (a granted name that
+    /// resolves to a loopback address, a port not granted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl Denial {
-    /// A refused connection to `target` (`host:port`).
-    #[expect(dead_code, reason = "the egress proxy names its refusals")]
-    pub(crate) fn connect(target: String, grant: String) -> Denial {
+    /// A connection to `target` (`host:port`) the egress proxy refused.
+    pub(crate) fn connect(target: String, grant: String, why: Option<String>) -> Denial {
         Denial {
             access: Access::Connect,
             target,
             grant,
             protected: None,
+            why,
         }
     }
 }
@@ -420,6 +424,9 @@ impl fmt::Display for Denial {
             Access::Connect => "connecting to",
         };
         write!(f, "the sandbox refused {verb} {}", self.target)?;
+        if let Some(why) = &self.why {
+            write!(f, " ({why})")?;
+        }
         match &self.protected {
             Some((path, what)) => write!(
                 f,

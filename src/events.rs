@@ -76,6 +76,13 @@ pub enum HostEvent {
         tool: String,
         denial: crate::error::Denial,
     },
+    /// The egress proxy refused a connection a plugin with host grants
+    /// asked for (see [`crate::sandbox::Denial`]): the host, why, and the
+    /// grant that would allow it.
+    HostRefused {
+        plugin: String,
+        denial: crate::error::Denial,
+    },
     /// An MCP server's resources or resource templates changed (its list
     /// came again and differs).
     ResourcesChanged {
@@ -364,6 +371,9 @@ impl fmt::Display for HostEvent {
                 tool,
                 denial,
             } => write!(f, "denied   {plugin} ({tool}): {denial}"),
+            HostEvent::HostRefused { plugin, denial } => {
+                write!(f, "refused  {plugin}: {denial}")
+            }
             HostEvent::ApprovalGranted { plugin } => write!(f, "approved {plugin}"),
             HostEvent::ApprovalRevoked { plugin } => write!(f, "revoked  {plugin}"),
             HostEvent::ResourcesChanged { plugin } => write!(f, "changed  {plugin}: its resources"),

@@ -82,7 +82,7 @@ pub mod manifest {
 pub mod sandbox {
     pub use crate::error::{Access, Denial};
     pub use crate::host::{DenialRecord, SandboxMode};
-    pub use crate::run::sandbox::SandboxSupport;
+    pub use crate::run::sandbox::{NetLevel, SandboxSupport};
 }
 
 /// What a host reports about itself: `list`, `validate` and `doctor` as
@@ -93,7 +93,7 @@ pub mod report {
     pub use crate::host::Offered;
     pub use crate::host::{Doctor, Listing, PluginListing, ToolListing, Validation};
     pub use crate::plugins::catalog::{Collision, Rejected};
-    pub use crate::run::sandbox::SandboxSupport;
+    pub use crate::run::sandbox::{NetLevel, SandboxSupport};
     pub use crate::run::worker::WorkerInfo;
 }
 

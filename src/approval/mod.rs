@@ -386,10 +386,16 @@ pub(crate) fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState
     if manifest.protocol == Protocol::Mcp && grant.tools.is_none() {
         return ApprovalState::NeedsApproval;
     }
+    // `network` reaches every host, so a plugin that narrows it to some
+    // hosts asks for nothing new.
+    let covered = |p: &Permission| {
+        grant.permissions.contains(p)
+            || (p.host_grant().is_some() && grant.permissions.contains(&Permission::Network))
+    };
     let mut new_permissions: Vec<Permission> = manifest
         .permissions
         .iter()
-        .filter(|p| !grant.permissions.contains(p))
+        .filter(|p| !covered(p))
         .cloned()
         .collect();
     new_permissions.sort();

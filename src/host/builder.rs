@@ -36,6 +36,8 @@ pub struct PluginHostBuilder {
     pub(super) policy: Policy,
     pub(super) approver: Option<Arc<dyn Approver>>,
     pub(super) sandbox: SandboxMode,
+    /// Whether the sandbox may use user namespaces.
+    pub(super) namespaces: bool,
     /// Paths no plugin reads or writes beside the state folder (a token file).
     pub(super) private: Vec<PathBuf>,
 }
@@ -56,6 +58,7 @@ impl Default for PluginHostBuilder {
             policy: Policy::default(),
             approver: None,
             sandbox: SandboxMode::default(),
+            namespaces: crate::run::sandbox::namespaces_by_default(),
             private: Vec::new(),
         }
     }
@@ -143,6 +146,16 @@ impl PluginHostBuilder {
         self
     }
 
+    /// Whether the sandbox may use user namespaces where they work (default:
+    /// yes, unless `PLUGHOST_NO_NAMESPACES` is set). Without them, a plugin
+    /// with `network:HOST` grants is held to the egress proxy's port by
+    /// Landlock alone, and the project files that run later (`.git/hooks`,
+    /// MCP configurations) under a write grant are not kept read-only.
+    pub fn namespaces(mut self, yes: bool) -> Self {
+        self.namespaces = yes;
+        self
+    }
+
     /// A path no plugin may read or write, whatever it is granted, like the
     /// state folder (which always is): a bearer token file kept elsewhere.
     pub fn private_path(mut self, path: impl Into<PathBuf>) -> Self {
@@ -214,6 +227,7 @@ impl PluginHostBuilder {
                 timer_kept: Default::default(),
                 approvals_watched: Default::default(),
                 confinements: Default::default(),
+                outlets: Default::default(),
                 temp_pool: Default::default(),
                 #[cfg(feature = "mcp-plugins")]
                 gateway: Default::default(),

@@ -77,6 +77,7 @@ impl Inner {
         info: &CallInfo,
         worker: &mut Option<u32>,
     ) -> Result<ToolOutcome, CallError> {
+        let since = Instant::now();
         let Some(tool_ref) = catalog.tool(tool) else {
             #[cfg(feature = "mcp-plugins")]
             if let Some(plugin) = unlisted_server_for(catalog, tool) {
@@ -174,7 +175,7 @@ impl Inner {
             (_, Some(_)) => self.run_on_worker(&call, stop, &on_progress, worker).await,
         };
         let mut result = finish(tool_ref, reply, &call.limits, &call.data);
-        self.name_denials(plugin, tool, &mut result);
+        self.name_denials(plugin, tool, since, &mut result);
         result
     }
 
@@ -199,9 +200,9 @@ impl Inner {
                     format!("cannot prepare the call's temp folder: {e}"),
                 )))
             })?;
-        let env = plugin_env(call.plugin, &call.data, tmp.path(), self.config.inherit_env);
+        let mut env = plugin_env(call.plugin, &call.data, tmp.path(), self.config.inherit_env);
         let sandbox = self
-            .sandbox_for(call.plugin, &call.data, &env)
+            .sandbox_for(call.plugin, &call.data, &mut env)
             .map_err(Failure::Refused)?;
         let spawn = Spawn {
             program: &call.plugin.entrypoint,
@@ -277,7 +278,7 @@ impl Inner {
         if lines {
             env.push(("PLUGHOST_PERSISTENT".into(), "1".into()));
         }
-        let sandbox = self.sandbox_for(plugin, data, &env).map_err(Err)?;
+        let sandbox = self.sandbox_for(plugin, data, &mut env).map_err(Err)?;
         Ok(WorkerSpec {
             program: plugin.entrypoint.clone(),
             args: plugin.manifest.args.clone(),

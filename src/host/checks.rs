@@ -80,11 +80,15 @@ impl Inner {
     /// `data_dir`, the folder of its temp folders) are opened once per plugin
     /// version and kept until a reload replaces it, or one of them is made
     /// again.
+    ///
+    /// A plugin with host grants gets its version's egress proxy (started
+    /// now if it has none) and `env` gets the variables that point at it;
+    /// `NO_PROXY` and any proxy of the host's own are removed.
     pub(super) fn sandbox_for(
         &self,
         plugin: &Plugin,
         data_dir: &Path,
-        env: &[(OsString, OsString)],
+        env: &mut Vec<(OsString, OsString)>,
     ) -> Result<Option<sandbox::Prepared>, CallError> {
         if self.config.sandbox == SandboxMode::Off {
             return Ok(None);
@@ -95,9 +99,25 @@ impl Inner {
                 reason: e.to_string(),
             },
         };
+        let outlet = self.outlet(plugin).map_err(failed)?;
+        if let Some(outlet) = &outlet {
+            env.retain(|(k, _)| {
+                !crate::run::egress::PROXY_VARIABLES
+                    .iter()
+                    .any(|v| k.as_os_str() == *v)
+            });
+            env.extend(
+                outlet
+                    .proxy
+                    .env()
+                    .into_iter()
+                    .map(|(k, v)| (k.into(), v.into())),
+            );
+        }
         let tmp_root = self.temp_pool.root(&self.config.state_dir, plugin.name());
+        let egress = outlet.as_ref().map(|o| &o.sandbox);
         let confinement = self
-            .confinement(plugin, data_dir, &tmp_root, env)
+            .confinement(plugin, data_dir, &tmp_root, env, egress)
             .map_err(failed)?;
         let missing = &confinement.enforcement().not_enforced;
         if !missing.is_empty() {
@@ -127,6 +147,7 @@ impl Inner {
         data_dir: &Path,
         tmp_root: &Path,
         env: &[(OsString, OsString)],
+        egress: Option<&sandbox::Egress>,
     ) -> Result<Arc<sandbox::Confinement>, sandbox::SandboxError> {
         let cached = self
             .confinements
@@ -147,6 +168,8 @@ impl Inner {
             trust: &trust,
             private: &private,
             env,
+            egress,
+            namespaces: self.config.namespaces,
         })?);
         self.confinements
             .lock()

@@ -102,6 +102,8 @@ impl PluginHost {
                     trust: &trust,
                     private: &private,
                     env: &env,
+                    egress: None,
+                    namespaces: self.inner.config.namespaces,
                 };
                 let prepared = sandbox::Confinement::new(&policy)
                     .and_then(|c| c.for_call())

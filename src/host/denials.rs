@@ -41,16 +41,28 @@ impl PluginHost {
 impl Inner {
     /// Names what the sandbox refused, when the call's error (or its error
     /// result) reports it: on the error or outcome, as an event, and in the
-    /// plugin's recent denials.
+    /// plugin's recent denials. Connections the egress proxy refused since
+    /// `since` (the call's start) are named too; the proxy reported and
+    /// recorded them when it refused them.
     pub(super) fn name_denials(
         &self,
         plugin: &Plugin,
         tool: &str,
+        since: std::time::Instant,
         result: &mut Result<ToolOutcome, CallError>,
     ) {
         if self.config.sandbox == SandboxMode::Off {
             return;
         }
+        let refused = || {
+            let mut seen: Vec<crate::error::Denial> = Vec::new();
+            for d in self.refused_since(plugin, since) {
+                if !seen.iter().any(|s| s.target == d.target) {
+                    seen.push(d);
+                }
+            }
+            seen
+        };
         let found = |texts: &[&str]| {
             let confinement = self
                 .confinements
@@ -71,11 +83,15 @@ impl Inner {
                 ..
             }) => {
                 *denials = found(&[stderr_tail, reason]);
-                denials.clone()
+                let named = denials.clone();
+                denials.extend(refused());
+                named
             }
             Ok(outcome) if outcome.is_error => {
                 outcome.denials = found(&[&outcome.stderr_tail, &outcome.result]);
-                outcome.denials.clone()
+                let named = outcome.denials.clone();
+                outcome.denials.extend(refused());
+                named
             }
             _ => return,
         };
@@ -107,7 +123,7 @@ impl Inner {
     }
 }
 
-fn file(state_dir: &Path, plugin: &str) -> PathBuf {
+pub(super) fn file(state_dir: &Path, plugin: &str) -> PathBuf {
     state_dir.join("denials").join(format!("{plugin}.json"))
 }
 
@@ -123,7 +139,7 @@ fn read(path: &Path) -> Vec<DenialRecord> {
 /// Adds `new` to the records in `path`, keeping the last [`KEPT`], written
 /// atomically (a temp file renamed over it). Best effort: a state folder that
 /// cannot be written loses the record, never the call.
-fn append(path: &Path, new: Vec<DenialRecord>) {
+pub(super) fn append(path: &Path, new: Vec<DenialRecord>) {
     let mut records = read(path);
     records.extend(new);
     let skip = records.len().saturating_sub(KEPT);

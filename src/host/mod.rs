@@ -13,6 +13,7 @@ mod code_tools;
 mod denials;
 mod diff;
 mod dirs;
+mod egress;
 #[cfg(feature = "mcp-plugins")]
 mod gateway;
 #[cfg(feature = "mcp-plugins")]
@@ -116,6 +117,8 @@ struct Inner {
     approvals_watched: std::sync::atomic::AtomicBool,
     /// Each plugin version's prepared confinement, by generation.
     confinements: Mutex<std::collections::HashMap<u64, Arc<crate::run::sandbox::Confinement>>>,
+    /// Each plugin version's egress proxy (host grants only), by generation.
+    outlets: Mutex<std::collections::HashMap<u64, Arc<egress::Outlet>>>,
     temp_pool: Arc<dirs::TempPool>,
     /// What the MCP gateway keeps across requests (log level, subscriptions).
     #[cfg(feature = "mcp-plugins")]

@@ -67,6 +67,7 @@ impl Inner {
                 };
                 self.workers.retire(before.name(), reason);
                 self.forget_confinement(before.generation);
+                self.forget_outlet(before.generation);
             }
         }
         let events = diff(&old, &new, &folders);

@@ -185,10 +185,10 @@ impl PluginHost {
             state_dir_writable: state_problem.is_none(),
             plugins: catalog.plugins().count(),
             rejected: catalog.rejected().count(),
-            sandbox: sandbox::support(),
+            sandbox: sandbox::support(self.inner.config.namespaces),
             advisory_permissions: vec!["shell:exec", "clipboard", "notifications"],
             protected_paths: self.protected_paths(),
-            protected_by: if sandbox::support().filesystem {
+            protected_by: if sandbox::support(self.inner.config.namespaces).filesystem {
                 "landlock"
             } else {
                 "none"

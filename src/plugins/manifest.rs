@@ -13,6 +13,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use super::host_grant::{HostGrant, HostPattern, Target};
+
 /// Largest `plugin.json` the loader reads.
 pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 
@@ -207,6 +209,7 @@ pub struct EnvVarName(#[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))] 
 /// A capability a plugin asks for. `filesystem:read:PATH` and
 /// `filesystem:write:PATH` grant one folder (and what is under it) instead of
 /// every file: `PATH` is absolute or starts with `~` (the user's home).
+/// `network:HOST[:PORT]` grants some hosts instead of the whole network.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Permission {
     /// Read files anywhere the user can.
@@ -225,11 +228,16 @@ pub enum Permission {
     FilesystemReadIn(String),
     /// Create, change and delete the files in one folder: `filesystem:write:~/Projects/site`.
     FilesystemWriteIn(String),
+    /// Connect to one host (or the hosts below a name, or a range of
+    /// addresses), through plughost's egress proxy: `network:api.github.com:443`.
+    NetworkTo(HostGrant),
 }
 
 /// What `filesystem:read:PATH` and `filesystem:write:PATH` start with.
 const READ_IN: &str = "filesystem:read:";
 const WRITE_IN: &str = "filesystem:write:";
+/// What `network:HOST[:PORT]` starts with.
+const NETWORK_TO: &str = "network:";
 
 impl Permission {
     /// The manifest spellings of the permissions that take no folder.
@@ -259,6 +267,29 @@ impl Permission {
             Permission::FilesystemWriteIn(path) => format!(
                 "read, create, change and delete the files in {path} and the folders below it"
             ),
+            Permission::NetworkTo(g) => {
+                let port = match g.port {
+                    Some(p) => format!("port {p}"),
+                    None => "any port".to_owned(),
+                };
+                let host = match &g.host {
+                    HostPattern::Name(n) => n.clone(),
+                    HostPattern::Below(n) => format!("every host below {n}"),
+                    HostPattern::Address(_) => format!("the address {}", g.host),
+                    HostPattern::Range(..) => format!("the addresses {}", g.host),
+                };
+                format!(
+                    "connect to {host} ({port}), through plughost's egress proxy, and nowhere else"
+                )
+            }
+        }
+    }
+
+    /// The host grant, for `network:HOST[:PORT]`.
+    pub fn host_grant(&self) -> Option<&HostGrant> {
+        match self {
+            Permission::NetworkTo(g) => Some(g),
+            _ => None,
         }
     }
 
@@ -295,9 +326,10 @@ impl Permission {
         )
     }
 
-    /// Whether it lets the plugin reach other machines.
+    /// Whether it lets the plugin reach other machines (all of them, or the
+    /// hosts it names).
     pub fn reaches_network(&self) -> bool {
-        matches!(self, Permission::Network)
+        matches!(self, Permission::Network | Permission::NetworkTo(_))
     }
 
     /// Whether it lets the plugin change files.
@@ -320,6 +352,7 @@ impl fmt::Display for Permission {
             Permission::Notifications => f.write_str("notifications"),
             Permission::FilesystemReadIn(p) => write!(f, "{READ_IN}{p}"),
             Permission::FilesystemWriteIn(p) => write!(f, "{WRITE_IN}{p}"),
+            Permission::NetworkTo(g) => write!(f, "{g}"),
         }
     }
 }
@@ -335,6 +368,9 @@ impl std::str::FromStr for Permission {
             "shell:exec" => Permission::ShellExec,
             "clipboard" => Permission::Clipboard,
             "notifications" => Permission::Notifications,
+            _ if s.starts_with(NETWORK_TO) => {
+                Permission::NetworkTo(HostGrant::parse(&s[NETWORK_TO.len()..])?)
+            }
             _ => match (s.strip_prefix(READ_IN), s.strip_prefix(WRITE_IN)) {
                 (Some(p), _) if !p.is_empty() => Permission::FilesystemReadIn(p.to_owned()),
                 (_, Some(p)) if !p.is_empty() => Permission::FilesystemWriteIn(p.to_owned()),
@@ -364,11 +400,12 @@ impl JsonSchema for Permission {
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
-            "description": "A capability the plugin asks for. `filesystem:read:PATH` and `filesystem:write:PATH` grant one folder and what is under it; PATH is absolute or starts with `~` (your home folder).",
+            "description": "A capability the plugin asks for. `filesystem:read:PATH` and `filesystem:write:PATH` grant one folder and what is under it; PATH is absolute or starts with `~` (your home folder). `network:HOST` and `network:HOST:PORT` grant those hosts only, through plughost's egress proxy: a name (`api.github.com`), every name below one (`*.githubusercontent.com`), an address (`203.0.113.7`, `[2001:db8::1]`) or a range (`10.1.0.0/16`).",
             "type": "string",
             "anyOf": [
                 {"enum": Permission::NAMES},
-                {"pattern": "^filesystem:(read|write):(~|~/.*|/.*)$"}
+                {"pattern": "^filesystem:(read|write):(~|~/.*|/.*)$"},
+                {"pattern": "^network:.+$"}
             ]
         })
     }

@@ -7,6 +7,7 @@
 //!
 
 pub(crate) mod catalog;
+pub(crate) mod host_grant;
 pub(crate) mod loader;
 pub(crate) mod manifest;
 #[cfg(feature = "mcp-plugins")]

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::plugins::catalog::{Plugin, Tool, nearest};
 use crate::plugins::manifest::{
-    MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest, ManifestError, Protocol,
+    MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest, ManifestError, Permission, Protocol,
 };
 use crate::plugins::shebang;
 
@@ -88,6 +88,7 @@ impl From<CheckedPlugin> for Plugin {
 pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestError>> {
     let raw = read_manifest_json(&dir.join(MANIFEST_FILE)).map_err(|e| vec![e])?;
     let mut errors = schema_errors(&raw);
+    errors.extend(host_grant_errors(&raw));
     if !errors.is_empty() {
         // Still report the file-system problems, so one round of fixes is enough.
         if let Some(Value::String(ep)) = raw.get("entrypoint").filter(|ep| ep != &"")
@@ -154,6 +155,14 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
         }
         if let Some(Err(m)) = p.scope().map(check_scope) {
             errors.push(ManifestError::new(format!("/permissions/{i}"), m));
+        }
+        if p.host_grant().is_some() && manifest.permissions.contains(&Permission::Network) {
+            errors.push(ManifestError::new(
+                format!("/permissions/{i}"),
+                format!(
+                    "\"network\" already reaches every host: drop \"{p}\", or drop \"network\" to hold the plugin to the hosts it names"
+                ),
+            ));
         }
     }
     let mut seen_env = HashSet::new();
@@ -332,6 +341,22 @@ fn too_large(len: u64) -> ManifestError {
     )
 }
 
+/// The `network:HOST[:PORT]` permissions that do not parse, each with the
+/// sentence that says what to write (the schema only knows their prefix).
+fn host_grant_errors(raw: &Value) -> Vec<ManifestError> {
+    let Some(list) = raw.get("permissions").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let rest = p.as_str()?.strip_prefix("network:")?;
+            let e = crate::plugins::host_grant::HostGrant::parse(rest).err()?;
+            Some(ManifestError::new(format!("/permissions/{i}"), e))
+        })
+        .collect()
+}
+
 /// A scoped permission's folder: `~`, `~/…` or absolute, no `..`, no globs.
 fn check_scope(scope: &str) -> Result<(), String> {
     let path = Path::new(scope);
@@ -484,7 +509,8 @@ fn explain(e: &jsonschema::ValidationError<'_>) -> Vec<ManifestError> {
                     crate::protocol::json_type_name(e.instance())
                 ));
             };
-            let scoped = "filesystem:read:PATH, filesystem:write:PATH";
+            let scoped =
+                "filesystem:read:PATH, filesystem:write:PATH, network:HOST, network:HOST:PORT";
             if found.starts_with("filesystem:read:") || found.starts_with("filesystem:write:") {
                 return one(format!(
                     "\"{found}\" does not name a folder: use an absolute path or one that starts with ~ (like \"filesystem:read:~/Documents\")"

@@ -160,6 +160,7 @@ fn explain(
         target: path.display().to_string(),
         grant: format!("{kind}{}", tilde(&named, home)),
         protected,
+        why: None,
     })
 }
 

@@ -2,10 +2,12 @@
 //! outcome.
 //!
 //! [`env`] builds the environment a plugin sees, [`sandbox`] prepares its
-//! confinement, [`executor`] spawns it and enforces the limits, and
+//! confinement, [`egress`] is the proxy a plugin with host grants reaches
+//! the network through, [`executor`] spawns it and enforces the limits, and
 //! [`outcome`] interprets its answer.
 
 pub(crate) mod denials;
+pub(crate) mod egress;
 pub(crate) mod env;
 pub(crate) mod executor;
 #[cfg(feature = "mcp-plugins")]

@@ -383,15 +383,35 @@ fn duplicate_env_var() {
 
 #[test]
 fn unknown_permission() {
-    let errors = broken(|m| m["permissions"] = json!(["network:all"]));
+    let errors = broken(|m| m["permissions"] = json!(["internet"]));
     assert_errors(
         &errors,
-        &[("/permissions/0", "unknown permission \"network:all\"")],
+        &[("/permissions/0", "unknown permission \"internet\"")],
     );
     // The message lists what is allowed.
     assert!(
-        errors[0].message.contains("filesystem:read") && errors[0].message.contains("shell:exec")
+        errors[0].message.contains("filesystem:read")
+            && errors[0].message.contains("shell:exec")
+            && errors[0].message.contains("network:HOST:PORT")
     );
+}
+
+#[test]
+fn host_grants_that_do_not_parse_say_what_to_write() {
+    assert_errors(
+        &broken(|m| m["permissions"] = json!(["network:all", "network:2001:db8::1"])),
+        &[
+            ("/permissions/0", "\"all\" is not a full host name"),
+            ("/permissions/1", "write an IPv6 address in brackets"),
+        ],
+    );
+    assert_errors(
+        &broken(|m| m["permissions"] = json!(["network", "network:api.example.com"])),
+        &[("/permissions/1", "\"network\" already reaches every host")],
+    );
+    let (_sb, dir) =
+        plugin_with(|m| m["permissions"] = json!(["network:api.example.com:443", "network:[::1]"]));
+    assert!(crate::plugins::validate::check_plugin(&dir).is_ok());
 }
 
 #[test]

@@ -157,7 +157,7 @@ impl Process {
             .stderr(std::process::Stdio::piped());
         unix::configure(&mut cmd);
         if let Some(sandbox) = spawn.sandbox {
-            sandbox.apply_to(&mut cmd);
+            sandbox.apply_to(&mut cmd, spawn.cwd);
         }
         let mut tries = 0;
         let mut child = loop {

@@ -33,7 +33,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 
 use crate::run::sandbox::{self, ChildSteps};
 
@@ -72,6 +72,7 @@ enum Step {
     ProcessGroup,
     Stdio,
     CloseOnExec,
+    Namespaces,
     Chdir,
     Sandbox,
     Exec,
@@ -84,8 +85,9 @@ impl Step {
             2 => Step::ProcessGroup,
             3 => Step::Stdio,
             4 => Step::CloseOnExec,
-            5 => Step::Chdir,
-            6 => Step::Sandbox,
+            5 => Step::Namespaces,
+            6 => Step::Chdir,
+            7 => Step::Sandbox,
             _ => Step::Exec,
         }
     }
@@ -96,6 +98,7 @@ impl Step {
             Step::ProcessGroup => "cannot give the plugin a process group of its own",
             Step::Stdio => "cannot connect the plugin's stdin, stdout and stderr",
             Step::CloseOnExec => "cannot keep the host's open files from the plugin",
+            Step::Namespaces => "cannot enter the plugin's namespaces",
             Step::Chdir => "cannot enter the plugin's folder",
             Step::Sandbox => "cannot confine the plugin",
             Step::Exec => "cannot run the plugin",
@@ -199,14 +202,14 @@ pub(super) fn spawn(
 /// given, even the same one) and frees it when the process exits: about 40 µs
 /// a spawn on these machines, most of what the sandbox costs. A filter is
 /// per thread and inherited by the children a thread creates, so each of
-/// these threads installs the socket-denying program on itself once (they
-/// never make a socket) and every child that must deny sockets is cloned from
-/// one of them, already filtered. The calling thread waits for the spawn, as
+/// these threads installs one program on itself once (they never make a
+/// socket) and every child that must have that program is cloned from one
+/// of them, already filtered. There is a set of threads per program (the
+/// sandbox has two: no sockets, and TCP only for host grants). The calling thread waits for the spawn, as
 /// it would for its own. A `CLONE_VFORK` spawn holds its thread until the
 /// child execs, so there is one thread per core (at most four): one thread
 /// would make the spawns of concurrent calls wait in line.
 struct FilteredSpawner {
-    program: &'static [libc::sock_filter],
     jobs: Mutex<mpsc::Sender<Job>>,
 }
 
@@ -221,7 +224,11 @@ struct Job {
 // thread that owns the plan waits for the answer (`FilteredSpawner::run`).
 unsafe impl Send for Job {}
 
-static FILTERED_SPAWNER: OnceLock<Option<FilteredSpawner>> = OnceLock::new();
+/// The spawners started so far, one per program (a failed start is kept
+/// as `None`, so it is not tried again). A handful at most: the sandbox's
+/// programs are static.
+static FILTERED_SPAWNERS: Mutex<Vec<(usize, Option<&'static FilteredSpawner>)>> =
+    Mutex::new(Vec::new());
 
 /// The spawner for `plan` when its child must install a seccomp program; the
 /// plan then leaves that step to the inherited filter. `None`: the child
@@ -229,10 +236,18 @@ static FILTERED_SPAWNER: OnceLock<Option<FilteredSpawner>> = OnceLock::new();
 fn filtered_spawner(plan: &mut Plan) -> Option<&'static FilteredSpawner> {
     let steps = plan.sandbox.as_mut()?;
     let program = steps.seccomp?;
-    let spawner = FILTERED_SPAWNER
-        .get_or_init(|| FilteredSpawner::start(program))
-        .as_ref()
-        .filter(|s| std::ptr::eq(s.program, program))?;
+    let key = program.as_ptr() as usize;
+    let spawner = {
+        let mut spawners = FILTERED_SPAWNERS.lock().unwrap_or_else(|e| e.into_inner());
+        match spawners.iter().find(|(k, _)| *k == key) {
+            Some((_, s)) => *s,
+            None => {
+                let started = FilteredSpawner::start(program).map(|s| &*Box::leak(Box::new(s)));
+                spawners.push((key, started));
+                started
+            }
+        }
+    }?;
     steps.seccomp = None;
     Some(spawner)
 }
@@ -251,6 +266,7 @@ impl FilteredSpawner {
                 .stack_size(256 * 1024)
                 .spawn(move || {
                     let steps = ChildSteps {
+                        joins: None,
                         ruleset: None,
                         proc_self: 0,
                         seccomp: Some(program),
@@ -274,7 +290,6 @@ impl FilteredSpawner {
         drop(ready);
         let all_installed = (0..threads).all(|_| installed.recv() == Ok(true));
         all_installed.then(|| FilteredSpawner {
-            program,
             jobs: Mutex::new(jobs),
         })
     }
@@ -579,6 +594,14 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         );
         if rc != 0 && !matches!(errno(), libc::ENOSYS | libc::EINVAL) {
             fail(shared, Step::CloseOnExec, errno());
+        }
+        // Namespaces before the folder: joining a mount namespace moves the
+        // current folder to its root.
+        if let Some(steps) = &plan.sandbox {
+            let rc = sandbox::join(steps);
+            if rc != 0 {
+                fail(shared, Step::Namespaces, rc);
+            }
         }
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             fail(shared, Step::Chdir, errno());

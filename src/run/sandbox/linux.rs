@@ -1,5 +1,6 @@
-//! The Linux seam of the sandbox: Landlock and seccomp. Every `unsafe` of the
-//! sandbox lives here.
+//! The Linux seam of the sandbox: Landlock and seccomp (and, through
+//! `namespace.rs`, the namespaces). With `child.rs` and `namespace.rs`, every
+//! `unsafe` of the sandbox lives here.
 //!
 //! The work is split by how often it is needed. Once per plugin version
 //! ([`Confinement::new`]): working out which folders it may use, opening each
@@ -21,6 +22,14 @@
 //!
 //! Access rights the kernel does not know are dropped (best effort, as the
 //! landlock crate does); [`Enforcement`] says what survives on this kernel.
+//!
+//! A plugin with host grants (`network:HOST`) is held to the egress proxy
+//! ([`Egress`]): in the proxy's network namespace where user namespaces work
+//! ([`NetLevel::Namespace`]), else by a Landlock rule that allows TCP
+//! connections to the proxy's port alone ([`NetLevel::ProxyPort`]); at
+//! both levels the seccomp program allows only TCP sockets. The project
+//! files a write grant reaches that run code later are kept read-only by a
+//! mount namespace made with the confinement (`namespace.rs`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -33,9 +42,14 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use landlock::{ABI, Access, AccessFs, AccessNet, BitFlags, Scope};
 
+use super::child::{ChildSteps, LANDLOCK_RULE_PATH_BENEATH, PathBeneathAttr, enforce, join};
+use super::namespace::{self, Joins};
 use super::paths::{self, Allow};
-use super::{Enforcement, Policy, SandboxError, SandboxSupport, seccomp};
+use super::{Egress, Enforcement, NetLevel, Policy, SandboxError, seccomp};
 use crate::plugins::manifest::Permission;
+
+pub(super) use super::support::support;
+use super::support::{expected, landlock_abi, seccomp_available};
 
 /// The Landlock ABIs whose rights this sandbox asks for, tested on a kernel that
 /// has them. Newer kernels add rights (ABI 9: connecting to pathname unix
@@ -44,10 +58,8 @@ const FS_ABI: ABI = ABI::V5;
 const NET_ABI: ABI = ABI::V4;
 const SCOPE_ABI: ABI = ABI::V6;
 
-/// `LANDLOCK_CREATE_RULESET_VERSION` from `linux/landlock.h`.
-const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-/// `LANDLOCK_RULE_PATH_BENEATH` from `linux/landlock.h`.
-const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+/// `LANDLOCK_RULE_NET_PORT` from `linux/landlock.h`.
+const LANDLOCK_RULE_NET_PORT: libc::c_int = 2;
 
 /// `struct landlock_ruleset_attr` from `linux/landlock.h`. Kernels before
 /// ABI 6 know fewer fields; they accept the larger struct as long as the
@@ -59,11 +71,11 @@ struct RulesetAttr {
     scoped: u64,
 }
 
-/// `struct landlock_path_beneath_attr` from `linux/landlock.h` (packed there too).
-#[repr(C, packed)]
-struct PathBeneathAttr {
+/// `struct landlock_net_port_attr` from `linux/landlock.h`.
+#[repr(C)]
+struct NetPortAttr {
     allowed_access: u64,
-    parent_fd: i32,
+    port: u64,
 }
 
 /// What the kernel supports does not change while the host runs: probed once.
@@ -73,6 +85,28 @@ static PROBES: LazyLock<(Option<i32>, bool)> =
 /// The socket-denying seccomp program, assembled once.
 static DENY_SOCKETS: LazyLock<Option<Box<[libc::sock_filter]>>> =
     LazyLock::new(|| seccomp::deny_sockets().map(Vec::into_boxed_slice));
+
+/// The program that allows only TCP sockets (host grants), assembled once.
+static TCP_ONLY: LazyLock<Option<Box<[libc::sock_filter]>>> =
+    LazyLock::new(|| seccomp::tcp_only().map(Vec::into_boxed_slice));
+
+/// Which seccomp program a confinement's processes get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Filter {
+    None,
+    DenySockets,
+    TcpOnly,
+}
+
+impl Filter {
+    fn program(self) -> Option<&'static [libc::sock_filter]> {
+        match self {
+            Filter::None => None,
+            Filter::DenySockets => DENY_SOCKETS.as_deref(),
+            Filter::TcpOnly => TCP_ONLY.as_deref(),
+        }
+    }
+}
 
 /// How many processes share a ruleset before a new one is built.
 pub(crate) const CHILDREN_PER_RULESET: u32 = 32;
@@ -99,7 +133,14 @@ pub(crate) struct Confinement {
     reach: Vec<(PathBuf, bool, bool)>,
     /// Rights on the child's own `/proc/PID`, added in the child (0: none).
     proc_self: u64,
-    seccomp: bool,
+    /// TCP ports its processes may connect to (the egress proxy's).
+    ports: Vec<u16>,
+    seccomp: Filter,
+    /// The namespaces its processes join, held open.
+    namespaces: Option<Arc<Namespaces>>,
+    /// The project files kept read-only, and who they were when they were
+    /// mounted: a file replaced since is mounted again.
+    read_only: Vec<(PathBuf, u64, u64)>,
     enforcement: Enforcement,
     /// The ruleset the next children use, and how many have used it.
     current: Mutex<Option<(Arc<OwnedFd>, u32)>>,
@@ -176,12 +217,31 @@ impl fmt::Debug for Confinement {
     }
 }
 
-/// The confinement of one process: the ruleset (as a descriptor) and the
-/// seccomp program, both built in the parent.
+/// The namespaces the processes of a confinement join: the host's user
+/// namespace (held for the host's life by `namespace.rs`), a mount
+/// namespace and the egress proxy's network namespace, each optional.
+struct Namespaces {
+    mnt: Option<OwnedFd>,
+    net: Option<Arc<OwnedFd>>,
+}
+
+impl Namespaces {
+    fn joins(&self) -> Option<Joins> {
+        Some(Joins {
+            user: namespace::user().ok()?,
+            mnt: self.mnt.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+            net: self.net.as_deref().map_or(-1, AsRawFd::as_raw_fd),
+        })
+    }
+}
+
+/// The confinement of one process: the ruleset (as a descriptor), the
+/// seccomp program and the namespaces to join, all built in the parent.
 pub(crate) struct Prepared {
     ruleset: Option<Arc<OwnedFd>>,
     proc_self: u64,
     seccomp: Option<&'static [libc::sock_filter]>,
+    namespaces: Option<Arc<Namespaces>>,
 }
 
 impl fmt::Debug for Prepared {
@@ -190,19 +250,9 @@ impl fmt::Debug for Prepared {
             .field("ruleset", &self.ruleset)
             .field("proc_self", &self.proc_self)
             .field("seccomp", &self.seccomp.is_some())
+            .field("namespaces", &self.namespaces.is_some())
             .finish()
     }
-}
-
-/// What the child of a confined spawn does before `exec`, as plain data.
-#[derive(Clone, Copy)]
-pub(crate) struct ChildSteps {
-    /// The ruleset to restrict itself with.
-    pub ruleset: Option<RawFd>,
-    /// Rights on its own `/proc/PID` to add to the ruleset first (0: none).
-    pub proc_self: u64,
-    /// The seccomp program to install last.
-    pub seccomp: Option<&'static [libc::sock_filter]>,
 }
 
 impl Confinement {
@@ -213,13 +263,15 @@ impl Confinement {
         let confine_reads = !policy.grants(Permission::FilesystemRead);
         let confine_writes = !policy.grants(Permission::FilesystemWrite);
         let deny_network = !policy.grants(Permission::Network);
+        // Host grants: TCP to the egress proxy alone.
+        let egress = policy.egress.filter(|_| deny_network && policy.hosts());
         // Reads and writes are always handled, with rules that allow what is
         // granted: whatever is granted, the protected paths (the user's
         // secrets, what runs later, plughost's own trust) and the other
         // processes' /proc entries stay out of reach.
         let handle_reads = true;
         let handle_writes = true;
-        let enforcement = expected(
+        let mut enforcement = expected(
             abi,
             seccomp_ok,
             [handle_reads, confine_reads, confine_writes, deny_network],
@@ -238,7 +290,8 @@ impl Confinement {
         let mut scopes = BitFlags::from(Scope::Signal);
         let mut handled_net = BitFlags::EMPTY;
         if deny_network {
-            // Handled with no rule: every TCP connect and bind is denied.
+            // Handled with no rule (but the egress proxy's port, for host
+            // grants): every TCP connect and bind is denied.
             handled_net = AccessNet::from_all(NET_ABI) & AccessNet::from_all(kernel);
             scopes |= Scope::AbstractUnixSocket;
         }
@@ -258,9 +311,21 @@ impl Confinement {
         let mut enumerated = Vec::new();
         let mut protected = Vec::new();
         let mut reach = Vec::new();
+        let mut read_only = Vec::new();
+        let mut project_roots = Vec::new();
         if !handled_fs.is_empty() {
             let allowed = paths::allowed(policy);
             protected = allowed.protected;
+            read_only = allowed
+                .read_only
+                .iter()
+                .map(|p| paths::real(&p.path))
+                .collect();
+            project_roots = allowed
+                .project_roots
+                .iter()
+                .map(|p| paths::real(p))
+                .collect();
             reach = allowed
                 .rules
                 .iter()
@@ -324,6 +389,33 @@ impl Confinement {
         } else {
             0
         };
+        let ports = match egress {
+            Some(e) if handled.handled_access_net != 0 => vec![e.port],
+            _ => Vec::new(),
+        };
+        let seccomp = match (seccomp_ok, deny_network, egress) {
+            (false, _, _) | (_, false, _) => Filter::None,
+            (true, true, Some(_)) => Filter::TcpOnly,
+            (true, true, None) => Filter::DenySockets,
+        };
+        if let Some(e) = egress {
+            let level = held_at(e, abi, seccomp_ok);
+            enforcement.network_level = Some(level);
+            match level {
+                NetLevel::Namespace => {}
+                NetLevel::ProxyPort => enforcement.not_enforced.push(
+                    "network:HOST: no network namespace here, the plugin is held to the egress proxy's port only (it could reach another service on that port number)".into(),
+                ),
+                NetLevel::Advisory => enforcement.not_enforced.push(
+                    "network:HOST: neither user namespaces nor Landlock ABI 4 here, the plugin is pointed at the egress proxy but nothing holds it there".into(),
+                ),
+            }
+        }
+        let (mnt, read_only) =
+            mount_namespace(policy, &project_roots, &read_only, &mut enforcement);
+        let net = egress.and_then(|e| e.netns.clone());
+        let namespaces =
+            (mnt.is_some() || net.is_some()).then(|| Arc::new(Namespaces { mnt, net }));
         Ok(Confinement {
             handled,
             rules,
@@ -332,7 +424,10 @@ impl Confinement {
             protected,
             reach,
             proc_self,
-            seccomp: deny_network && seccomp_ok,
+            ports,
+            seccomp,
+            namespaces,
+            read_only,
             enforcement,
             current: Mutex::new(None),
         })
@@ -362,7 +457,8 @@ impl Confinement {
     }
 
     /// Whether the data, temp and scoped folders it opened are still the
-    /// folders at their paths (a folder deleted and made again is not).
+    /// folders at their paths (a folder deleted and made again is not), and
+    /// the project files it keeps read-only the files it mounted.
     pub(crate) fn is_current(&self) -> bool {
         self.checks.iter().all(|(path, o)| {
             std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (o.dev, o.ino))
@@ -370,22 +466,23 @@ impl Confinement {
             .enumerated
             .iter()
             .all(|(path, seen)| std::fs::metadata(path).is_ok_and(|m| Changed::of(&m) == *seen))
+            && self.read_only.iter().all(|(path, dev, ino)| {
+                std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (*dev, *ino))
+            })
     }
 
     /// The confinement of one process: the current ruleset, or a new one
     /// when the current one has served [`CHILDREN_PER_RULESET`] processes.
     pub(crate) fn for_call(&self) -> Result<Prepared, SandboxError> {
-        let seccomp = if self.seccomp {
-            DENY_SOCKETS.as_deref()
-        } else {
-            None
-        };
+        let seccomp = self.seccomp.program();
+        let namespaces = self.namespaces.clone();
         let h = &self.handled;
         if h.handled_access_fs == 0 && h.handled_access_net == 0 && h.scoped == 0 {
             return Ok(Prepared {
                 ruleset: None,
                 proc_self: 0,
                 seccomp,
+                namespaces,
             });
         }
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -404,6 +501,7 @@ impl Confinement {
             ruleset: Some(ruleset),
             proc_self: self.proc_self,
             seccomp,
+            namespaces,
         })
     }
 
@@ -413,6 +511,9 @@ impl Confinement {
         for rule in &self.rules {
             add_rule(&ruleset, rule.folder.fd.as_raw_fd(), rule.access).map_err(landlock)?;
         }
+        for port in &self.ports {
+            add_port_rule(&ruleset, *port).map_err(landlock)?;
+        }
         Ok(ruleset)
     }
 }
@@ -421,13 +522,14 @@ impl Prepared {
     /// Whether the child has anything to do: a process with nothing to
     /// enforce is spawned like any other.
     pub(crate) fn is_empty(&self) -> bool {
-        self.ruleset.is_none() && self.seccomp.is_none()
+        self.ruleset.is_none() && self.seccomp.is_none() && self.namespaces.is_none()
     }
 
     /// The steps for the child of a confined spawn. `self` must outlive the
     /// spawn (the ruleset descriptor is read in the child).
     pub(crate) fn child_steps(&self) -> ChildSteps {
         ChildSteps {
+            joins: self.namespaces.as_deref().and_then(Namespaces::joins),
             ruleset: self.ruleset.as_deref().map(AsRawFd::as_raw_fd),
             proc_self: self.proc_self,
             seccomp: self.seccomp,
@@ -436,33 +538,36 @@ impl Prepared {
 
     /// Registers a `pre_exec` hook that confines the child: the way to apply
     /// it with the standard library's spawn (which then forks), used where
-    /// the executor's own spawn is not available.
-    pub(crate) fn apply_to(self, cmd: &mut tokio::process::Command) {
-        self.apply_to_std(cmd.as_std_mut());
+    /// the executor's own spawn is not available. `cwd` is the child's
+    /// folder, entered again after joining a mount namespace.
+    pub(crate) fn apply_to(self, cmd: &mut tokio::process::Command, cwd: &Path) {
+        self.apply_to_std(cmd.as_std_mut(), cwd);
     }
 
     /// [`Prepared::apply_to`] for a standard library command.
-    pub(crate) fn apply_to_std(self, cmd: &mut std::process::Command) {
+    pub(crate) fn apply_to_std(self, cmd: &mut std::process::Command, cwd: &Path) {
+        use std::os::unix::ffi::OsStrExt;
         use std::os::unix::process::CommandExt;
 
         if self.is_empty() {
             return;
         }
-        let Prepared {
-            ruleset,
-            proc_self,
-            seccomp,
-        } = self;
+        let cwd = std::ffi::CString::new(cwd.as_os_str().as_bytes()).unwrap_or_default();
+        let steps = self.child_steps();
         // SAFETY: the hook runs in the forked child before exec. It only reads
-        // data it owns (an open descriptor, an integer, a static program) and
-        // makes raw system calls: no allocation, no lock, no unwinding.
+        // data it owns (`self`, kept alive by the closure: open descriptors,
+        // integers, a static program, a string) and makes raw system calls:
+        // no allocation, no lock, no unwinding.
         unsafe {
             cmd.pre_exec(move || {
-                let steps = ChildSteps {
-                    ruleset: ruleset.as_deref().map(AsRawFd::as_raw_fd),
-                    proc_self,
-                    seccomp,
-                };
+                let _held = &self;
+                let rc = join(&steps);
+                if rc != 0 {
+                    return Err(io::Error::from_raw_os_error(rc));
+                }
+                if steps.joins.is_some() && libc::chdir(cwd.as_ptr()) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
                 match enforce(&steps) {
                     0 => Ok(()),
                     errno => Err(io::Error::from_raw_os_error(errno)),
@@ -470,97 +575,6 @@ impl Prepared {
             });
         }
     }
-}
-
-/// The child's half: `no_new_privs`, its own `/proc/PID`, the Landlock
-/// restriction, the seccomp program. Returns 0, or the failing call's errno.
-///
-/// Runs between `clone`/`fork` and `exec`: only raw system calls on data the
-/// parent built, nothing that allocates, locks or unwinds.
-pub(crate) fn enforce(steps: &ChildSteps) -> i32 {
-    // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments and touches no memory.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return errno();
-    }
-    if let Some(fd) = steps.ruleset {
-        if steps.proc_self != 0 {
-            let rc = allow_own_proc(fd, steps.proc_self);
-            if rc != 0 {
-                return rc;
-            }
-        }
-        // SAFETY: `fd` is an open Landlock ruleset descriptor the parent keeps
-        // open across the spawn; the call takes it and a flags integer.
-        let rc = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) };
-        if rc != 0 {
-            return errno();
-        }
-    }
-    if let Some(filter) = steps.seccomp {
-        let program = libc::sock_fprog {
-            len: filter.len() as libc::c_ushort,
-            filter: filter.as_ptr().cast_mut(),
-        };
-        // SAFETY: `program` points to `filter`, a valid static slice of `len`
-        // instructions; the kernel copies it and never writes through it.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                0,
-                &program as *const libc::sock_fprog,
-            )
-        };
-        if rc != 0 {
-            return errno();
-        }
-    }
-    0
-}
-
-/// The calling thread's errno (in a `clone(CLONE_VM)` child: the suspended
-/// parent thread's, which nobody else reads meanwhile).
-fn errno() -> i32 {
-    // SAFETY: __errno_location returns a valid pointer to this thread's errno.
-    let e = unsafe { *libc::__errno_location() };
-    if e == 0 { libc::ECHILD } else { e }
-}
-
-/// Adds the calling process's own `/proc/PID` to `ruleset`. Runs in the child,
-/// where `/proc/self` names the plugin rather than the host. Its descendants get
-/// other pids, so they cannot read their own `/proc/PID` files (magic links such
-/// as `/proc/self/fd/N` to a pipe still work). Without `/proc` mounted, skips.
-fn allow_own_proc(ruleset: RawFd, access: u64) -> i32 {
-    // SAFETY: the path is a static NUL-terminated string; open returns a new
-    // descriptor or -1 and writes no memory of ours.
-    let dir = unsafe {
-        libc::open(
-            c"/proc/self".as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if dir < 0 {
-        return 0;
-    }
-    let attr = PathBeneathAttr {
-        allowed_access: access,
-        parent_fd: dir,
-    };
-    // SAFETY: `attr` is a valid landlock_path_beneath_attr for the whole call,
-    // which only reads it; `ruleset` and `dir` are open descriptors.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_add_rule,
-            ruleset,
-            LANDLOCK_RULE_PATH_BENEATH,
-            &attr as *const PathBeneathAttr,
-            0u32,
-        )
-    };
-    let result = if rc == 0 { 0 } else { errno() };
-    // SAFETY: `dir` is the descriptor opened above, closed exactly once.
-    unsafe { libc::close(dir) };
-    result
 }
 
 /// A new, empty ruleset handling `attr`'s rights.
@@ -606,6 +620,107 @@ fn add_rule(ruleset: &OwnedFd, fd: RawFd, access: u64) -> io::Result<()> {
     }
 }
 
+/// Allows TCP connections to `port` in `ruleset` (Landlock ABI 4+).
+fn add_port_rule(ruleset: &OwnedFd, port: u16) -> io::Result<()> {
+    let attr = NetPortAttr {
+        allowed_access: AccessNet::ConnectTcp as u64,
+        port: u64::from(port),
+    };
+    // SAFETY: `attr` is a valid landlock_net_port_attr for the whole call,
+    // which only reads it; the ruleset descriptor is open.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_NET_PORT,
+            &attr as *const NetPortAttr,
+            0u32,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Makes the socket the egress proxy of one plugin version listens on, and
+/// what its confinements need to know of it: in a new network namespace
+/// (only `lo`) when `namespaces` allows it and it works here, else on the
+/// host's `127.0.0.1` (the proxy's port is then all Landlock holds the
+/// plugin to).
+pub(crate) fn prepare_egress(
+    namespaces: bool,
+) -> Result<(Egress, std::net::TcpListener), SandboxError> {
+    if namespaces
+        && namespace::available().is_ok()
+        && let Ok((ns, listener)) = namespace::network()
+    {
+        let port = listener.local_addr().map_err(SandboxError::Egress)?.port();
+        let egress = Egress {
+            port,
+            netns: Some(Arc::new(ns)),
+        };
+        return Ok((egress, listener));
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(SandboxError::Egress)?;
+    let port = listener.local_addr().map_err(SandboxError::Egress)?.port();
+    Ok((Egress { port, netns: None }, listener))
+}
+
+/// The level a plugin held to `egress` gets on this kernel.
+fn held_at(egress: &Egress, abi: Option<i32>, seccomp_ok: bool) -> NetLevel {
+    if egress.netns.is_some() {
+        NetLevel::Namespace
+    } else if abi.unwrap_or(0) >= 4 && seccomp_ok {
+        NetLevel::ProxyPort
+    } else {
+        NetLevel::Advisory
+    }
+}
+
+/// The mount namespace that keeps `read_only` (under `roots`) read-only,
+/// when the policy allows namespaces and they work here; what it says goes
+/// into `enforcement`. Returns the namespace and who each file was.
+fn mount_namespace(
+    policy: &Policy<'_>,
+    roots: &[PathBuf],
+    read_only: &[PathBuf],
+    enforcement: &mut Enforcement,
+) -> (Option<OwnedFd>, Vec<(PathBuf, u64, u64)>) {
+    if read_only.is_empty() {
+        return (None, Vec::new());
+    }
+    let why = if !policy.namespaces {
+        "namespaces are switched off".to_owned()
+    } else {
+        match namespace::available() {
+            Ok(()) => {
+                let (files, pinned) = namespace::layout(read_only, roots);
+                let seen: Vec<(PathBuf, u64, u64)> = files
+                    .iter()
+                    .filter_map(|p| {
+                        let m = std::fs::symlink_metadata(p).ok()?;
+                        Some((p.clone(), m.dev(), m.ino()))
+                    })
+                    .collect();
+                match namespace::mounts(&files, &pinned) {
+                    Ok(ns) => {
+                        enforcement.projects_read_only = true;
+                        return (Some(ns), seen);
+                    }
+                    Err(e) => e.to_string(),
+                }
+            }
+            Err(e) => e,
+        }
+    };
+    enforcement.not_enforced.push(format!(
+        "project files that run later (.git/hooks, MCP configurations) under a write grant are NOT protected from writes: no mount namespace ({why})"
+    ));
+    (None, Vec::new())
+}
+
 /// An `O_PATH` descriptor of `path` (what landlock's `PathFd` does).
 fn open_path(path: &Path) -> io::Result<OwnedFd> {
     OpenOptions::new()
@@ -613,136 +728,4 @@ fn open_path(path: &Path) -> io::Result<OwnedFd> {
         .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
         .open(path)
         .map(OwnedFd::from)
-}
-
-/// What the child will have enforced, from what is wanted and what this kernel
-/// supports (the same arithmetic as the landlock crate's best-effort mode).
-fn expected(
-    abi: Option<i32>,
-    seccomp_ok: bool,
-    [handle_reads, confine_reads, confine_writes, deny_network]: [bool; 4],
-) -> Enforcement {
-    let v = abi.unwrap_or(0);
-    let mut e = Enforcement {
-        landlock_abi: abi,
-        reads_confined: confine_reads && v >= 1,
-        proc_hidden: handle_reads && v >= 1,
-        writes_confined: confine_writes && v >= 1,
-        protected: v >= 1,
-        tcp_denied: deny_network && v >= 4,
-        sockets_denied: deny_network && seccomp_ok,
-        signals_scoped: v >= 6,
-        not_enforced: Vec::new(),
-    };
-    if v == 0 {
-        e.not_enforced.push(
-            "protected paths: no Landlock on this kernel, a plugin can reach the user's secrets and plughost's own state".into(),
-        );
-    }
-    if confine_reads && !e.reads_confined {
-        e.not_enforced
-            .push("filesystem:read: no Landlock on this kernel, reads are not confined".into());
-    }
-    if confine_writes && !e.writes_confined {
-        e.not_enforced
-            .push("filesystem:write: no Landlock on this kernel, writes are not confined".into());
-    }
-    if deny_network && !e.tcp_denied && !e.sockets_denied {
-        e.not_enforced.push(
-            "network: neither Landlock ABI 4 nor seccomp on this kernel, network is not denied"
-                .into(),
-        );
-    } else if deny_network && !e.sockets_denied {
-        e.not_enforced.push(
-            "network: no seccomp filter here, only TCP is denied (UDP and unix sockets are not)"
-                .into(),
-        );
-    }
-    if confine_writes && v == 1 {
-        e.not_enforced.push(
-            "Landlock ABI 1: renaming or linking files between folders is always denied".into(),
-        );
-    }
-    if confine_writes && (1..3).contains(&v) {
-        e.not_enforced
-            .push("Landlock ABI < 3: truncating an existing file is not confined".into());
-    }
-    e
-}
-
-pub(super) fn support() -> SandboxSupport {
-    let abi = landlock_abi();
-    let v = abi.unwrap_or(0);
-    let seccomp_ok = seccomp_available();
-    let mut notes = Vec::new();
-    match abi {
-        None => notes.push(
-            "Landlock is not available (kernel older than 5.13, or not enabled with lsm=landlock): \
-             filesystem permissions are advisory"
-                .into(),
-        ),
-        Some(v) if v < 4 => notes.push(format!(
-            "Landlock ABI {v}: TCP is not denied by Landlock (needs ABI 4, Linux 6.7)"
-        )),
-        Some(_) => {}
-    }
-    if abi.is_some() && v < 6 {
-        notes.push(
-            "Landlock ABI < 6: a plugin can signal processes outside its sandbox (needs Linux 6.12)"
-                .into(),
-        );
-    }
-    if !seccomp_ok {
-        notes.push(
-            "no seccomp filter on this kernel or architecture: without `network`, \
-             UDP and unix sockets are not denied"
-                .into(),
-        );
-    }
-    notes.push("shell:exec, clipboard and notifications are advisory".into());
-    SandboxSupport {
-        landlock_abi: abi,
-        filesystem: v >= 1,
-        network_tcp: v >= 4,
-        network_sockets: seccomp_ok,
-        scopes: v >= 6,
-        notes,
-    }
-}
-
-/// The kernel's Landlock ABI version, or `None` when Landlock is missing or off.
-fn landlock_abi() -> Option<i32> {
-    // SAFETY: with a null attribute, size 0 and the VERSION flag, the kernel
-    // reads no memory and returns the ABI version, or -1 with errno.
-    let v = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    (v > 0).then(|| i32::try_from(v).unwrap_or(i32::MAX))
-}
-
-/// Whether seccomp filters with the actions the program uses work here.
-fn seccomp_available() -> bool {
-    if !seccomp::supported() {
-        return false;
-    }
-    [libc::SECCOMP_RET_ERRNO, libc::SECCOMP_RET_KILL_PROCESS]
-        .iter()
-        .all(|action| {
-            // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 through the pointer,
-            // which points to a valid u32 for the whole call.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_GET_ACTION_AVAIL,
-                    0,
-                    action as *const u32,
-                )
-            };
-            rc == 0
-        })
 }

@@ -21,6 +21,9 @@
 //! | no `network` | `socket(2)` fails for every family (UDP, raw, unix, netlink); no `io_uring` | seccomp filter |
 //! | no `network` | no connecting to abstract unix sockets outside the sandbox | Landlock scope (ABI 6+) |
 //! | any of the above | no signals to processes outside the sandbox; no set-uid gain (`no_new_privs`) | Landlock scope (ABI 6+), `prctl` |
+//! | `network:HOST` grants (no plain `network`) | reaches the egress proxy alone: a network namespace with only loopback, where the proxy listens ([`NetLevel::Namespace`]); else TCP to the proxy's port only ([`NetLevel::ProxyPort`]) | user + network namespace; else Landlock (ABI 4+) |
+//! | `network:HOST` grants | `socket(2)` only for TCP: no UDP (DNS goes through the proxy), raw, packet or unix sockets | seccomp filter |
+//! | a write grant over a project | its `.git/hooks`, `.git/config` and MCP client configurations (`.mcp.json`, `.vscode/mcp.json`…) are read-only | user + mount namespace |
 //!
 //! `shell:exec`, `clipboard` and `notifications` are advisory: nothing enforces them.
 //! A plugin granted `filesystem:read`, `filesystem:write` and `network` is not
@@ -59,6 +62,14 @@
 //!   the standard library fork) remains for kernels without `CLONE_PIDFD`.
 //! - If a step fails in the child, the spawn fails with that step's `errno`
 //!   (`io::Error` from `spawn`); the plugin never runs half-confined.
+//! - Namespaces are made once (the host's user namespace), once per plugin
+//!   version (the egress proxy's network namespace) or once per
+//!   confinement (the mount namespace), never per process: a child only
+//!   joins them (`setns`), see `namespace.rs`. Where user namespaces do not
+//!   work (some distributions forbid them) or are switched off
+//!   (`PLUGHOST_NO_NAMESPACES`), host grants fall back to the proxy's port
+//!   and project files are not protected; [`Enforcement`] and [`support`]
+//!   say so.
 //!
 //! # Use
 //!
@@ -73,12 +84,18 @@ use std::path::{Path, PathBuf};
 use crate::plugins::manifest::Permission;
 
 #[cfg(target_os = "linux")]
+mod child;
+#[cfg(target_os = "linux")]
+mod namespace;
+#[cfg(target_os = "linux")]
 #[path = "linux.rs"]
 mod os;
 #[cfg(target_os = "linux")]
 mod paths;
 #[cfg(target_os = "linux")]
 mod seccomp;
+#[cfg(target_os = "linux")]
+mod support;
 
 #[cfg(not(target_os = "linux"))]
 #[path = "other.rs"]
@@ -88,8 +105,8 @@ mod os;
 mod tests;
 
 #[cfg(target_os = "linux")]
-pub(crate) use os::{ChildSteps, enforce};
-pub(crate) use os::{Confinement, Prepared};
+pub(crate) use child::{ChildSteps, enforce, join};
+pub(crate) use os::{Confinement, Prepared, prepare_egress};
 
 /// What a plugin may touch, derived from its granted permissions.
 #[derive(Debug, Clone, Copy)]
@@ -120,12 +137,70 @@ pub(crate) struct Policy<'a> {
     /// `PYENV_ROOT`, `NVM_DIR`… locate interpreter managers. A variable missing
     /// here is taken from the host's environment.
     pub env: &'a [(OsString, OsString)],
+    /// The egress proxy a plugin with host grants is held to (see
+    /// [`prepare_egress`]); `None` for the others.
+    pub egress: Option<&'a Egress>,
+    /// Whether user namespaces may be used (they are tried only then).
+    pub namespaces: bool,
 }
 
 impl Policy<'_> {
     pub(crate) fn grants(&self, permission: Permission) -> bool {
         self.permissions.contains(&permission)
     }
+
+    /// Whether the plugin was granted hosts (`network:HOST`) rather than
+    /// the whole network.
+    pub(crate) fn hosts(&self) -> bool {
+        !self.grants(Permission::Network)
+            && self.permissions.iter().any(|p| p.host_grant().is_some())
+    }
+}
+
+/// How a plugin with host grants is held to plughost's egress proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum NetLevel {
+    /// It runs in a network namespace with only loopback, where the proxy
+    /// listens: the proxy is its one way out, whatever it does with its
+    /// sockets (user and network namespaces).
+    Namespace,
+    /// Landlock lets its TCP connections reach the proxy's port alone (on
+    /// any address: a service elsewhere on that port number is reachable
+    /// too), and seccomp denies every socket but TCP.
+    ProxyPort,
+    /// Nothing holds it: it is only pointed at the proxy (no namespaces and
+    /// no Landlock ABI 4 here).
+    Advisory,
+}
+
+impl NetLevel {
+    /// What the level holds, in a sentence for `doctor` and the approval prompt.
+    pub fn describe(self) -> &'static str {
+        match self {
+            NetLevel::Namespace => {
+                "held by the kernel: it runs in a network namespace whose one way out is plughost's egress proxy"
+            }
+            NetLevel::ProxyPort => {
+                "held to the egress proxy's port only (Landlock TCP rule and seccomp; no user namespaces here): it could reach another service on that port number"
+            }
+            NetLevel::Advisory => {
+                "NOT enforced here (neither user namespaces nor Landlock ABI 4): it is only pointed at the egress proxy"
+            }
+        }
+    }
+}
+
+/// The egress proxy as the sandbox sees it: the port its plugin may
+/// connect to, and the network namespace the proxy listens in (`None`: it
+/// listens on the host's loopback). Made once per plugin version by
+/// [`prepare_egress`], shared by every confinement of that version.
+#[derive(Debug, Clone)]
+pub(crate) struct Egress {
+    pub port: u16,
+    #[cfg(target_os = "linux")]
+    pub netns: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 /// What one prepared call will have enforced once its child starts: the
@@ -151,6 +226,11 @@ pub(crate) struct Enforcement {
     pub sockets_denied: bool,
     /// Signals to processes outside the sandbox are denied (Landlock ABI 6+).
     pub signals_scoped: bool,
+    /// With host grants: how the plugin is held to the egress proxy.
+    pub network_level: Option<NetLevel>,
+    /// The project files that run later under its write grants are
+    /// read-only (a mount namespace).
+    pub projects_read_only: bool,
     /// What was wanted but could not be enforced here, in words.
     pub not_enforced: Vec<String>,
 }
@@ -170,15 +250,32 @@ pub struct SandboxSupport {
     pub network_sockets: bool,
     /// Signals and abstract unix sockets can be scoped (Landlock ABI 6+).
     pub scopes: bool,
+    /// User namespaces work here (and are not switched off).
+    pub user_namespaces: bool,
+    /// How a plugin with `network:HOST` grants is held to the egress proxy here.
+    pub host_grants: NetLevel,
+    /// The project files that run later (`.git/hooks`, MCP configurations)
+    /// under a write grant can be kept read-only (a mount namespace).
+    pub projects_read_only: bool,
     /// What is degraded or advisory, one sentence each.
     pub notes: Vec<String>,
 }
 
 impl SandboxSupport {
-    /// What this system's kernel enforces.
+    /// What this system's kernel enforces, with user namespaces unless
+    /// `PLUGHOST_NO_NAMESPACES` switches them off.
     pub fn here() -> SandboxSupport {
-        support()
+        support_here()
     }
+}
+
+/// Whether the environment switches user namespaces off
+/// (`PLUGHOST_NO_NAMESPACES` set, and neither empty nor `0`): the way to
+/// force the fallback levels, for tests and for kernels where namespaces
+/// misbehave. A host's own setting is `PluginHostBuilder::namespaces`,
+/// whose default this is.
+pub(crate) fn namespaces_by_default() -> bool {
+    std::env::var_os("PLUGHOST_NO_NAMESPACES").is_none_or(|v| v.is_empty() || v == "0")
 }
 
 /// Why a sandbox could not be prepared. The caller should fail the call
@@ -199,6 +296,9 @@ pub(crate) enum SandboxError {
     /// The kernel refused the ruleset.
     #[error("cannot build the Landlock ruleset: {0}")]
     Landlock(String),
+    /// The egress proxy's socket could not be made.
+    #[error("cannot start the egress proxy: {0}")]
+    Egress(std::io::Error),
 }
 
 /// Builds the sandbox of one process of the plugin `policy` describes. A host
@@ -209,7 +309,14 @@ pub(crate) fn prepare(policy: &Policy<'_>) -> Result<Prepared, SandboxError> {
     Confinement::new(policy)?.for_call()
 }
 
-/// What this kernel can enforce.
-pub(crate) fn support() -> SandboxSupport {
-    os::support()
+/// What this kernel can enforce, with user namespaces when `namespaces`.
+pub(crate) fn support(namespaces: bool) -> SandboxSupport {
+    os::support(namespaces)
+}
+
+/// [`support`] with the default of [`namespaces_by_default`], probed once.
+pub(crate) fn support_here() -> SandboxSupport {
+    static HERE: std::sync::LazyLock<SandboxSupport> =
+        std::sync::LazyLock::new(|| os::support(namespaces_by_default()));
+    HERE.clone()
 }

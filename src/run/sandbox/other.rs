@@ -1,7 +1,7 @@
 //! The sandbox where there is no Landlock or seccomp: nothing is enforced, and
 //! [`Enforcement`] and [`support`] say so, so the caller can warn.
 
-use super::{Enforcement, Policy, SandboxError, SandboxSupport};
+use super::{Egress, Enforcement, NetLevel, Policy, SandboxError, SandboxSupport};
 use crate::plugins::manifest::Permission;
 
 /// The confinement of one plugin version: nothing, on this platform.
@@ -25,10 +25,16 @@ impl Confinement {
         .into_iter()
         .filter(|p| !policy.grants(p.clone()))
         .map(|p| format!("{p}: no sandbox on this platform"))
-        .collect();
+        .collect::<Vec<_>>();
+        let mut not_enforced = not_enforced;
+        let network_level = policy.egress.filter(|_| policy.hosts()).map(|_| {
+            not_enforced.push("network:HOST: no sandbox on this platform, the plugin is only pointed at the egress proxy".into());
+            NetLevel::Advisory
+        });
         Ok(Confinement {
             enforcement: Enforcement {
                 not_enforced,
+                network_level,
                 ..Enforcement::default()
             },
         })
@@ -62,16 +68,29 @@ impl Confinement {
 
 impl Prepared {
     /// Adds nothing: there is nothing to enforce on this platform.
-    pub(crate) fn apply_to(self, _cmd: &mut tokio::process::Command) {}
+    pub(crate) fn apply_to(self, _cmd: &mut tokio::process::Command, _cwd: &std::path::Path) {}
 }
 
-pub(crate) fn support() -> SandboxSupport {
+/// The egress proxy's socket, on the host's loopback: nothing holds a
+/// plugin to it on this platform.
+pub(crate) fn prepare_egress(
+    _namespaces: bool,
+) -> Result<(Egress, std::net::TcpListener), SandboxError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(SandboxError::Egress)?;
+    let port = listener.local_addr().map_err(SandboxError::Egress)?.port();
+    Ok((Egress { port }, listener))
+}
+
+pub(crate) fn support(_namespaces: bool) -> SandboxSupport {
     SandboxSupport {
         landlock_abi: None,
         filesystem: false,
         network_tcp: false,
         network_sockets: false,
         scopes: false,
+        user_namespaces: false,
+        host_grants: NetLevel::Advisory,
+        projects_read_only: false,
         notes: vec!["no sandbox on this platform: every permission is advisory".into()],
     }
 }

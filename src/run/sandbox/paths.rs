@@ -48,8 +48,9 @@ pub(crate) struct Allowed {
     /// configurations) where the plugin may write: kept read-only by a mount
     /// namespace where one can be made (Landlock cannot keep them out without
     /// keeping the plugin from creating files in the project itself).
-    #[expect(dead_code, reason = "kept read-only by the mount namespace next")]
     pub read_only: Vec<crate::protect::ProtectedPath>,
+    /// The folders the plugin may write that those projects were found in.
+    pub project_roots: Vec<PathBuf>,
 }
 
 /// System folders a plugin may always read and execute from.
@@ -208,6 +209,7 @@ pub(crate) fn allowed(policy: &Policy<'_>) -> Allowed {
     let mut out = Allowed {
         protected: exclusions.protected.clone(),
         read_only: exclusions.projects.clone(),
+        project_roots: exclusions.roots.clone(),
         ..Allowed::default()
     };
     for a in wanted {
@@ -232,6 +234,7 @@ struct Exclusions {
     write: Vec<PathBuf>,
     protected: Vec<crate::protect::ProtectedPath>,
     projects: Vec<crate::protect::ProtectedPath>,
+    roots: Vec<PathBuf>,
 }
 
 impl Exclusions {
@@ -260,6 +263,7 @@ impl Exclusions {
                 .map(|a| a.path.as_path())
                 .collect()
         };
+        let roots: Vec<PathBuf> = write_roots.iter().map(|r| r.to_path_buf()).collect();
         for root in write_roots {
             if root.is_dir() {
                 projects.extend(
@@ -299,6 +303,7 @@ impl Exclusions {
             write,
             protected,
             projects,
+            roots,
         }
     }
 }
@@ -552,6 +557,8 @@ mod tests {
             trust: &[],
             private: &[],
             env: &env,
+            egress: None,
+            namespaces: false,
         };
         let dirs = interpreter_dirs(&policy, Some(&root.join("home")));
         assert_eq!(dirs, vec![root.join("tools/py")]);

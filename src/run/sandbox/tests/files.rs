@@ -131,7 +131,7 @@ async fn the_host_environment_and_signals_stay_out_of_reach() {
             "{granted:?}: {}",
             text(&out)
         );
-        if sandbox::support().scopes {
+        if sandbox::support(true).scopes {
             assert!(
                 !stdout.contains("signalled-host"),
                 "{granted:?}: {}",

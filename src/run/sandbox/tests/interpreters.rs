@@ -125,7 +125,7 @@ async fn an_interpreter_outside_the_system_is_allowed_through_the_shebang() {
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null());
-    prepared.apply_to(&mut cmd);
+    prepared.apply_to(&mut cmd, &fx.plugin);
     let out = cmd.output().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     // The prefix is readable and executable; its siblings are not.

@@ -92,6 +92,8 @@ impl Fixture {
             trust: &[],
             private: &[],
             env,
+            egress: None,
+            namespaces: false,
         })
         .expect("the sandbox prepares")
     }
@@ -140,7 +142,7 @@ impl Fixture {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        prepared.apply_to(&mut cmd);
+        prepared.apply_to(&mut cmd, &self.plugin);
         tokio::time::timeout(Duration::from_secs(30), cmd.output())
             .await
             .expect("the child finishes in time")
@@ -160,7 +162,7 @@ fn text(out: &Output) -> String {
 /// True when the file system can be confined here; otherwise fails in CI and
 /// says why elsewhere.
 fn filesystem_supported() -> bool {
-    let support = sandbox::support();
+    let support = sandbox::support(true);
     prerequisite(
         &format!("Landlock ({})", support.notes.join("; ")),
         support.filesystem,

@@ -36,7 +36,7 @@ async fn try_connect(fx: &Fixture, granted: &[Permission]) -> (bool, Output) {
 
 #[tokio::test]
 async fn without_network_tcp_and_udp_are_denied() {
-    let support = sandbox::support();
+    let support = sandbox::support(true);
     if !prerequisite(
         "Landlock ABI 4 or seccomp",
         support.network_tcp || support.network_sockets,

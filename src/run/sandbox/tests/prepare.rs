@@ -21,6 +21,8 @@ async fn a_missing_data_folder_fails_preparation() {
         trust: &[],
         private: &[],
         env: &[],
+        egress: None,
+        namespaces: false,
     })
     .unwrap_err();
     assert!(matches!(err, SandboxError::Path { ref path, .. } if *path == missing));
@@ -29,7 +31,7 @@ async fn a_missing_data_folder_fails_preparation() {
 #[test]
 fn enforcement_reports_what_this_kernel_does() {
     let fx = fixture();
-    let support = sandbox::support();
+    let support = sandbox::support(true);
     let entrypoint = fx.plugin.join("main.sh");
     let policy = |permissions| Policy {
         plugin_dir: &fx.plugin,
@@ -40,6 +42,8 @@ fn enforcement_reports_what_this_kernel_does() {
         trust: &[],
         private: &[],
         env: &[],
+        egress: None,
+        namespaces: false,
     };
     let confinement = Confinement::new(&policy(&[])).unwrap();
     let e = confinement.enforcement();
@@ -89,6 +93,8 @@ fn a_scoped_folder_made_again_is_noticed() {
         trust: &[],
         private: &[],
         env: &[],
+        egress: None,
+        namespaces: false,
     })
     .unwrap();
     assert!(confinement.is_current());
@@ -113,6 +119,8 @@ async fn a_ruleset_serves_a_bounded_number_of_processes() {
         trust: &[],
         private: &[],
         env: &[],
+        egress: None,
+        namespaces: false,
     })
     .unwrap();
     let first = confinement.for_call().unwrap();

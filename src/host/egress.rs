@@ -1,0 +1,119 @@
+//! The egress proxies of plugins with host grants (`network:HOST`): one per
+//! plugin version, made on its first call (or worker, or server start) and
+//! kept until a reload replaces the version, so every confinement of it,
+//! and every worker, uses the same proxy and network namespace.
+//!
+//! A refusal is news as it happens (`HostEvent::HostRefused`) and a record
+//! in the plugin's recent denials (`doctor NAME`); a call that fails names
+//! the refusals made during it (`name_denials`).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::Inner;
+use super::denials::{DenialRecord, append, file};
+use crate::error::Denial;
+use crate::events::HostEvent;
+use crate::observe::Bus;
+use crate::plugins::catalog::Plugin;
+use crate::plugins::manifest::Permission;
+use crate::run::egress::Proxy;
+use crate::run::sandbox::{self, SandboxError};
+
+/// A refusal of the same target is reported once in this long.
+const REPORT_EVERY: Duration = Duration::from_secs(10);
+
+/// One plugin version's way out: its proxy, and what the sandbox holds its
+/// processes to.
+pub(super) struct Outlet {
+    pub(super) sandbox: sandbox::Egress,
+    pub(super) proxy: Proxy,
+}
+
+impl Inner {
+    /// The outlet of this version of `plugin`, made now if it has none;
+    /// `None` for a plugin without host grants (or granted plain `network`).
+    pub(super) fn outlet(&self, plugin: &Plugin) -> Result<Option<Arc<Outlet>>, SandboxError> {
+        let perms = &plugin.manifest.permissions;
+        let grants: Vec<_> = perms
+            .iter()
+            .filter_map(|p| p.host_grant().cloned())
+            .collect();
+        if grants.is_empty() || perms.contains(&Permission::Network) {
+            return Ok(None);
+        }
+        let mut outlets = self.outlets.lock().expect("outlets lock");
+        if let Some(o) = outlets.get(&plugin.generation) {
+            return Ok(Some(o.clone()));
+        }
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            SandboxError::Egress(std::io::Error::other("no async runtime to run it on"))
+        })?;
+        let (side, listener) = sandbox::prepare_egress(self.config.namespaces)?;
+        let on_refused = reporter(
+            plugin.name().to_owned(),
+            self.bus.clone(),
+            file(&self.config.state_dir, plugin.name()),
+        );
+        let proxy =
+            Proxy::start(listener, grants, on_refused, &runtime).map_err(SandboxError::Egress)?;
+        let outlet = Arc::new(Outlet {
+            sandbox: side,
+            proxy,
+        });
+        outlets.insert(plugin.generation, outlet.clone());
+        Ok(Some(outlet))
+    }
+
+    /// The connections the proxy of this version of `plugin` refused since
+    /// `since`.
+    pub(super) fn refused_since(&self, plugin: &Plugin, since: Instant) -> Vec<Denial> {
+        let outlets = self.outlets.lock().expect("outlets lock");
+        outlets
+            .get(&plugin.generation)
+            .map(|o| o.proxy.refused_since(since))
+            .unwrap_or_default()
+    }
+
+    /// Stops the proxy of a plugin version a reload replaced.
+    pub(super) fn forget_outlet(&self, generation: u64) {
+        self.outlets
+            .lock()
+            .expect("outlets lock")
+            .remove(&generation);
+    }
+}
+
+/// What a proxy does with a refusal: an event and a record, once per target
+/// in [`REPORT_EVERY`] (a plugin retrying in a loop is one refusal).
+fn reporter(plugin: String, bus: Arc<Bus>, records: PathBuf) -> crate::run::egress::OnRefused {
+    let recent: Mutex<HashMap<String, Instant>> = Mutex::default();
+    Arc::new(move |denial: &Denial| {
+        {
+            let mut recent = recent.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            recent.retain(|_, at| now.duration_since(*at) < REPORT_EVERY);
+            if recent.insert(denial.target.clone(), now).is_some() {
+                return;
+            }
+        }
+        bus.publish(HostEvent::HostRefused {
+            plugin: plugin.clone(),
+            denial: denial.clone(),
+        });
+        let record = DenialRecord {
+            time: crate::approval::now_secs(),
+            tool: String::new(),
+            message: denial.to_string(),
+            grant: denial.grant.clone(),
+        };
+        let path = records.clone();
+        let keep = move || append(&path, vec![record]);
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(keep)),
+            Err(_) => keep(),
+        }
+    })
+}

@@ -1,0 +1,149 @@
+//! The proxy against real sockets on loopback: an upstream that answers,
+//! a plugin-side client speaking each protocol.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::*;
+
+/// An upstream on 127.0.0.1 that answers every connection with what it read
+/// of the request head, then closes.
+async fn upstream() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while http::head_end(&got).is_none() {
+                    let n = s.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                let body = String::from_utf8_lossy(&got).into_owned();
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+fn proxy(grants: &[String]) -> (Proxy, Arc<Mutex<Vec<Denial>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let grants = grants
+        .iter()
+        .map(|g| HostGrant::parse(g).unwrap())
+        .collect();
+    let p = Proxy::start(
+        listener,
+        grants,
+        Arc::new(move |d: &Denial| seen2.lock().unwrap().push(d.clone())),
+        &tokio::runtime::Handle::current(),
+    )
+    .unwrap();
+    (p, seen)
+}
+
+async fn exchange(port: u16, send: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    s.write_all(send).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn absolute_uris_and_connect_reach_granted_ports_only() {
+    let up = upstream().await;
+    let (p, seen) = proxy(&[format!("127.0.0.1:{up}")]);
+    let got = exchange(
+        p.port(),
+        format!("GET http://127.0.0.1:{up}/x HTTP/1.1\r\nHost: a\r\nProxy-Connection: keep-alive\r\n\r\n")
+            .as_bytes(),
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 200 OK"), "{got}");
+    assert!(
+        got.contains("GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"),
+        "{got}"
+    );
+
+    let mut s = TcpStream::connect(("127.0.0.1", p.port())).await.unwrap();
+    s.write_all(format!("CONNECT 127.0.0.1:{up} HTTP/1.1\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = [0u8; 39];
+    s.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head[..], b"HTTP/1.1 200 Connection established\r\n\r\n");
+    s.write_all(b"PING / HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut rest = String::new();
+    s.read_to_string(&mut rest).await.unwrap();
+    assert!(rest.contains("PING / HTTP/1.1"), "{rest}");
+
+    // Another port of the granted address: refused, named, kept, reported.
+    let since = Instant::now();
+    let other = up.wrapping_add(1).max(1);
+    let got = exchange(
+        p.port(),
+        format!("CONNECT 127.0.0.1:{other} HTTP/1.1\r\n\r\n").as_bytes(),
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 403 Forbidden"), "{got}");
+    assert!(
+        got.contains(&format!("plughost refused 127.0.0.1:{other}"))
+            && got.contains(&format!("\"network:127.0.0.1:{other}\"")),
+        "{got}"
+    );
+    assert_eq!(p.refused_since(since).len(), 1);
+    assert_eq!(seen.lock().unwrap()[0].target, format!("127.0.0.1:{other}"));
+}
+
+#[tokio::test]
+async fn socks5_connects_to_granted_hosts_and_refuses_the_rest() {
+    let up = upstream().await;
+    let (p, _) = proxy(&[format!("127.0.0.1:{up}")]);
+    let socks = |host: [u8; 4], port: u16| {
+        let mut ask = vec![5, 1, 0, 5, 1, 0, 1];
+        ask.extend(host);
+        ask.extend(port.to_be_bytes());
+        ask
+    };
+    let mut s = TcpStream::connect(("127.0.0.1", p.port())).await.unwrap();
+    s.write_all(&socks([127, 0, 0, 1], up)).await.unwrap();
+    let mut answer = [0u8; 12];
+    s.read_exact(&mut answer).await.unwrap();
+    assert_eq!(answer[3], socks::SUCCEEDED);
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut rest = String::new();
+    s.read_to_string(&mut rest).await.unwrap();
+    assert!(rest.starts_with("HTTP/1.1 200 OK"), "{rest}");
+
+    let mut s = TcpStream::connect(("127.0.0.1", p.port())).await.unwrap();
+    s.write_all(&socks([127, 0, 0, 2], up)).await.unwrap();
+    let mut answer = [0u8; 12];
+    s.read_exact(&mut answer).await.unwrap();
+    assert_eq!(answer[3], socks::NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn a_dropped_proxy_stops_listening() {
+    let (p, _) = proxy(&[]);
+    let port = p.port();
+    drop(p);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(TcpStream::connect(("127.0.0.1", port)).await.is_err());
+}

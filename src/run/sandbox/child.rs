@@ -1,0 +1,133 @@
+//! What the child of a confined spawn does between `clone` (or `fork`) and
+//! `exec`: join the namespaces, set `no_new_privs`, add its own `/proc/PID`
+//! to the ruleset, restrict itself with Landlock, install the seccomp
+//! program. Raw system calls on data the parent built, nothing that
+//! allocates, locks or unwinds: see `executor/spawn_linux.rs` for why.
+
+use std::os::fd::RawFd;
+
+use super::namespace::{self, Joins};
+
+/// `LANDLOCK_RULE_PATH_BENEATH` from `linux/landlock.h`.
+pub(super) const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+
+/// `struct landlock_path_beneath_attr` from `linux/landlock.h` (packed there too).
+#[repr(C, packed)]
+pub(super) struct PathBeneathAttr {
+    pub allowed_access: u64,
+    pub parent_fd: i32,
+}
+
+/// What the child of a confined spawn does before `exec`, as plain data.
+#[derive(Clone, Copy)]
+pub(crate) struct ChildSteps {
+    /// The namespaces to join first (before the child changes folder).
+    pub joins: Option<Joins>,
+    /// The ruleset to restrict itself with.
+    pub ruleset: Option<RawFd>,
+    /// Rights on its own `/proc/PID` to add to the ruleset first (0: none).
+    pub proc_self: u64,
+    /// The seccomp program to install last.
+    pub seccomp: Option<&'static [libc::sock_filter]>,
+}
+
+/// The child's first half, before it changes to the plugin's folder:
+/// joins the namespaces (joining a mount namespace moves the current folder
+/// to its root). Returns 0, or the failing call's errno.
+pub(crate) fn join(steps: &ChildSteps) -> i32 {
+    match &steps.joins {
+        Some(joins) => namespace::join(joins),
+        None => 0,
+    }
+}
+
+/// The child's half: `no_new_privs`, its own `/proc/PID`, the Landlock
+/// restriction, the seccomp program. Returns 0, or the failing call's errno.
+///
+/// Runs between `clone`/`fork` and `exec`: only raw system calls on data the
+/// parent built, nothing that allocates, locks or unwinds.
+pub(crate) fn enforce(steps: &ChildSteps) -> i32 {
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments and touches no memory.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return errno();
+    }
+    if let Some(fd) = steps.ruleset {
+        if steps.proc_self != 0 {
+            let rc = allow_own_proc(fd, steps.proc_self);
+            if rc != 0 {
+                return rc;
+            }
+        }
+        // SAFETY: `fd` is an open Landlock ruleset descriptor the parent keeps
+        // open across the spawn; the call takes it and a flags integer.
+        let rc = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) };
+        if rc != 0 {
+            return errno();
+        }
+    }
+    if let Some(filter) = steps.seccomp {
+        let program = libc::sock_fprog {
+            len: filter.len() as libc::c_ushort,
+            filter: filter.as_ptr().cast_mut(),
+        };
+        // SAFETY: `program` points to `filter`, a valid static slice of `len`
+        // instructions; the kernel copies it and never writes through it.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                &program as *const libc::sock_fprog,
+            )
+        };
+        if rc != 0 {
+            return errno();
+        }
+    }
+    0
+}
+
+/// The calling thread's errno (in a `clone(CLONE_VM)` child: the suspended
+/// parent thread's, which nobody else reads meanwhile).
+fn errno() -> i32 {
+    // SAFETY: __errno_location returns a valid pointer to this thread's errno.
+    let e = unsafe { *libc::__errno_location() };
+    if e == 0 { libc::ECHILD } else { e }
+}
+
+/// Adds the calling process's own `/proc/PID` to `ruleset`. Runs in the child,
+/// where `/proc/self` names the plugin rather than the host. Its descendants get
+/// other pids, so they cannot read their own `/proc/PID` files (magic links such
+/// as `/proc/self/fd/N` to a pipe still work). Without `/proc` mounted, skips.
+fn allow_own_proc(ruleset: RawFd, access: u64) -> i32 {
+    // SAFETY: the path is a static NUL-terminated string; open returns a new
+    // descriptor or -1 and writes no memory of ours.
+    let dir = unsafe {
+        libc::open(
+            c"/proc/self".as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if dir < 0 {
+        return 0;
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: dir,
+    };
+    // SAFETY: `attr` is a valid landlock_path_beneath_attr for the whole call,
+    // which only reads it; `ruleset` and `dir` are open descriptors.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset,
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    };
+    let result = if rc == 0 { 0 } else { errno() };
+    // SAFETY: `dir` is the descriptor opened above, closed exactly once.
+    unsafe { libc::close(dir) };
+    result
+}

@@ -1,0 +1,734 @@
+//! The Linux seam of the namespaces: a user namespace for the host, and in
+//! it a network namespace per plugin version with host grants and a mount
+//! namespace per confinement that keeps project files read-only. Every
+//! `unsafe` of the namespaces lives here.
+//!
+//! # Why namespaces, and which
+//!
+//! Landlock only grants: it cannot keep `.git/hooks` out of a write grant
+//! of the project that holds it without forbidding new files beside it, and
+//! its TCP rules know ports, not addresses. Where unprivileged user
+//! namespaces work, both are done by the kernel instead:
+//! - a **network namespace** with only `lo` (up), in which plughost's egress
+//!   proxy listens on `127.0.0.1`: the listening socket is made inside the
+//!   namespace and handed to the host, whose proxy accepts on it. A plugin
+//!   there reaches the proxy and nothing else, whatever it does with its
+//!   sockets. No forwarder process, no second hop;
+//! - a **mount namespace** in which the project files that run code later
+//!   are bind-mounted read-only onto themselves, and the folders holding
+//!   them (`.git`, `.vscode`…) bind-mounted onto themselves, so that they
+//!   cannot be renamed away and replaced (a mount point cannot be renamed
+//!   or removed in its namespace).
+//!
+//! # How they are made, and held
+//!
+//! Each is made once, by a short-lived forked child (the *preparer*): a
+//! multi-threaded host cannot `unshare` a user namespace itself. The child
+//! makes only raw system calls (no allocation, no lock: the host's other
+//! threads are gone in it), sends the namespace's `/proc/self/ns/…`
+//! descriptor (and the listening socket) back over a socket pair with
+//! `SCM_RIGHTS`, and exits. The host holds the namespaces by those
+//! descriptors alone: no process lingers, nothing needs reaping at shutdown,
+//! and a namespace ends when its last descriptor closes.
+//!
+//! The user namespace is made once per host process and maps the host's
+//! own user onto itself (root: every id onto itself), so files keep their
+//! owners. Network and mount namespaces are made inside it (the preparer
+//! joins it first), so one `setns` into it gives a spawned child the right
+//! to join them. A spawned child joins user, mount, then network namespace
+//! between `clone` and `exec` ([`join`]), then drops the capabilities a
+//! root plugin would otherwise hold in the user namespace (mounting,
+//! network administration) from its bounding set.
+//!
+//! # Caveats
+//! - The mount namespace is a copy of the host's at the time it was made;
+//!   later mounts reach it as slave mounts (propagation from the host).
+//! - A project file that did not exist when the namespace was made (a new
+//!   `.mcp.json`) is not read-only until the confinement is prepared again.
+//! - Renaming the project folder itself is not prevented.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::mem::{MaybeUninit, size_of};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::ptr;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+/// `struct mount_attr` from `linux/mount.h`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 1;
+const SIOCGIFFLAGS: libc::c_ulong = 0x8913;
+const SIOCSIFFLAGS: libc::c_ulong = 0x8914;
+const PR_CAPBSET_DROP: libc::c_int = 24;
+/// Capabilities a root plugin would hold in the user namespace and must not:
+/// mounting (which would undo the read-only project files), network
+/// administration, raw sockets, `chroot`, tracing.
+const DROPPED_CAPS: [libc::c_int; 5] = [21, 12, 13, 18, 19];
+
+/// `struct ifreq` as `SIOC[GS]IFFLAGS` use it.
+#[repr(C)]
+struct IfFlags {
+    name: [u8; 16],
+    flags: libc::c_short,
+    _rest: [u8; 22],
+}
+
+/// How long the host waits for a preparer before it gives up.
+const PREPARE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The host's user namespace, made on first use; the error says why it
+/// could not be made (a distribution that forbids unprivileged ones…).
+static USER: LazyLock<Result<OwnedFd, String>> = LazyLock::new(|| {
+    let job = Job {
+        join_user: None,
+        unshare: libc::CLONE_NEWUSER,
+        network: false,
+        pinned: Vec::new(),
+        read_only: Vec::new(),
+        ns: c"/proc/self/ns/user",
+    };
+    prepare(&job)
+        .map(|(ns, _)| ns)
+        .map_err(|e| format!("cannot make a user namespace: {e}"))
+});
+
+/// Whether namespaces can be made here: a user namespace, and a network
+/// namespace in it (probed once).
+pub(crate) fn available() -> Result<(), String> {
+    static PROBE: LazyLock<Result<(), String>> =
+        LazyLock::new(|| network().map(drop).map_err(|e| e.to_string()));
+    PROBE.clone()
+}
+
+/// A new network namespace with only `lo`, up, and a socket listening on
+/// `127.0.0.1` in it (port chosen by the kernel).
+pub(crate) fn network() -> io::Result<(OwnedFd, std::net::TcpListener)> {
+    let user = user()?;
+    let job = Job {
+        join_user: Some(user),
+        unshare: libc::CLONE_NEWNET,
+        network: true,
+        pinned: Vec::new(),
+        read_only: Vec::new(),
+        ns: c"/proc/self/ns/net",
+    };
+    let (ns, listener) = prepare(&job)?;
+    let listener = listener.ok_or_else(|| io::Error::other("the preparer sent no socket"))?;
+    Ok((ns, std::net::TcpListener::from(listener)))
+}
+
+/// A new mount namespace in which `read_only` are mounted read-only onto
+/// themselves and `pinned` (folders) onto themselves, outer paths first.
+pub(crate) fn mounts(read_only: &[PathBuf], pinned: &[PathBuf]) -> io::Result<OwnedFd> {
+    let user = user()?;
+    let c = |p: &PathBuf| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::other(format!("{} contains a NUL byte", p.display())))
+    };
+    let job = Job {
+        join_user: Some(user),
+        unshare: libc::CLONE_NEWNS,
+        network: false,
+        pinned: pinned.iter().map(c).collect::<io::Result<_>>()?,
+        read_only: read_only.iter().map(c).collect::<io::Result<_>>()?,
+        ns: c"/proc/self/ns/mnt",
+    };
+    prepare(&job).map(|(ns, _)| ns)
+}
+
+/// The host's user namespace, as a descriptor valid for the host's life.
+pub(crate) fn user() -> io::Result<RawFd> {
+    match &*USER {
+        Ok(fd) => Ok(fd.as_raw_fd()),
+        Err(e) => Err(io::Error::other(e.clone())),
+    }
+}
+
+/// The namespaces a spawned child joins, as descriptors (`-1`: none).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Joins {
+    pub user: RawFd,
+    pub mnt: RawFd,
+    pub net: RawFd,
+}
+
+/// The child's half: joins `joins`' namespaces, user first, and drops
+/// [`DROPPED_CAPS`] from its bounding set. Returns 0 or the failing call's
+/// errno.
+///
+/// Runs between `clone` and `exec`: raw system calls only. Joining a mount
+/// namespace moves the current folder to its root: the caller changes
+/// folder afterwards.
+pub(crate) fn join(joins: &Joins) -> i32 {
+    for (fd, kind) in [
+        (joins.user, libc::CLONE_NEWUSER),
+        (joins.mnt, libc::CLONE_NEWNS),
+        (joins.net, libc::CLONE_NEWNET),
+    ] {
+        if fd < 0 {
+            continue;
+        }
+        // SAFETY: setns takes a descriptor the parent keeps open across the
+        // spawn and a flag; it touches no memory of ours.
+        if unsafe { libc::setns(fd, kind) } != 0 {
+            return errno();
+        }
+    }
+    for cap in DROPPED_CAPS {
+        // SAFETY: integer arguments only. EINVAL means a capability this
+        // kernel does not know, which nobody holds.
+        let rc = unsafe { libc::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) };
+        if rc != 0 && errno() != libc::EINVAL {
+            return errno();
+        }
+    }
+    0
+}
+
+fn errno() -> i32 {
+    // SAFETY: __errno_location returns a valid pointer to this thread's errno.
+    let e = unsafe { *libc::__errno_location() };
+    if e == 0 { libc::ECHILD } else { e }
+}
+
+/// What a preparer does, built before the fork (it allocates nothing after).
+struct Job {
+    /// The user namespace to join first.
+    join_user: Option<RawFd>,
+    /// The namespaces to make (`CLONE_NEW…`).
+    unshare: libc::c_int,
+    /// Bring `lo` up and listen on `127.0.0.1`.
+    network: bool,
+    /// Folders bind-mounted onto themselves.
+    pinned: Vec<CString>,
+    /// Files and folders bind-mounted onto themselves, read-only.
+    read_only: Vec<CString>,
+    /// The namespace file sent back.
+    ns: &'static CStr,
+}
+
+/// The step of a preparer that failed, as it reports it.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Step {
+    JoinUser = 1,
+    Unshare,
+    Wait,
+    Private,
+    Pin,
+    ReadOnly,
+    Loopback,
+    Listen,
+    Open,
+    Send,
+}
+
+impl Step {
+    fn describe(n: u8) -> &'static str {
+        match n {
+            1 => "join the host's user namespace",
+            2 => "make the namespace",
+            3 => "wait for the user mapping",
+            4 => "keep its mounts from reaching the host",
+            5 => "pin a folder",
+            6 => "make a project file read-only",
+            7 => "bring up the loopback interface",
+            8 => "listen on 127.0.0.1",
+            9 => "open the namespace",
+            _ => "send it to the host",
+        }
+    }
+}
+
+/// Forks a preparer that runs `job`, maps the user namespace it makes (if
+/// it makes one), and takes what it sends: the namespace descriptor and,
+/// for a network job, the listening socket.
+///
+/// Blocks the calling thread until the preparer is done (a few
+/// milliseconds: a fork and a dozen system calls), at most
+/// [`PREPARE_TIMEOUT`]. The fork copies the host's page tables: once per
+/// plugin version, not per call.
+fn prepare(job: &Job) -> io::Result<(OwnedFd, Option<OwnedFd>)> {
+    let mut pair = [0 as libc::c_int; 2];
+    // SAFETY: `pair` is a valid array of two ints, which socketpair fills.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            pair.as_mut_ptr(),
+        )
+    } != 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: socketpair returned two new descriptors that nothing else owns.
+    let (host, child) = unsafe { (OwnedFd::from_raw_fd(pair[0]), OwnedFd::from_raw_fd(pair[1])) };
+    // SAFETY: fork has no preconditions; the child runs `preparer`, which
+    // makes only async-signal-safe system calls on data built before the
+    // fork and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        preparer(job, child.as_raw_fd());
+    }
+    drop(child);
+    let result = talk(job, &host, pid);
+    if result.is_err() {
+        // SAFETY: kill takes a pid and a signal; the child is ours and unreaped.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    reap(pid);
+    result
+}
+
+/// The host's side of a preparer: the user mapping when it made a user
+/// namespace, then its answer.
+fn talk(job: &Job, host: &OwnedFd, pid: libc::pid_t) -> io::Result<(OwnedFd, Option<OwnedFd>)> {
+    if job.unshare & libc::CLONE_NEWUSER != 0 {
+        let (tag, _, _) = receive(host)?;
+        if tag.first() != Some(&b'u') {
+            return Err(failure(&tag));
+        }
+        map_user(pid)?;
+        send_byte(host, b'g')?;
+    }
+    let (tag, ns, socket) = receive(host)?;
+    match (tag.first(), ns) {
+        (Some(b'k'), Some(ns)) => Ok((ns, socket)),
+        _ => Err(failure(&tag)),
+    }
+}
+
+/// Maps the host's user (and group) onto itself in the namespace of `pid`;
+/// root maps every id onto itself, as it may.
+fn map_user(pid: libc::pid_t) -> io::Result<()> {
+    // SAFETY: geteuid and getegid cannot fail and touch no memory.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let write = |file: &str, text: &str| {
+        std::fs::write(proc.join(file), text)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot write {file}: {e}")))
+    };
+    if uid == 0 {
+        write("uid_map", "0 0 4294967295\n")?;
+        write("gid_map", "0 0 4294967295\n")
+    } else {
+        write("setgroups", "deny")?;
+        write("uid_map", &format!("{uid} {uid} 1\n"))?;
+        write("gid_map", &format!("{gid} {gid} 1\n"))
+    }
+}
+
+/// The error a preparer reported (`e`, step, errno), or that it ended
+/// without a word.
+fn failure(message: &[u8]) -> io::Error {
+    match message {
+        [b'e', step, rest @ ..] if rest.len() >= 4 => {
+            let errno = i32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]);
+            let e = io::Error::from_raw_os_error(errno);
+            io::Error::new(e.kind(), format!("cannot {}: {e}", Step::describe(*step)))
+        }
+        _ => io::Error::other("the namespace preparer ended without an answer"),
+    }
+}
+
+/// One message from the preparer, with the descriptors it carries (the
+/// namespace, then the socket).
+fn receive(sock: &OwnedFd) -> io::Result<(Vec<u8>, Option<OwnedFd>, Option<OwnedFd>)> {
+    let mut poll = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let timeout = PREPARE_TIMEOUT.as_millis() as libc::c_int;
+    // SAFETY: `poll` is one valid pollfd for the whole call.
+    let n = unsafe { libc::poll(&mut poll, 1, timeout) };
+    if n == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the namespace preparer did not answer",
+        ));
+    }
+    let mut data = [0u8; 16];
+    let mut control = Control([0; 8]);
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = size_of::<Control>() as _;
+    // SAFETY: `msg` points to `iov`, `data` and `control`, all alive for
+    // the call, with their true lengths.
+    let len = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if len < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut fds = Vec::new();
+    // SAFETY: the CMSG macros walk the control buffer the kernel filled,
+    // within `msg_controllen`; SCM_RIGHTS data is an array of ints.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let n = ((*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / size_of::<i32>();
+                let data = libc::CMSG_DATA(cmsg).cast::<i32>();
+                for i in 0..n {
+                    fds.push(OwnedFd::from_raw_fd(ptr::read_unaligned(data.add(i))));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    let mut fds = fds.into_iter();
+    Ok((data[..len as usize].to_vec(), fds.next(), fds.next()))
+}
+
+/// Room for one control message of up to four descriptors, aligned.
+#[repr(C, align(8))]
+struct Control([u64; 8]);
+
+fn send_byte(sock: &OwnedFd, byte: u8) -> io::Result<()> {
+    // SAFETY: one byte from a valid local.
+    let n = unsafe { libc::send(sock.as_raw_fd(), (&raw const byte).cast(), 1, 0) };
+    if n == 1 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn reap(pid: libc::pid_t) {
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid writes only into `status`, a valid local.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+/// The preparer: runs `job` and reports on `sock`, then exits.
+///
+/// In a forked child of a multi-threaded host: only system calls through
+/// libc on data built before the fork; no allocation, no lock, no unwinding.
+fn preparer(job: &Job, sock: RawFd) -> ! {
+    let fail = |step: Step| -> ! {
+        let e = errno().to_ne_bytes();
+        let message = [b'e', step as u8, e[0], e[1], e[2], e[3]];
+        // SAFETY: sends a local array and exits; nothing is unwound.
+        unsafe {
+            libc::send(sock, message.as_ptr().cast(), message.len(), 0);
+            libc::_exit(1)
+        }
+    };
+    // SAFETY: each call below is a libc wrapper of one system call, given
+    // descriptors the child owns, pointers to the job's strings (built
+    // before the fork and unchanged since), or locals of this frame.
+    unsafe {
+        if let Some(user) = job.join_user
+            && libc::setns(user, libc::CLONE_NEWUSER) != 0
+        {
+            fail(Step::JoinUser);
+        }
+        if libc::unshare(job.unshare) != 0 {
+            fail(Step::Unshare);
+        }
+        if job.unshare & libc::CLONE_NEWUSER != 0 {
+            let mut go = 0u8;
+            if libc::send(sock, b"u".as_ptr().cast(), 1, 0) != 1
+                || libc::recv(sock, (&raw mut go).cast(), 1, 0) != 1
+            {
+                fail(Step::Wait);
+            }
+        }
+        if job.unshare & libc::CLONE_NEWNS != 0 {
+            let none = ptr::null::<libc::c_char>();
+            if libc::mount(
+                none,
+                c"/".as_ptr(),
+                none,
+                libc::MS_REC | libc::MS_SLAVE,
+                ptr::null(),
+            ) != 0
+            {
+                fail(Step::Private);
+            }
+            for path in &job.pinned {
+                let p = path.as_ptr();
+                if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0 {
+                    fail(Step::Pin);
+                }
+            }
+            for path in &job.read_only {
+                let p = path.as_ptr();
+                if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0
+                    || read_only(p) != 0
+                {
+                    fail(Step::ReadOnly);
+                }
+            }
+        }
+        let mut listener = -1;
+        if job.network {
+            if loopback_up() != 0 {
+                fail(Step::Loopback);
+            }
+            listener = listen_loopback();
+            if listener < 0 {
+                fail(Step::Listen);
+            }
+        }
+        let ns = libc::open(job.ns.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if ns < 0 {
+            fail(Step::Open);
+        }
+        let fds = [ns, listener];
+        let count = if listener >= 0 { 2 } else { 1 };
+        if send_fds(sock, &fds[..count]) != 0 {
+            fail(Step::Send);
+        }
+        libc::_exit(0)
+    }
+}
+
+/// Makes the mount at `path` (and those below it) read-only; 0 or -1.
+///
+/// # Safety
+/// `path` is a NUL-terminated string.
+unsafe fn read_only(path: *const libc::c_char) -> libc::c_int {
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `attr` is a valid mount_attr of the size passed; `path` is a
+    // NUL-terminated string (the caller's promise).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path,
+            libc::AT_RECURSIVE,
+            &attr as *const MountAttr,
+            size_of::<MountAttr>(),
+        )
+    };
+    if rc == 0 || errno() != libc::ENOSYS {
+        return rc as libc::c_int;
+    }
+    // Before Linux 5.12: a remount that keeps the flags the kernel locked
+    // (a user namespace may not clear them).
+    let mut st = MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: statvfs fills `st`; `path` is NUL-terminated.
+    if unsafe { libc::statvfs(path, st.as_mut_ptr()) } != 0 {
+        return -1;
+    }
+    // SAFETY: initialized by the successful statvfs.
+    let f = unsafe { st.assume_init() }.f_flag;
+    let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if f & st_flag != 0 {
+            flags |= ms_flag;
+        }
+    }
+    let none = ptr::null::<libc::c_char>();
+    // SAFETY: a remount of `path` with integer flags and no data.
+    unsafe { libc::mount(none, path, none, flags, ptr::null()) }
+}
+
+/// Brings `lo` up in the current network namespace; 0 or -1.
+fn loopback_up() -> libc::c_int {
+    // SAFETY: a datagram socket for the ioctls, closed below.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return -1;
+    }
+    let mut req = IfFlags {
+        name: [0; 16],
+        flags: 0,
+        _rest: [0; 22],
+    };
+    req.name[..2].copy_from_slice(b"lo");
+    // SAFETY: `req` is a valid ifreq-sized struct for both calls, which read
+    // and write only within it.
+    let rc = unsafe {
+        if libc::ioctl(s, SIOCGIFFLAGS as _, &mut req) != 0 {
+            -1
+        } else {
+            req.flags |= libc::IFF_UP as libc::c_short;
+            libc::ioctl(s, SIOCSIFFLAGS as _, &req)
+        }
+    };
+    // SAFETY: `s` is the socket opened above, closed once.
+    unsafe { libc::close(s) };
+    rc
+}
+
+/// A TCP socket listening on `127.0.0.1`, on a port the kernel picks; the
+/// descriptor or -1.
+fn listen_loopback() -> RawFd {
+    // SAFETY: socket takes integers.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return -1;
+    }
+    let addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: `addr` is a valid sockaddr_in of the length passed.
+    let bound = unsafe {
+        libc::bind(
+            s,
+            (&raw const addr).cast(),
+            size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        ) == 0
+            && libc::listen(s, 1024) == 0
+    };
+    if bound { s } else { -1 }
+}
+
+/// Sends `fds` over `sock` with one byte, `k`; 0 or -1.
+fn send_fds(sock: RawFd, fds: &[RawFd]) -> libc::c_int {
+    let mut data = *b"k";
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut control = Control([0; 8]);
+    let bytes = std::mem::size_of_val(fds) as libc::c_uint;
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below to
+    // locals that outlive the sendmsg call. The CMSG macros compute within
+    // `control`, which has room for four descriptors (at most two here).
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.0.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(bytes) as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(bytes) as _;
+        ptr::copy_nonoverlapping(
+            fds.as_ptr(),
+            libc::CMSG_DATA(cmsg).cast::<RawFd>(),
+            fds.len(),
+        );
+        if libc::sendmsg(sock, &msg, 0) == 1 {
+            0
+        } else {
+            -1
+        }
+    }
+}
+
+/// The paths a mount namespace keeps read-only and the folders it pins, for
+/// the project files `read_only` under the folders a plugin may write
+/// (`roots`): each file, and the project's own folders holding it
+/// (`.git`, `.vscode`). Outer paths come first.
+pub(crate) fn layout(read_only: &[PathBuf], roots: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut pinned: Vec<PathBuf> = Vec::new();
+    for path in read_only {
+        let Some(root) = roots
+            .iter()
+            .filter(|r| path.starts_with(r) && path != *r)
+            .max_by_key(|r| r.as_os_str().len())
+        else {
+            continue;
+        };
+        let mut at = path.parent();
+        while let Some(dir) = at {
+            if dir == root.as_path() || !dir.starts_with(root) {
+                break;
+            }
+            // The project's own folders (`.git`, `.vscode`); not the project
+            // folder itself, whose files would then be on another mount
+            // than their neighbours (a move between them fails with EXDEV).
+            let hidden = dir
+                .file_name()
+                .is_some_and(|n| n.as_bytes().first() == Some(&b'.'));
+            if hidden && !pinned.iter().any(|p| p == dir) && !read_only.iter().any(|r| r == dir) {
+                pinned.push(dir.to_path_buf());
+            }
+            at = dir.parent();
+        }
+    }
+    let depth = |p: &PathBuf| p.components().count();
+    pinned.sort_by_key(depth);
+    let mut read_only = read_only.to_vec();
+    read_only.sort_by_key(depth);
+    read_only.dedup();
+    // A read-only folder already holds what is below it.
+    let outer: Vec<PathBuf> = read_only.clone();
+    read_only.retain(|p| !outer.iter().any(|o| o != p && p.starts_with(o)));
+    pinned.retain(|p| !read_only.iter().any(|o| p.starts_with(o)));
+    (read_only, pinned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folders_between_the_grant_and_a_project_file_are_pinned() {
+        let p = PathBuf::from;
+        let (ro, pinned) = layout(
+            &[
+                p("/w/site/.git/hooks"),
+                p("/w/site/.git/config"),
+                p("/w/site/.vscode/mcp.json"),
+                p("/w/site/.mcp.json"),
+                p("/w/site/.claude"),
+                p("/w/site/.claude/settings.json"),
+            ],
+            &[p("/w")],
+        );
+        assert_eq!(
+            ro,
+            [
+                p("/w/site/.mcp.json"),
+                p("/w/site/.claude"),
+                p("/w/site/.git/hooks"),
+                p("/w/site/.git/config"),
+                p("/w/site/.vscode/mcp.json"),
+            ]
+        );
+        assert_eq!(pinned, [p("/w/site/.git"), p("/w/site/.vscode")]);
+    }
+
+    #[test]
+    fn the_path_of_a_file_is_a_c_string() {
+        assert!(mounts(&[PathBuf::from("/a\0b")], &[]).is_err());
+    }
+}
