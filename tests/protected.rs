@@ -135,6 +135,9 @@ for op, path in req["input"]["ops"]:
         elif op == "append":
             with open(path, "a") as f:
                 f.write("appended by a plugin\n")
+        elif op == "rename":
+            import os
+            os.rename(path, path + ".moved")
         results.append("ok")
     except OSError as e:
         results.append(f"{type(e).__name__}: {e.strerror}")
@@ -419,5 +422,96 @@ fn a_denial_of_a_protected_path_is_named_as_such() {
         )) && err.contains("a protected path (SSH keys)")
             && err.contains("\"filesystem:read:~/.ssh\""),
         "{err}"
+    );
+}
+
+/// The project files that run later under a folder a plugin may write
+/// (`.git/hooks`, `.git/config`, project MCP configurations) are read-only
+/// where user namespaces work (a mount namespace), whatever the write grant;
+/// new files in the project still work, and the `.git` folder cannot be
+/// renamed away and replaced. Where namespaces are off, `doctor` says they
+/// are not protected.
+#[test]
+fn git_hooks_and_project_mcp_configurations_stay_read_only_under_a_write_grant() {
+    if !sandbox_enforces_files()
+        || !util::prerequisite(
+            "user namespaces (the mount namespace)",
+            plughost::report::SandboxSupport::here().user_namespaces,
+        )
+    {
+        return;
+    }
+    let h = Home::new();
+    let site = h.home.join("projects/site");
+    std::fs::write(site.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::write(site.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(site.join(".mcp.json"), "{}").unwrap();
+    std::fs::create_dir_all(site.join(".vscode")).unwrap();
+    std::fs::write(site.join(".vscode/mcp.json"), "{}").unwrap();
+    for (name, grant) in [
+        ("site-writer", "filesystem:write:~/projects/site"),
+        ("home-writer", "filesystem:write:~"),
+        ("writer", "filesystem:write"),
+    ] {
+        h.probe(name, &[grant]);
+        h.approve(name);
+        let hook = site.join(".git/hooks/pre-commit");
+        let new_hook = site.join(".git/hooks/post-checkout");
+        let config = site.join(".git/config");
+        let mcp = site.join(".mcp.json");
+        let vscode = site.join(".vscode/mcp.json");
+        let git = site.join(".git");
+        let fresh = site.join(format!("{name}.txt"));
+        let results = h.try_ops(
+            name,
+            &[
+                ("write", &hook),
+                ("append", &hook),
+                ("write", &new_hook),
+                ("append", &config),
+                ("write", &mcp),
+                ("write", &vscode),
+                ("rename", &git),
+                ("write", &fresh),
+            ],
+        );
+        for (r, what) in results[..6].iter().zip([
+            "the pre-commit hook",
+            "the pre-commit hook",
+            "a new hook",
+            ".git/config",
+            ".mcp.json",
+            ".vscode/mcp.json",
+        ]) {
+            assert_eq!(
+                r, "OSError: Read-only file system",
+                "{grant}: {what}: {results:?}"
+            );
+        }
+        assert!(
+            results[6].starts_with("OSError"),
+            "{grant}: renaming .git: {results:?}"
+        );
+        assert_eq!(
+            results[7], "ok",
+            "{grant}: a new file in the project: {results:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&hook).unwrap(),
+            "#!/bin/sh\nexit 0\n"
+        );
+        assert!(!new_hook.exists() && git.exists());
+    }
+    let out = util::run({
+        let mut c = h.cmd();
+        c.env("PLUGHOST_NO_NAMESPACES", "1").arg("doctor");
+        c
+    });
+    assert!(
+        util::stdout(&out).contains(
+            "project .git/hooks and MCP configs under write grants  NOT protected from writes"
+        ),
+        "{}",
+        util::stdout(&out)
     );
 }

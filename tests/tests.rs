@@ -22,6 +22,7 @@ mod mcp_http;
 mod mcp_plugins;
 mod mcp_state;
 mod mcp_stdio;
+mod net_grants;
 mod observers;
 mod permissions;
 mod protected;

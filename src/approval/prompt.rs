@@ -199,6 +199,16 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
     if shell_and_network(manifest) {
         let _ = writeln!(t, "\n{SHELL_NETWORK_WARNING}");
     }
+    let here = crate::run::sandbox::support_here();
+    let hosts = !permissions.contains(&Permission::Network)
+        && permissions.iter().any(|p| p.host_grant().is_some());
+    if hosts {
+        let _ = writeln!(
+            t,
+            "\nIt reaches those hosts through plughost's egress proxy and no others (names\nare resolved by plughost; loopback and private addresses only when granted\nas addresses). On this machine that is {}.",
+            here.host_grants.describe()
+        );
+    }
     if permissions
         .iter()
         .any(|p| p.writes() && p.scope().is_none())
@@ -206,6 +216,12 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
         let _ = writeln!(
             t,
             "\nEven so, it cannot change plughost's own state and plugins, your secrets\n(SSH keys, credentials), shell start-up files, MCP client configurations,\nautostart entries or git hooks: a grant must name those (plughost doctor lists them)."
+        );
+    }
+    if permissions.iter().any(Permission::writes) && !here.projects_read_only {
+        let _ = writeln!(
+            t,
+            "On this machine (no user namespaces), the .git/hooks and MCP configurations of\nprojects in the folders it may write are NOT protected from its writes."
         );
     }
     t

@@ -64,6 +64,25 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         "  signals to processes outside the sandbox           {}",
         yes_no(support.scopes)
     );
+    use plughost::sandbox::NetLevel;
+    println!(
+        "  network:HOST grants                                {}",
+        match support.host_grants {
+            NetLevel::Namespace =>
+                "held by a network namespace: the egress proxy is the one way out",
+            NetLevel::ProxyPort =>
+                "held to the egress proxy's port only (Landlock TCP rule + seccomp; no user namespaces)",
+            _ => "NOT enforced: plugins are only pointed at the egress proxy",
+        }
+    );
+    println!(
+        "  project .git/hooks and MCP configs under write grants  {}",
+        if support.projects_read_only {
+            "read-only (mount namespace)"
+        } else {
+            "NOT protected from writes (no user namespaces)"
+        }
+    );
     for note in &support.notes {
         println!("  note: {note}");
     }
@@ -96,7 +115,14 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             );
         }
     }
-    println!("  also: .git/hooks and project MCP configurations in folders a plugin may write");
+    println!(
+        "  also: .git/hooks and project MCP configurations in folders a plugin may write ({})",
+        if support.projects_read_only {
+            "read-only in a mount namespace"
+        } else {
+            "NOT protected here: no user namespaces"
+        }
+    );
     if let Some(list) = &d.protected_list {
         println!(
             "  add your own secrets, one path a line, in {}",
@@ -150,7 +176,12 @@ fn plugin(cli: &Cli, host: &plughost::PluginHost, name: &str) -> Result<ExitCode
     } else {
         println!("  recent sandbox denials (newest last):");
         for d in &denials {
-            println!("    [{}] {}: {}", d.time, d.tool, d.message);
+            let by = if d.tool.is_empty() {
+                "egress proxy"
+            } else {
+                d.tool.as_str()
+            };
+            println!("    [{}] {by}: {}", d.time, d.message);
         }
     }
     Ok(ExitCode::SUCCESS)

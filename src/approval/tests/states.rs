@@ -186,3 +186,49 @@ fn scoped_grants_tier_and_a_changed_scope_asks_again() {
         "{text}"
     );
 }
+
+#[test]
+fn host_grants_need_approval_a_new_host_asks_again_and_the_prompt_lists_hosts() {
+    let dir = state_dir();
+    let store = ApprovalStore::new(dir.path());
+    let github = manifest("gh", &["network:api.github.com:443"], &[]);
+    assert_eq!(approval::tier(&github), Tier::NeedsApproval);
+    store.grant(&github).unwrap();
+    assert_eq!(store.state(&github).unwrap(), ApprovalState::Approved);
+
+    let more = manifest(
+        "gh",
+        &[
+            "network:api.github.com:443",
+            "network:*.githubusercontent.com",
+        ],
+        &[],
+    );
+    let state = store.state(&more).unwrap();
+    let new = "network:*.githubusercontent.com"
+        .parse::<Permission>()
+        .unwrap();
+    assert_eq!(
+        state,
+        ApprovalState::NeedsReapproval {
+            new_permissions: vec![new],
+            new_env: vec![],
+        },
+        "a new host is a new grant"
+    );
+    let text = prompt::text(&more, &state);
+    for expected in [
+        "now asks for more than you approved: network:*.githubusercontent.com.",
+        "network:api.github.com:443: connect to api.github.com (port 443), through plughost's egress proxy, and nowhere else\n",
+        "network:*.githubusercontent.com: connect to every host below githubusercontent.com (any port), through plughost's egress proxy, and nowhere else  (new)\n",
+        "It reaches those hosts through plughost's egress proxy and no others",
+        "On this machine that is ",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    // Plain `network` already reaches every host: narrowing it asks nothing.
+    let dir = state_dir();
+    let store = ApprovalStore::new(dir.path());
+    store.grant(&manifest("gh", &["network"], &[])).unwrap();
+    assert_eq!(store.state(&github).unwrap(), ApprovalState::Approved);
+}
