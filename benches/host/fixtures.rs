@@ -9,6 +9,8 @@
 //! | `py-worker`, `node-worker`, `py-spawn`, `node-spawn` | the echo of `plughost new --persistent`, and copies without `persistent` |
 //! | `py-pool` | `py-worker` with `max_workers: 4` |
 //! | `flood` | writes 1 GB to stdout |
+//! | `tiny-hosts` | the tiny program granted one host (`network:127.0.0.1:PORT`): it runs held to the egress proxy |
+//! | `fetch-proxied`, `fetch-direct` | curl downloads a megabyte from the bench's origin on 127.0.0.1, granted that host (through the proxy) or plain `network` (direct) |
 //! | `idle-plugins/idle-NN` | 16 persistent copies of the tiny program, in a plugins folder of their own |
 //!
 //! Scripts run their real interpreter, named in the shebang, rather than
@@ -111,6 +113,32 @@ pub(crate) fn setup(bench: &mut Bench) {
     if let Some(node) = bench.node.clone() {
         scaffold(bench, "node-worker", "node", true, &node);
         scaffold(bench, "node-spawn", "node", false, &node);
+    }
+
+    bench.origin = crate::net::origin();
+    install_binary(&bench.plugins, "tiny-hosts", &tiny, "tiny_hosts_echo", None);
+    let grant = format!("network:127.0.0.1:{}", bench.origin);
+    edit_manifest(&bench.plugins.join("tiny-hosts"), |m| {
+        m["permissions"] = json!([grant])
+    });
+    for (name, permission) in [
+        ("fetch-proxied", grant.as_str()),
+        ("fetch-direct", "network"),
+    ] {
+        let dir = bench.plugins.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("main.sh"),
+            format!(
+                "#!/bin/sh\ncat >/dev/null\nsize=$(curl -sS -o /dev/null -w '%{{size_download}}' http://127.0.0.1:{}/big) || exit 1\necho \"{{\\\"result\\\":\\\"$size\\\"}}\"\n",
+                bench.origin
+            ),
+        )
+        .unwrap();
+        set_exec(&dir.join("main.sh"));
+        let mut m = manifest(name, "main.sh", &format!("{}_get", name.replace('-', "_")));
+        m["permissions"] = json!([permission]);
+        write_manifest(&dir, &m);
     }
 
     let flood = bench.plugins.join("flood");

@@ -33,6 +33,18 @@
 //!   raw_calls_per_s, ratio}]`: the tiny plugin at 1, 2, 8 and 32 calls in
 //!   flight, sandbox off and on.
 //! - `library_call_us`: `call_latency`'s tiny p50 without the sandbox.
+//! - `host_grants`: `[{level, granted_p50_us, granted_p99_us, bare_p50_us,
+//!   raw_p50_us, ratio_p50, ratio_raw_p50}]`: the tiny plugin granted one
+//!   host (`tiny-hosts`, held to the egress proxy), the same binary granted
+//!   nothing (`bare`, sandboxed, no network) and a raw spawn, in turn, at
+//!   `level` `namespace` (user and network namespaces) and `proxy_port`
+//!   (namespaces off: Landlock's TCP rule). `ratio_p50` is granted / bare.
+//! - `host_grants_throughput`: `[{level, concurrency, granted_calls_per_s,
+//!   bare_calls_per_s, ratio}]`: the same two at 2 and 32 calls in flight.
+//! - `proxy_download`: `[{level, proxied_p50_ms, direct_p50_ms,
+//!   ratio_p50}]`: curl in a plugin downloading a megabyte from an origin on
+//!   127.0.0.1, through the egress proxy (`fetch-proxied`) or directly, with
+//!   plain `network` (`fetch-direct`), in turn; both sandboxed.
 //! - `spawn_paths`: `[{host_mb, host_rss_mb, path, p50_us, p99_us,
 //!   ratio_p50}]`: one full exchange with the tiny plugin, in a fresh process
 //!   holding `host_mb` of touched memory (its `VmRSS` is `host_rss_mb`), by
@@ -84,6 +96,7 @@ mod children;
 mod fixtures;
 mod load;
 mod mcp;
+mod net;
 mod raw;
 mod sdk;
 mod spawn;
@@ -104,6 +117,8 @@ pub(crate) struct Bench {
     pub(crate) quick: bool,
     /// The real node binary, when there is one.
     pub(crate) node: Option<PathBuf>,
+    /// The port of the HTTP origin on 127.0.0.1 (`net.rs`).
+    pub(crate) origin: u16,
 }
 
 fn main() {
@@ -124,6 +139,7 @@ fn main() {
         dir,
         quick,
         node: None,
+        origin: 0,
     };
     fixtures::setup(&mut bench);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -149,7 +165,13 @@ impl Bench {
 
     /// A host over the bench's plugins; `sandbox` on or off.
     pub(crate) fn host(&self, sandbox: bool) -> PluginHost {
+        self.host_with(sandbox, true)
+    }
+
+    /// [`Self::host`], with user namespaces when `namespaces`.
+    pub(crate) fn host_with(&self, sandbox: bool, namespaces: bool) -> PluginHost {
         PluginHost::builder()
+            .namespaces(namespaces)
             .plugins_dir(&self.plugins)
             .state_dir(&self.state)
             .concurrency(64)
@@ -165,6 +187,7 @@ impl Bench {
     async fn run(&self) -> Value {
         let mut report = json!({});
         calls::rows(self, &mut report).await;
+        net::rows(self, &mut report).await;
         spawn::rows(self, &mut report);
         children::soak(self, &mut report);
         workers::rows(self, &mut report).await;
@@ -189,6 +212,7 @@ pub(crate) fn cell(v: &Value) -> String {
 /// One section per group, each with its header line.
 fn print_table(r: &Value) {
     calls::print(r);
+    net::print(r);
     spawn::print(r);
     children::print(r);
     workers::print(r);
