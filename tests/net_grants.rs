@@ -294,7 +294,7 @@ fn fetches_through_the_proxy_and_nothing_else_at_the_fallback_level() {
 }
 
 /// A call that fails after the proxy refused it names the host and the
-/// grant; `doctor NAME` lists the refusal; `--require-sandbox` refuses the
+/// grant, and so does its audit entry; `doctor NAME` lists the refusal; `--require-sandbox` refuses the
 /// fallback level, which holds the plugin to one port only.
 #[test]
 fn a_refused_host_is_named_in_the_error_and_by_doctor() {
@@ -311,8 +311,12 @@ fn a_refused_host_is_named_in_the_error_and_by_doctor() {
         false,
     );
     approve(&sandbox, "fetcher");
+    let audit = sandbox.root.path().join("audit.jsonl");
     let mut c = cmd(&sandbox, false);
-    c.args(["call", "fetcher"]).arg(
+    c.arg("--audit-log")
+        .arg(&audit)
+        .args(["call", "fetcher"])
+        .arg(
         json!({"ops": [["urllib", format!("http://127.0.0.2:{}/x", b.port)]], "fail_if": "403"})
             .to_string(),
     );
@@ -325,6 +329,14 @@ fn a_refused_host_is_named_in_the_error_and_by_doctor() {
             b.port, b.port
         )),
         "{err}"
+    );
+    let line: Value =
+        serde_json::from_str(std::fs::read_to_string(&audit).unwrap().trim()).unwrap();
+    assert!(
+        line["refused"][0]
+            .as_str()
+            .is_some_and(|r| r.contains(&format!("127.0.0.2:{}", b.port))),
+        "{line}"
     );
     let out = util::run({
         let mut c = cmd(&sandbox, false);

@@ -60,11 +60,15 @@ impl Inner {
         let result = self
             .run_call(catalog, tool, &input, options, &info, &mut worker)
             .await;
-        self.bus.call_ended(
-            &info,
-            &result,
-            &CallSummary::of(&result, start.elapsed(), worker),
-        );
+        let mut summary = CallSummary::of(&result, start.elapsed(), worker);
+        if let Some(t) = catalog.tool(tool) {
+            summary.refused = self
+                .refused_since(&t.plugin, start)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+        }
+        self.bus.call_ended(&info, &result, &summary);
         result
     }
 

@@ -37,6 +37,10 @@ pub struct AuditRecord {
     /// With outcome `tool_error`: the kind the plugin reported, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<String>,
+    /// What the egress proxy refused the plugin during the call: the host
+    /// and the grant that would allow it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
 }
@@ -76,6 +80,7 @@ impl AuditLog {
             duration_ms: (summary.duration.as_secs_f64() * 1e6).round() / 1e3,
             worker: summary.worker,
             error_kind: summary.tool_error.map(|k| k.as_str().to_owned()),
+            refused: summary.refused.clone(),
             input: self.log_inputs.then(|| call.input.clone()),
         };
         let mut line = serde_json::to_vec(&record).map_err(|e| e.to_string())?;

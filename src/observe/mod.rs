@@ -84,6 +84,10 @@ pub struct CallSummary {
     pub worker: Option<u32>,
     /// The kind the plugin reported for its own failure (`is_error`).
     pub tool_error: Option<ToolErrorKind>,
+    /// What the egress proxy refused the plugin while the call ran (a
+    /// plugin with host grants), in words: the host and the grant that
+    /// would allow it.
+    pub refused: Vec<String>,
 }
 
 impl CallSummary {
@@ -107,6 +111,7 @@ impl CallSummary {
                 .ok()
                 .and_then(|o| o.error.as_ref())
                 .map(|e| e.kind),
+            refused: Vec::new(),
         }
     }
 

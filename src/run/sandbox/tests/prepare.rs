@@ -135,3 +135,54 @@ async fn a_ruleset_serves_a_bounded_number_of_processes() {
     let fresh = confinement.for_call().unwrap();
     assert_ne!(fresh.child_steps().ruleset, ruleset, "replaced once full");
 }
+
+#[test]
+fn host_grants_report_the_level_that_holds_them() {
+    let support = sandbox::support(true);
+    if !prerequisite(
+        "Landlock ABI 4 and seccomp",
+        support.network_tcp && support.network_sockets,
+    ) {
+        return;
+    }
+    let fx = fixture();
+    let granted = ["network:api.example.com:443".parse::<Permission>().unwrap()];
+    let entrypoint = fx.plugin.join("main.sh");
+    for namespaces in [false, true] {
+        if namespaces && !prerequisite("user namespaces", support.user_namespaces) {
+            return;
+        }
+        let (egress, _listener) = sandbox::prepare_egress(namespaces).unwrap();
+        let confinement = Confinement::new(&Policy {
+            plugin_dir: &fx.plugin,
+            data_dir: &fx.data,
+            tmp_dir: &fx.tmp,
+            entrypoint: &entrypoint,
+            permissions: &granted,
+            trust: &[],
+            private: &[],
+            env: &[],
+            egress: Some(&egress),
+            namespaces,
+        })
+        .unwrap();
+        let e = confinement.enforcement();
+        let (level, said) = if namespaces {
+            (sandbox::NetLevel::Namespace, false)
+        } else {
+            (sandbox::NetLevel::ProxyPort, true)
+        };
+        assert_eq!(e.network_level, Some(level));
+        assert_eq!(
+            e.not_enforced
+                .iter()
+                .any(|n| n.contains("proxy's port only")),
+            said,
+            "{:?}",
+            e.not_enforced
+        );
+        let steps = confinement.for_call().unwrap().child_steps();
+        assert_eq!(steps.joins.is_some(), namespaces);
+        assert!(steps.seccomp.is_some() && steps.ruleset.is_some());
+    }
+}
