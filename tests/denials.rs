@@ -1,5 +1,6 @@
 //! Sandbox denials, named: a call that fails after the sandbox refused a
-//! read or a write says what was refused and the grant that allows it;
+//! read, a write or a connection says what was refused and the grant that
+//! allows it;
 //! `doctor NAME` lists the recent ones; a failure the sandbox did not cause
 //! names none, even when the plugin says "Permission denied".
 
@@ -90,6 +91,73 @@ fn a_refused_write_is_named_with_the_folder_to_grant() {
         message.contains("the sandbox refused writing")
             && message.contains(&format!("filesystem:write:{}", folder.display())),
         "{message}"
+    );
+}
+
+/// A plugin with no network grant connects to a listener on loopback (Node
+/// says `connect EACCES 127.0.0.1:PORT`) and looks a name up (`getaddrinfo
+/// EAI_AGAIN`): both are named with the `network:` grant. Without the
+/// sandbox, the same plugin reaches the listener.
+#[test]
+fn a_refused_connection_and_name_lookup_are_named_with_the_host_grant() {
+    let support = plughost::report::SandboxSupport::here();
+    if !util::prerequisite(
+        "Landlock TCP rules and seccomp filters",
+        support.network_tcp && support.network_sockets,
+    ) {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sandbox = Sandbox::new();
+    let script = |target: &str| {
+        format!(
+            "#!/usr/bin/env node\n\
+             process.stdin.resume(); process.stdin.on('end', () => {{ {target}\n\
+             .then(() => {{ console.log(JSON.stringify({{result: 'reached'}})); }})\n\
+             .catch(e => {{ console.error('Error: ' + e.message); process.exit(3); }}); }});\n"
+        )
+    };
+    let connect = format!(
+        "new Promise((ok, no) => require('net').connect({port}, '127.0.0.1').on('connect', function () {{ this.destroy(); ok(); }}).on('error', no))"
+    );
+    // The entrypoint is a Node script (its name is the manifest's `main.sh`).
+    let write_js = |body: String| {
+        sandbox.write_plugin(
+            "dials-out",
+            &util::manifest("dials-out", "dials_out"),
+            &body,
+        );
+    };
+    write_js(script(&connect));
+    let v = call_json(&sandbox, "dials_out");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "the sandbox refused connecting to 127.0.0.1:{port}; grant \"network:127.0.0.1:{port}\" to allow it"
+        )),
+        "{v:#}"
+    );
+    write_js(script(
+        "require('dns').promises.lookup('api.example.invalid')",
+    ));
+    let v = call_json(&sandbox, "dials_out");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the sandbox refused connecting to api.example.invalid (looking a name up needs the network); grant \"network:api.example.invalid\""),
+        "{v:#}"
+    );
+    // The same plugin unconfined reaches the listener: the refusal was the sandbox's.
+    write_js(script(&connect));
+    let out = util::run({
+        let mut c = sandbox.cmd();
+        c.args(["--no-sandbox", "--json", "call", "dials_out", "{}"]);
+        c
+    });
+    assert!(
+        util::stdout(&out).contains("reached"),
+        "{}",
+        util::stdout(&out)
     );
 }
 

@@ -12,6 +12,16 @@
 //! rules could not have caused. (Landlock's own audit records would be
 //! exact, but reading them needs the audit subsystem and privileges a user's
 //! plughost does not have.)
+//!
+//! A plugin granted no network at all is refused TCP connections (Landlock:
+//! `EACCES`) and every other socket (seccomp), so it cannot look a name up
+//! either (`EAI_AGAIN`). A line that reports one of those with the address
+//! or the name (Node's `connect EACCES 10.0.0.5:443` and `getaddrinfo
+//! EAI_AGAIN api.example.com`, Go's `dial tcp 10.0.0.5:443: connect:
+//! permission denied`, urllib3's `host='…', port=…`) names it, with the
+//! `network:HOST` grant; a message without one names nothing. Plugins with
+//! host grants are named by the egress proxy instead, which sees each
+//! connection it refuses.
 
 use std::path::{Path, PathBuf};
 
@@ -25,14 +35,26 @@ const MAX_DENIALS: usize = 3;
 /// The denials `texts` (stderr, an error result) report that `confinement`
 /// explains, at most [`MAX_DENIALS`], each once.
 pub(crate) fn find(texts: &[&str], confinement: &Confinement, home: Option<&Path>) -> Vec<Denial> {
+    let offline = {
+        let e = confinement.enforcement();
+        e.tcp_denied && e.sockets_denied && e.network_level.is_none()
+    };
     let mut found: Vec<Denial> = Vec::new();
     for text in texts {
-        for line in text.lines().filter(|l| reports_denial(l)) {
-            let writes = says_write(line);
-            for path in absolute_paths(line) {
-                let Some(d) = explain(&path, writes, confinement, home) else {
-                    continue;
-                };
+        for line in text.lines() {
+            let mut denials = Vec::new();
+            if offline {
+                denials.extend(network_denial(line));
+            }
+            if reports_denial(line) {
+                let writes = says_write(line);
+                denials.extend(
+                    absolute_paths(line)
+                        .iter()
+                        .filter_map(|path| explain(path, writes, confinement, home)),
+                );
+            }
+            for d in denials {
                 if !found
                     .iter()
                     .any(|f| f.target == d.target && f.access == d.access)
@@ -46,6 +68,75 @@ pub(crate) fn find(texts: &[&str], confinement: &Confinement, home: Option<&Path
         }
     }
     found
+}
+
+/// The connection or name lookup a line reports refused, for a plugin with
+/// no network: the target is the `host:port` (or the name) the line gives.
+fn network_denial(line: &str) -> Option<Denial> {
+    let l = line.to_ascii_lowercase();
+    let refused = [
+        "eacces",
+        "eperm",
+        "permission denied",
+        "operation not permitted",
+    ]
+    .iter()
+    .any(|m| l.contains(m));
+    let connect = |target: &str| {
+        let target = target.trim_end_matches([':', ',', '.', ')', '\'', '"']);
+        let host = target
+            .rsplit_once(':')
+            .filter(|(_, port)| port.parse::<u16>().is_ok())
+            .map_or(target, |(host, _)| host)
+            .trim_matches(['[', ']']);
+        (!host.is_empty())
+            .then(|| Denial::connect(target.to_owned(), format!("network:{target}"), None))
+    };
+    // Node: "connect EACCES 10.0.0.5:443"; Go: "dial tcp 10.0.0.5:443: connect: permission denied".
+    for marker in ["connect eacces ", "connect eperm ", "dial tcp "] {
+        if let Some(at) = l.find(marker)
+            && (marker != "dial tcp " || refused)
+        {
+            let rest = &line[at + marker.len()..];
+            let word = rest.split_whitespace().next().unwrap_or("");
+            let word = if marker == "dial tcp " {
+                word.trim_end_matches(':')
+            } else {
+                word
+            };
+            return connect(word);
+        }
+    }
+    // urllib3 / requests: "HTTPConnectionPool(host='10.0.0.5', port=80): … Permission denied".
+    if refused && let Some(at) = line.find("host='") {
+        let host = line[at + 6..].split('\'').next().unwrap_or("");
+        let port = line
+            .find("port=")
+            .map(|p| {
+                line[p + 5..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+            })
+            .filter(|p| !p.is_empty());
+        return connect(&match port {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        });
+    }
+    // Node: "getaddrinfo EAI_AGAIN api.example.com": no socket for the lookup.
+    if let Some(at) = l.find("getaddrinfo eai_again ") {
+        let name = line[at + 22..].split_whitespace().next().unwrap_or("");
+        let name = name.trim_end_matches([',', '.', ')', '\'', '"']);
+        if !name.is_empty() {
+            return Some(Denial::connect(
+                name.to_owned(),
+                format!("network:{name}"),
+                Some("looking a name up needs the network".to_owned()),
+            ));
+        }
+    }
+    None
 }
 
 /// Whether a line reports a permission error (or Node's way of saying it).
@@ -216,6 +307,45 @@ mod tests {
             "Error [ERR_MODULE_NOT_FOUND]: Cannot find module"
         ));
         assert!(!reports_denial("file not found: /x"));
+    }
+
+    #[test]
+    fn connections_are_found_in_the_ways_programs_report_them() {
+        let target = |l: &str| network_denial(l).map(|d| (d.target, d.grant, d.why.is_some()));
+        let at = |t: &str, g: &str| Some((t.to_owned(), g.to_owned(), false));
+        assert_eq!(
+            target(
+                "    [cause]: Error: connect EACCES 127.0.0.1:18777 - Local (undefined:undefined)"
+            ),
+            at("127.0.0.1:18777", "network:127.0.0.1:18777")
+        );
+        assert_eq!(
+            target(
+                "Get \"http://10.0.0.5:8080/x\": dial tcp 10.0.0.5:8080: connect: permission denied"
+            ),
+            at("10.0.0.5:8080", "network:10.0.0.5:8080")
+        );
+        assert_eq!(
+            target(
+                "HTTPConnectionPool(host='api.example.com', port=80): Max retries exceeded ([Errno 13] Permission denied)"
+            ),
+            at("api.example.com:80", "network:api.example.com:80")
+        );
+        assert_eq!(
+            target("Error: getaddrinfo EAI_AGAIN api.example.com"),
+            Some((
+                "api.example.com".into(),
+                "network:api.example.com".into(),
+                true
+            ))
+        );
+        // No address, another error, or a dial that was not refused: nothing.
+        assert_eq!(target("urlopen error [Errno 13] Permission denied"), None);
+        assert_eq!(target("Error: connect ECONNREFUSED 127.0.0.1:80"), None);
+        assert_eq!(
+            target("dial tcp 10.0.0.5:80: connect: connection refused"),
+            None
+        );
     }
 
     #[test]
