@@ -391,8 +391,9 @@ pub struct Denial {
     /// The path (or, for `connect`, the `host:port`) refused.
     pub target: String,
     /// The permission that would allow it, as a manifest writes it
-    /// (`filesystem:read:~/.gitconfig`).
-    pub grant: String,
+    /// (`filesystem:read:~/.gitconfig`); `None` when no grant reaches it
+    /// (plughost's own state, plugins folder, binary or configuration).
+    pub grant: Option<String>,
     /// When the target is a protected path: what it holds, and the path a
     /// grant must name.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -409,7 +410,7 @@ impl Denial {
         Denial {
             access: Access::Connect,
             target,
-            grant,
+            grant: Some(grant),
             protected: None,
             why,
         }
@@ -427,14 +428,22 @@ impl fmt::Display for Denial {
         if let Some(why) = &self.why {
             write!(f, " ({why})")?;
         }
-        match &self.protected {
-            Some((path, what)) => write!(
+        match (&self.protected, &self.grant) {
+            (Some((path, what)), None) if self.access == Access::Write => write!(
                 f,
-                ", a protected path ({what}): only a grant that names it reaches it, \"{}\" ({} holds it)",
-                self.grant,
+                ", {what} ({}): no grant reaches it; a plugin keeps what it writes in its data folder ($PLUGHOST_DATA_DIR)",
                 path.display()
             ),
-            None => write!(f, "; grant \"{}\" to allow it", self.grant),
+            (Some((path, what)), None) => {
+                write!(f, ", {what} ({}): no grant reaches it", path.display())
+            }
+            (Some((path, what)), Some(grant)) => write!(
+                f,
+                ", a protected path ({what}): only a grant that names it reaches it, \"{grant}\" ({} holds it)",
+                path.display()
+            ),
+            (None, Some(grant)) => write!(f, "; grant \"{grant}\" to allow it"),
+            (None, None) => Ok(()),
         }
     }
 }

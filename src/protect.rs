@@ -30,6 +30,14 @@ pub enum Kind {
     Trust,
 }
 
+/// What a plugin's state folder is, as a protected path: neither read nor
+/// written (but for its own data and temp folders), whatever is granted.
+pub(crate) const STATE: &str = "plughost's state (approvals, tokens, other plugins' data)";
+
+/// What plughost's plugins folder, binary and configuration are, as
+/// protected paths: never written, whatever is granted.
+pub(crate) const OWN: &str = "plughost's plugins, binary or configuration";
+
 /// One protected path and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ProtectedPath {

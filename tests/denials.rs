@@ -94,6 +94,34 @@ fn a_refused_write_is_named_with_the_folder_to_grant() {
     );
 }
 
+/// A plugin that writes into its own folder (as a package that keeps its
+/// file next to its code does) is told that no grant reaches plughost's
+/// plugins folder and where to write instead, not given a grant that would
+/// not work.
+#[test]
+fn a_refused_write_into_the_plugins_folder_names_no_grant() {
+    if !landlock() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    plugin(
+        &sandbox,
+        "keeps-file",
+        "echo hi > \"$(dirname \"$0\")/memory.jsonl\" || exit 3",
+    );
+    let v = call_json(&sandbox, "keeps_file");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    let folder = sandbox.plugins().canonicalize().unwrap();
+    assert!(
+        message.contains(&format!(
+            "the sandbox refused writing {}/keeps-file/memory.jsonl, plughost's plugins, binary or configuration ({}): no grant reaches it; a plugin keeps what it writes in its data folder ($PLUGHOST_DATA_DIR)",
+            folder.display(),
+            folder.display()
+        )) && !message.contains("grant \"filesystem"),
+        "{v:#}"
+    );
+}
+
 /// A plugin with no network grant connects to a listener on loopback (Node
 /// says `connect EACCES 127.0.0.1:PORT`) and looks a name up (`getaddrinfo
 /// EAI_AGAIN`): both are named with the `network:` grant. Without the

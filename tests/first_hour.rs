@@ -2,8 +2,8 @@
 //! the real binary: validating a plugin from inside its folder, a folder
 //! without a manifest, a call of a rejected plugin's tool, Windows line
 //! endings, `--json` output, revoking a plugin that does not exist, the
-//! context flags of `call`, the input cap, a plugin-reported error kind, and
-//! export names a provider refuses.
+//! context flags of `call`, the input cap, a plugin-reported error kind,
+//! export names a provider refuses, and output piped into `head`.
 
 use crate::util;
 
@@ -147,6 +147,24 @@ fn with_json_a_host_error_is_only_json() {
     let o = run(cmd);
     assert_eq!(json_out(&o)["error"]["kind"], "invalid_args");
     assert_eq!(stderr(&o), "");
+}
+
+/// `plughost list --json | head` and `plughost man | head`: a reader that
+/// stops reading ends the output without a panic or an error, with the exit
+/// a program killed by SIGPIPE has.
+#[test]
+fn a_reader_that_stops_reading_ends_the_output_quietly() {
+    let sandbox = Sandbox::new().with_fixtures(&["slow-ok"]);
+    for args in [&["--json", "list"][..], &["list"], &["man"]] {
+        let mut cmd = sandbox.cmd();
+        cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        // Closed before the first write.
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(141), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{args:?}");
+    }
 }
 
 #[test]

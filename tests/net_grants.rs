@@ -675,7 +675,10 @@ async fn an_mcp_server_is_held_the_same() {
             }
         };
         assert_eq!(refused.0, "netserver");
-        assert_eq!(refused.1.grant, format!("network:127.0.0.2:{}", b.port));
+        assert_eq!(
+            refused.1.grant,
+            Some(format!("network:127.0.0.2:{}", b.port))
+        );
         host.shutdown();
     }
     assert_eq!(a.accepted.load(Ordering::SeqCst), 2);

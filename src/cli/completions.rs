@@ -22,8 +22,10 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
 }
 
 pub fn run_man() -> Result<ExitCode, String> {
-    clap_mangen::Man::new(Cli::command())
-        .render(&mut std::io::stdout())
-        .map_err(|e| format!("cannot write the man page: {e}"))?;
-    Ok(ExitCode::SUCCESS)
+    match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        // The reader stopped reading (`plughost man | head`): as SIGPIPE ends a program.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::from(141)),
+        Err(e) => Err(format!("cannot write the man page: {e}")),
+    }
 }

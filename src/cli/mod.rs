@@ -132,6 +132,7 @@ enum Command {
 
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -140,6 +141,27 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// A reader that stops reading (`plughost list --json | head`) ends the
+/// output quietly: `println!` panics on a closed stdout, and that panic
+/// becomes the exit a program killed by SIGPIPE has (141), without a word.
+/// SIGPIPE itself stays ignored: the pipes to plugins that exit early need
+/// that.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }
 
 fn run(cli: Cli) -> Result<ExitCode, String> {

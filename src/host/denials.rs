@@ -25,8 +25,9 @@ pub struct DenialRecord {
     pub tool: String,
     /// The denial in words (what was refused, the grant that allows it).
     pub message: String,
-    /// The grant that would allow it.
-    pub grant: String,
+    /// The grant that would allow it; `None` when no grant reaches it.
+    #[serde(default)]
+    pub grant: Option<String>,
 }
 
 impl PluginHost {

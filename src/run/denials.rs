@@ -230,26 +230,37 @@ fn explain(
         .iter()
         .filter(|p| path.starts_with(&p.path))
         .max_by_key(|p| p.path.as_os_str().len());
-    let (named, protected) = match protected {
-        Some(ProtectedPath {
-            path: holder,
-            kind: Kind::Secret | Kind::RunsLater,
-            what,
-        }) => (holder.clone(), Some((holder.clone(), (*what).to_owned()))),
-        // plughost's own: no grant reaches it, so none is suggested.
-        Some(ProtectedPath {
-            kind: Kind::Trust, ..
-        }) => return None,
-        None => (suggested(path, access), None),
-    };
     let kind = match access {
         Access::Read => "filesystem:read:",
         _ => "filesystem:write:",
     };
+    let (grant, protected) = match protected {
+        Some(ProtectedPath {
+            path: holder,
+            kind: Kind::Secret | Kind::RunsLater,
+            what,
+        }) => (
+            Some(format!("{kind}{}", tilde(holder, home))),
+            Some((holder.clone(), (*what).to_owned())),
+        ),
+        // plughost's own: no grant reaches it (but reading the plugins
+        // folder, which `filesystem:read` does).
+        Some(ProtectedPath {
+            path: holder,
+            kind: Kind::Trust,
+            what,
+        }) if access == Access::Write || *what == crate::protect::STATE => {
+            (None, Some((holder.clone(), (*what).to_owned())))
+        }
+        _ => (
+            Some(format!("{kind}{}", tilde(&suggested(path, access), home))),
+            None,
+        ),
+    };
     Some(Denial {
         access,
         target: path.display().to_string(),
-        grant: format!("{kind}{}", tilde(&named, home)),
+        grant,
         protected,
         why: None,
     })
@@ -311,7 +322,9 @@ mod tests {
 
     #[test]
     fn connections_are_found_in_the_ways_programs_report_them() {
-        let target = |l: &str| network_denial(l).map(|d| (d.target, d.grant, d.why.is_some()));
+        let target = |l: &str| {
+            network_denial(l).map(|d| (d.target, d.grant.unwrap_or_default(), d.why.is_some()))
+        };
         let at = |t: &str, g: &str| Some((t.to_owned(), g.to_owned(), false));
         assert_eq!(
             target(

@@ -298,6 +298,18 @@ impl Exclusions {
             write.push(real(path));
         }
         protected.retain(|p| !named(&p.path, true));
+        // plughost's own, so that a denial there is named as such (no grant
+        // reaches it).
+        protected.extend(policy.private.iter().map(|path| protect::ProtectedPath {
+            path: real(path),
+            kind: Kind::Trust,
+            what: protect::STATE,
+        }));
+        protected.extend(policy.trust.iter().map(|path| protect::ProtectedPath {
+            path: real(path),
+            kind: Kind::Trust,
+            what: protect::OWN,
+        }));
         Exclusions {
             read,
             write,
