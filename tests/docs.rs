@@ -663,3 +663,37 @@ fn slug(heading: &str) -> String {
         .collect::<Vec<_>>()
         .join("-")
 }
+
+/// The guide's library page shows the crate documentation's example, which
+/// `cargo test --doc` compiles and runs: the two stay the same.
+#[test]
+fn the_library_page_shows_the_tested_example() {
+    let repo = util::repo();
+    let lib = std::fs::read_to_string(repo.join("src/lib.rs")).unwrap();
+    let docs: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(|l| l.strip_prefix(' ').unwrap_or(l))
+        .collect();
+    let tested = first_block(&docs, "```")
+        .expect("src/lib.rs's crate docs have an example")
+        .into_iter()
+        .filter(|l| !l.trim_start().starts_with("# ") && l.trim() != "#")
+        .collect::<Vec<_>>();
+    let page = std::fs::read_to_string(repo.join("docs/library.md")).unwrap();
+    let lines: Vec<&str> = page.lines().collect();
+    let shown = first_block(&lines, "```rust").expect("docs/library.md has a rust block");
+    assert_eq!(
+        shown, tested,
+        "docs/library.md's first rust block differs from the example in src/lib.rs's crate docs"
+    );
+}
+
+/// The lines of the first fenced block opened by `open`.
+fn first_block<'a>(lines: &[&'a str], open: &str) -> Option<Vec<&'a str>> {
+    let start = lines.iter().position(|l| l.trim_end() == open)?;
+    let len = lines[start + 1..]
+        .iter()
+        .position(|l| l.trim_end() == "```")?;
+    Some(lines[start + 1..start + 1 + len].to_vec())
+}
