@@ -129,7 +129,7 @@ pub mod manifest {
     pub use crate::plugins::validate::check_folder;
 }
 
-/// What the sandbox enforces and what it refused: [`SandboxMode`](sandbox::SandboxMode)
+/// What the sandbox enforces and what it refused: [`SandboxMode`]
 /// for a host, [`SandboxSupport`](sandbox::SandboxSupport) for this machine,
 /// [`Denial`](sandbox::Denial) for what a plugin was refused.
 pub mod sandbox {
