@@ -2,7 +2,8 @@
 //! output is checked: a changed message fails this test until the document
 //! changes with it. `docs/contributing.md` says the same for writers. The
 //! relative links of `README.md` are checked here too (MkDocs checks those
-//! of the guide when `scripts/guide` builds it).
+//! of the guide when `scripts/guide` builds it), and so is the guide's
+//! library example, which must be the crate documentation's tested one.
 //!
 //! # What runs
 //!
@@ -38,10 +39,12 @@
 //! `OTEL_*` variables of the caller removed (so the plugins and state folders
 //! are the defaults, `~/.plugins` and `~/.local/state/plughost`), and `PATH`
 //! starting with the folder of the `plughost` binary this test was built
-//! with. The commands of one block
-//! run in order, each with `bash -c` in its own session (no controlling
-//! terminal, so nothing prompts), stdin empty, a two-minute limit. The first
-//! starts in `~`; a `cd` carries over to the next command, a variable does not.
+//! with. The commands of one block run in order, each with `bash -c` in its
+//! own session (no controlling terminal, so nothing prompts), stdin empty, a
+//! two-minute limit. The first starts in `~`; a `cd` carries over to the next
+//! command, a variable does not. `PLUGHOST_DOCS_ONLY=docs/cli.md` runs only
+//! the documents whose path holds that text, and says so, while one page is
+//! being written.
 //!
 //! # What does not run
 //!
@@ -49,7 +52,7 @@
 //! `console` are shown, not run. They are: a session on another machine (a
 //! client's configuration, a fresh clone), installs from npm or PyPI
 //! (`plughost add npm:…`, `pip install`), which need the network and minutes,
-//! commands that block until stopped (`plughost serve`, `plughost watch`),
+//! commands that block until stopped (`plughost serve --http`, `plughost watch`),
 //! prompts that need a terminal, and the repository's own scripts
 //! (`scripts/test`, `scripts/bench`), which the test suite runs elsewhere.
 //! Every fence must name its language, so that choice is always visible, and
