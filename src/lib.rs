@@ -3,55 +3,108 @@
 //! manifest and an executable in any language. Each call writes one JSON
 //! request to the plugin's stdin and reads one JSON response from its stdout,
 //! under a timeout, output caps and a kill of its whole process tree; a
-//! persistent plugin keeps one process running and answers a line per request.
+//! persistent plugin keeps one process running and answers a line per
+//! request, and an MCP server can be a plugin too. On Linux every plugin
+//! process runs in a Landlock and seccomp sandbox built from the permissions
+//! the user approved.
+//!
+//! This crate is the host an agent embeds; the `plughost` binary (feature
+//! `cli`) is one front end of it. The guide (`docs/` in the repository, built
+//! by `scripts/guide`) has the plugin format, the sandbox and the command
+//! line; its page "The library" is the companion of these docs.
+//!
+//! # An agent host in one function
+//!
+//! ```
+//! use plughost::export::{Format, export};
+//! use plughost::{ErrorKind, Invocation, PluginHost, Refusal};
+//! use serde_json::json;
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // Approvals and the plugins' data folders; by default the XDG state folder.
+//!     let state = std::env::temp_dir().join("plughost-example");
+//!     let host = PluginHost::builder()
+//!         .plugins_dir("plugins-examples") // by default ~/.plugins
+//!         .state_dir(&state)
+//!         .build()?;
+//!
+//!     // The tools to offer a model, in its provider's function-calling shape.
+//!     let tools = export(&host.tools(), Format::Anthropic)?;
+//!     assert!(tools.as_array().is_some_and(|tools| !tools.is_empty()));
+//!
+//!     // A call the model asked for.
+//!     let outcome = host
+//!         .call("hello_greet", json!({"name": "Alice"}), Invocation::default())
+//!         .await?;
+//!     assert_eq!(outcome.result, "Hello, Alice!");
+//!
+//!     // The tool's own error is an outcome: its text goes back to the model.
+//!     let outcome = host
+//!         .call("kv_get", json!({"key": "nope"}), Invocation::default())
+//!         .await?;
+//!     assert!(outcome.is_error);
+//!
+//!     // A host error has a kind, the same word as in the CLI and MCP; its
+//!     // message is written for the model, which can fix its input and retry.
+//!     let err = host
+//!         .call("hello_greet", json!({"name": 42}), Invocation::default())
+//!         .await
+//!         .unwrap_err();
+//!     assert_eq!(err.kind(), ErrorKind::InvalidArgs);
+//!
+//!     // A refusal is typed: a plugin that needs approval can be approved
+//!     // after asking the user (here no plugin needs it).
+//!     if let Some(plugin) = err.refusal().and_then(Refusal::plugin_to_approve) {
+//!         host.approve(plugin).await?;
+//!     }
+//!     Ok(())
+//! }
+//! ```
 //!
 //! # The types you meet
 //!
 //! - [`PluginHost`], built with [`PluginHost::builder`]: loads the plugins
 //!   folder, watches it ([`PluginHost::watch`]), and runs calls
-//!   ([`PluginHost::call`], [`PluginHost::call_with`] with [`CallOptions`]).
+//!   ([`PluginHost::call`], [`PluginHost::call_with`] with [`CallOptions`]:
+//!   cancellation, progress, a per-call approver). The call future is
+//!   `'static`: spawn it; dropping it, or dropping the host, kills the
+//!   plugin's process tree.
 //! - A call ends in a [`ToolOutcome`] (the plugin answered; its own
 //!   `is_error` included) or a [`CallError`] whose [`ErrorKind`] is the same
 //!   word in the CLI, the library and MCP. A refused call carries a
 //!   [`Refusal`] to match on.
 //! - Approvals: [`ApprovalState`], an [`Approver`] that asks the user
-//!   ([`TerminalApprover`], or your own dialog), [`PluginHost::approve_with`].
+//!   ([`TerminalApprover`](approval::TerminalApprover), or your own dialog),
+//!   [`PluginHost::approve_with`].
 //! - What happens besides calls is a [`HostEvent`], on
 //!   [`PluginHost::events`] and for every [`Observer`]. The library never
 //!   prints.
 //! - [`manifest`] and [`protocol`] are the plugin format; [`export`] turns
-//!   tools into function-calling specs; `mcp` (feature `mcp`) serves a host
-//!   over MCP.
+//!   tools into function-calling specs; [`sandbox`] says what this machine
+//!   enforces; [`report`] holds `list`, `validate` and `doctor` as data;
+//!   `mcp` (feature `mcp-server`) serves a host over MCP.
 //!
-//! ```
-//! use plughost::{Invocation, PluginHost};
-//! use serde_json::json;
+//! # Features
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # let state = tempfile::tempdir()?;
-//! let host = PluginHost::builder()
-//!     .plugins_dir("plugins-examples")
-//!     .state_dir(state.path())
-//!     .build()?;
-//! let runtime = tokio::runtime::Runtime::new()?;
-//! let outcome = runtime.block_on(host.call("hello_greet", json!({"name": "Alice"}), Invocation::default()))?;
-//! assert_eq!(outcome.result, "Hello, Alice!");
-//! assert!(!outcome.is_error);
+//! - `mcp-server`: the `mcp` module, which serves a host over MCP on stdio
+//!   and streamable HTTP (rmcp, hyper).
+//! - `mcp-plugins`: MCP servers as plugins (`"protocol": "mcp"`), spoken to
+//!   with rmcp's client. Without it such plugins load but cannot be called.
+//! - `cli`: the `plughost` binary (clap); it needs both of the above.
 //!
-//! // A host error is a typed error with a kind, not a panic or a string.
-//! let err = runtime.block_on(host.call("hello_greet", json!({"name": 42}), Invocation::default())).unwrap_err();
-//! assert_eq!(err.kind(), plughost::ErrorKind::InvalidArgs);
-//! # Ok(()) }
-//! ```
+//! All three are on by default; `default-features = false` gives the host
+//! alone.
 //!
 //! # How it is built
 //!
 //! The load side (`plugins`) reads plugin folders, validates them and builds an
 //! immutable catalog snapshot, swapped atomically on every reload. The call
 //! side (`host` then `run`) checks the input, the policy and the approval,
-//! prepares the sandbox, and runs the plugin: a process per call, or a
-//! persistent worker. `approval` keeps the grants, `observe` the hooks. The
-//! README has the map.
+//! prepares the sandbox, and runs the plugin: a process per call, a
+//! persistent worker, or a request to an MCP server. `approval` keeps the
+//! grants, `observe` the hooks. The guide's page "Contributing" has the map of
+//! the source.
 
 pub mod approval;
 pub mod client;
@@ -76,7 +129,7 @@ pub mod manifest {
     pub use crate::plugins::validate::check_folder;
 }
 
-/// What the sandbox enforces and what it refused: [`SandboxMode`](sandbox::SandboxMode)
+/// What the sandbox enforces and what it refused: [`SandboxMode`]
 /// for a host, [`SandboxSupport`](sandbox::SandboxSupport) for this machine,
 /// [`Denial`](sandbox::Denial) for what a plugin was refused.
 pub mod sandbox {

@@ -13,6 +13,7 @@ mod cli_plugins;
 #[cfg(feature = "cli")]
 mod connect;
 mod denials;
+mod docs;
 mod executor;
 mod first_hour;
 mod gateway;

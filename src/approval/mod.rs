@@ -4,15 +4,15 @@
 //! `filesystem:read`, and no `env` variables, it runs without asking
 //! ([`ApprovalState::Automatic`]). Anything else (any other permission, or any
 //! `env` variable, which may carry a secret) needs the user's approval, given in
-//! a [`prompt`] on a terminal, by `plughost approve NAME`, or through MCP
-//! elicitation. What was granted is kept in an [`ApprovalStore`]; a plugin whose
+//! a prompt (`prompt.rs`) on a terminal, by `plughost approve NAME`, or through MCP
+//! elicitation. What was granted is kept in an `ApprovalStore`; a plugin whose
 //! manifest later asks for a permission or variable it was not granted needs
 //! approval again ([`ApprovalState::NeedsReapproval`]); one that asks for fewer
 //! stays approved.
 //!
 //! The host runs one approval flow for calls, `plughost approve`, MCP
 //! elicitation and embedders (`host/approve.rs`): read the state, ask an
-//! [`Approver`] one question at a time, save a yes with [`ApprovalStore::grant`].
+//! [`Approver`] one question at a time, save a yes with `ApprovalStore::grant`.
 
 mod approver;
 pub(crate) mod pins;

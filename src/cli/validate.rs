@@ -20,8 +20,9 @@ pub struct Args {
     ///
     /// A plugin is SDK-based when its folder holds plughost_plugin.py or
     /// plughost_plugin.mjs, or a Cargo.toml depending on plughost-plugin. The
-    /// entrypoint runs in the plugin folder with stdin closed, a 10 s limit and
-    /// only the environment allowlist, but outside the sandbox. Without this
+    /// entrypoint runs in the plugin folder with stdin closed, a 10 s limit,
+    /// only the environment allowlist, and confined as a plugin granted
+    /// nothing (unless --no-sandbox). Without this
     /// flag validate runs no plugin code at all, so checking a folder you were
     /// sent is always safe.
     #[arg(long)]

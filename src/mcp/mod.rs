@@ -1,5 +1,5 @@
 //! The MCP server: every plugin tool as an MCP tool, over stdio (and
-//! streamable HTTP, see [`http`]), through the same call path as the CLI.
+//! streamable HTTP, see `http`), through the same call path as the CLI.
 //!
 //! - `tools/list` comes from the current catalog snapshot, with annotations
 //!   derived from each plugin's permissions (an MCP server's tools keep its
@@ -12,13 +12,13 @@
 //!   and roots requests reach it) and, when the client supports elicitation,
 //!   an approver that asks the user.
 //! - Resources, prompts, completions and logging of the MCP servers run as
-//!   plugins: [`gateway`].
+//!   plugins: `gateway`.
 //! - A catalog change sends the `list_changed` notifications to every client.
 //!
-//! What clients send is checked in [`wire`] before rmcp reads it (every
-//! request gets an answer with its id); over HTTP, [`sessions`] ties each call
+//! What clients send is checked in `wire` before rmcp reads it (every
+//! request gets an answer with its id); over HTTP, `sessions` ties each call
 //! to its client (a call whose client went away is cancelled after a resume
-//! window) and gives each session its share of the call slots; [`tenants`]
+//! window) and gives each session its share of the call slots; `tenants`
 //! serves one host per bearer token.
 #![cfg_attr(
     feature = "mcp-plugins",

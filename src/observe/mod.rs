@@ -1,5 +1,5 @@
 //! Lifecycle hooks: an [`Observer`] trait whose methods all default to doing
-//! nothing, and the [`Bus`] that delivers every [`HostEvent`] to subscribers
+//! nothing, and the `Bus` that delivers every [`HostEvent`] to subscribers
 //! and observers, and every call to the observers interested in calls.
 //!
 //! An observer that returns an error or panics never breaks a call or a
