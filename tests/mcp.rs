@@ -465,9 +465,15 @@ fn sigterm_stops_the_server_and_kills_calls_in_flight() {
     for line in [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow_sleep", "arguments": {}}}),
     ] {
         writeln!(stdin, "{line}").unwrap();
+    }
+    // Eight calls, the signal once the first runs: the others are starting
+    // their processes or waiting for them, and each must be killed before
+    // the server exits.
+    for id in 2..10 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "slow_sleep", "arguments": {}}});
+        writeln!(stdin, "{call}").unwrap();
     }
     util::block_until_processes(&dir, 1);
     // SAFETY: kill takes plain integers; the pid is our own child's.

@@ -167,8 +167,10 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 mcp::serve_http(served, options, stop, move |m| log.line(m)).await?;
             }
         }
+        // Calls in flight kill and reap their processes before the program
+        // exits (the runtime is dropped in the background below).
         for (_, _, host) in &tenants {
-            host.shutdown();
+            host.shutdown_and_wait(std::time::Duration::from_secs(5)).await;
         }
         drop(watchers);
         log.line("server stopped");

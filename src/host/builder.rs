@@ -218,6 +218,7 @@ impl PluginHostBuilder {
                 bus,
                 update: Mutex::new(()),
                 shutdown: CancellationToken::new(),
+                running: Default::default(),
                 next_call: AtomicU64::new(0),
                 metrics,
                 policy_state: PolicyState::default(),

@@ -21,6 +21,7 @@ mod mcp;
 mod reload;
 mod reports;
 mod revocation;
+mod running;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -100,6 +101,8 @@ struct Inner {
     /// Serializes catalog updates (calls only read the snapshot).
     update: Mutex<()>,
     shutdown: CancellationToken,
+    /// The calls in flight, which a shutdown waits for.
+    running: Arc<running::Running>,
     next_call: AtomicU64,
     /// The persistent plugins' workers.
     workers: Workers,
@@ -240,6 +243,17 @@ impl PluginHost {
         self.inner.workers.kill_all(WorkerStop::HostShutDown);
     }
 
+    /// [`shutdown`](Self::shutdown), then waits (at most `within`) until
+    /// every call in flight has ended, its processes killed and reaped: a
+    /// program that exits right after would otherwise leave them behind.
+    /// Whether they all ended in time.
+    pub async fn shutdown_and_wait(&self, within: std::time::Duration) -> bool {
+        self.shutdown();
+        tokio::time::timeout(within, self.inner.running.until_idle())
+            .await
+            .is_ok()
+    }
+
     /// Stops the idle workers of persistent plugins and waits until they are
     /// gone: stdin closed, a short grace, then the group kill. Busy workers
     /// stop after their call. The next call starts a fresh worker.
@@ -282,7 +296,10 @@ impl PluginHost {
         let inner = self.inner.clone();
         let catalog = self.catalog();
         let tool = tool.to_owned();
-        async move { inner.call(&catalog, &tool, input, options).await }
+        async move {
+            let _running = inner.running.enter();
+            inner.call(&catalog, &tool, input, options).await
+        }
     }
 }
 
