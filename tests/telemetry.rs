@@ -543,8 +543,22 @@ fn spans_of_an_mcp_call_continue_its_trace_into_the_plugins() {
         }
     }
 
+    // Over HTTP, the request's own traceparent header does when `_meta` has none.
+    let body = Client::call_message(4, "traced_call", json!({})).to_string();
+    let by_header = "00-44444444444444444444444444444444-0123456789abcdef-01";
+    let r =
+        util::http::read_reply(client.send("POST", body.as_bytes(), &[("traceparent", by_header)]));
+    assert_eq!(r.answer(&json!(4)).unwrap()["result"]["isError"], false);
+    let call = wait_span(
+        &file,
+        "44444444444444444444444444444444",
+        "plughost span",
+        |s| s["name"] == "execute_tool traced_call",
+    );
+    assert_eq!(call["parent_span_id"], "0123456789abcdef", "{call:#}");
+
     // A call without a trace context starts a trace of its own.
-    let answer = client.call(4, "traced_call", json!({}));
+    let answer = client.call(5, "traced_call", json!({}));
     let parent = answer["result"]["content"][0]["text"]
         .as_str()
         .unwrap()

@@ -46,7 +46,7 @@ impl Inner {
     ) -> Result<ToolOutcome, CallError> {
         let mut phases = Phases::new();
         let tool_ref = catalog.tool(tool);
-        let info = CallInfo {
+        let mut info = CallInfo {
             call_id: self.next_call.fetch_add(1, Ordering::Relaxed),
             tool: tool.to_owned(),
             plugin: tool_ref
@@ -59,12 +59,14 @@ impl Inner {
             } else {
                 Value::Null
             },
+            trace: None,
         };
         let trace = CallTrace::start(
             self.config.tracing.as_ref(),
             &info,
             tool_ref.map(|t| &*t.plugin),
         );
+        info.trace = trace.context().cloned();
         self.bus.call_started(&info);
         self.keep_a_timer_pending();
         let result = self
@@ -74,7 +76,7 @@ impl Inner {
                 &input,
                 options,
                 &info,
-                trace.context(),
+                info.trace.as_ref(),
                 &mut phases,
             )
             .await;

@@ -77,6 +77,9 @@ pub struct CallInfo {
     pub started_at: SystemTime,
     /// The call's input (an audit log records it only when asked to).
     pub input: Value,
+    /// The W3C trace context the plugin continues: plughost's span of the
+    /// call when the host traces, else the caller's context.
+    pub trace: Option<crate::protocol::TraceContext>,
 }
 
 /// How a call ended, for observers.

@@ -484,3 +484,86 @@ impl Collector for Scraped {
 fn seconds(d: Duration) -> f64 {
     d.as_secs_f64()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::phases::Phases;
+    use crate::protocol::Invocation;
+
+    fn call(tool: &str, plugin: &str) -> CallInfo {
+        CallInfo {
+            call_id: 0,
+            tool: tool.to_owned(),
+            plugin: plugin.to_owned(),
+            invocation: Invocation::default(),
+            started_at: std::time::SystemTime::now(),
+            input: serde_json::Value::Null,
+            trace: None,
+        }
+    }
+
+    fn text(registry: &Registry) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+        text
+    }
+
+    #[test]
+    fn gauges_return_to_zero_and_unknown_tools_get_no_label() {
+        let mut registry = Registry::default();
+        let metrics = Prometheus::new(&mut registry);
+        let observer = metrics.observer("t");
+        // Refused before it ran: waiting, then nothing.
+        let refused = call("made_up_by_a_client", "");
+        observer.call_started(&refused).unwrap();
+        let err = CallError::NotFound {
+            tool: refused.tool.clone(),
+            hint: None,
+            rejected: None,
+        };
+        let summary = CallSummary::of(&Err(err.clone()), &Phases::new(), None);
+        observer.call_failed(&refused, &err, &summary).unwrap();
+        // Ran: waiting, in flight, then nothing.
+        let ran = call("echo", "echoer");
+        let mut phases = Phases::new();
+        observer.call_started(&ran).unwrap();
+        assert!(
+            text(&registry).contains(r#"plughost_calls_waiting{tenant="t",plugin="echoer"} 1"#)
+        );
+        phases.admitted = Some(std::time::Instant::now());
+        observer.call_admitted(&ran).unwrap();
+        let t = text(&registry);
+        assert!(
+            t.contains(r#"plughost_calls_waiting{tenant="t",plugin="echoer"} 0"#),
+            "{t}"
+        );
+        assert!(
+            t.contains(r#"plughost_calls_in_flight{tenant="t",plugin="echoer"} 1"#),
+            "{t}"
+        );
+        let err = CallError::Cancelled {
+            tool: "echo".into(),
+        };
+        let summary = CallSummary::of(&Err(err.clone()), &phases, None);
+        observer.call_failed(&ran, &err, &summary).unwrap();
+        let t = text(&registry);
+        assert!(
+            t.contains(r#"plughost_calls_in_flight{tenant="t",plugin="echoer"} 0"#),
+            "{t}"
+        );
+        assert!(
+            t.contains(r#"plughost_calls_waiting{tenant="t",plugin="(unknown)"} 0"#),
+            "{t}"
+        );
+        assert!(
+            t.contains(r#"plughost_calls_total{tenant="t",tool="(unknown)",plugin="(unknown)",outcome="error",kind="not_found"} 1"#),
+            "{t}"
+        );
+        assert!(
+            t.contains(r#"plughost_calls_total{tenant="t",tool="echo",plugin="echoer",outcome="error",kind="cancelled"} 1"#),
+            "{t}"
+        );
+        assert!(!t.contains("made_up"), "{t}");
+    }
+}
