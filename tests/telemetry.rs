@@ -456,7 +456,20 @@ fn spans_of_an_mcp_call_continue_its_trace_into_the_plugins() {
         "server.py",
         json!({"protocol": "mcp", "tool_prefix": "srv_"}),
     );
-    for name in ["traced", "traced-worker", "traced-server"] {
+    // Granted the collector's address alone: the export goes through the
+    // egress proxy.
+    python_plugin(
+        &sandbox,
+        &deps,
+        port,
+        "traced-granted",
+        "plugin.py",
+        json!({"tools": tool("traced_granted"), "permissions": [
+            format!("network:127.0.0.1:{port}"),
+            format!("filesystem:read:{}", deps.display()),
+        ]}),
+    );
+    for name in ["traced", "traced-worker", "traced-server", "traced-granted"] {
         let out = util::run({
             let mut c = sandbox.cmd();
             c.args(["approve", name, "--yes"]);
@@ -497,6 +510,13 @@ fn spans_of_an_mcp_call_continue_its_trace_into_the_plugins() {
             "traced-server",
             "33333333333333333333333333333333",
             "plughost.worker.start",
+        ),
+        (
+            6,
+            "traced_granted",
+            "traced-granted",
+            "66666666666666666666666666666666",
+            "plughost.spawn",
         ),
     ] {
         let caller = "0123456789abcdef";
@@ -667,6 +687,58 @@ async fn an_embedders_tracer_provider_gets_the_call_spans() {
         call.span_context.span_id()
     );
     assert_eq!(outcome.result, format!("{own}|{own}"));
+}
+
+/// A call whose plugin the egress proxy refused a host: the span lists it.
+#[tokio::test]
+async fn the_call_span_lists_what_the_egress_proxy_refused() {
+    if !util::prerequisite("curl", Path::new("/usr/bin/curl").exists()) {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let mut m = util::manifest("fetcher", "fetcher_get");
+    m["permissions"] = json!(["network:127.0.0.1:9"]);
+    sandbox.write_plugin(
+        "fetcher",
+        &m,
+        "#!/usr/bin/env bash\ncat >/dev/null\ncode=$(/usr/bin/curl -s -o /dev/null -w '%{http_code}' -x \"$HTTP_PROXY\" http://127.0.0.2:9/)\nprintf '{\"result\":\"%s\"}\\n' \"$code\"\n",
+    );
+    let out = util::run({
+        let mut c = sandbox.cmd();
+        c.args(["approve", "fetcher", "--yes"]);
+        c
+    });
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let host = PluginHost::builder()
+        .plugins_dir(sandbox.plugins())
+        .state_dir(sandbox.state())
+        .tracer_provider(&provider)
+        .build()
+        .unwrap();
+    let outcome = host
+        .call("fetcher_get", json!({}), Invocation::default())
+        .await
+        .unwrap();
+    assert_eq!(outcome.result, "403");
+    let spans = collected.0.lock().unwrap().clone();
+    let call = spans
+        .iter()
+        .find(|s| s.name == "execute_tool fetcher_get")
+        .unwrap_or_else(|| panic!("no call span in {spans:#?}"));
+    let refused = call
+        .attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == "plughost.egress.refused")
+        .map(|kv| kv.value.to_string())
+        .unwrap_or_else(|| panic!("no refusals on {call:#?}"));
+    assert!(
+        refused.contains("127.0.0.2:9") && refused.contains("network:127.0.0.2:9"),
+        "{refused}"
+    );
 }
 
 #[tokio::test]

@@ -108,6 +108,8 @@ mod raw;
 mod sdk;
 mod spawn;
 mod stats;
+// The OTLP exporter and its client come with the `otel` feature.
+#[cfg(feature = "otel")]
 mod traces;
 mod workers;
 
@@ -196,6 +198,7 @@ impl Bench {
         let mut report = json!({});
         calls::rows(self, &mut report).await;
         net::rows(self, &mut report).await;
+        #[cfg(feature = "otel")]
         traces::rows(self, &mut report).await;
         spawn::rows(self, &mut report);
         children::soak(self, &mut report);
@@ -222,6 +225,7 @@ pub(crate) fn cell(v: &Value) -> String {
 fn print_table(r: &Value) {
     calls::print(r);
     net::print(r);
+    #[cfg(feature = "otel")]
     traces::print(r);
     spawn::print(r);
     children::print(r);

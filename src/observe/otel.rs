@@ -188,6 +188,15 @@ impl CallSpan {
         if let Some(kind) = summary.tool_error {
             attributes.push(KeyValue::new("plughost.tool.error_kind", kind.as_str()));
         }
+        if !summary.refused.is_empty() {
+            // What the egress proxy refused the plugin while the call ran.
+            let refused: Vec<opentelemetry::StringValue> =
+                summary.refused.iter().map(|r| r.clone().into()).collect();
+            attributes.push(KeyValue::new(
+                "plughost.egress.refused",
+                opentelemetry::Value::Array(opentelemetry::Array::String(refused)),
+            ));
+        }
         if outcome != "ok" {
             attributes.push(KeyValue::new("error.type", outcome));
         }

@@ -210,7 +210,7 @@ impl Prometheus {
         );
         r.register(
             "sandbox_denials",
-            "Calls that failed after the sandbox refused the plugin a read, a write or a connection",
+            "Reads and writes the sandbox refused plugins (counted when a call failed on one) and connections the egress proxy refused them",
             metrics.denials.clone(),
         );
         r.register(
@@ -349,7 +349,10 @@ impl Observer for TenantObserver {
                     })
                     .inc();
             }
-            HostEvent::SandboxDenied { plugin, denial, .. } => {
+            // What the sandbox refused, and what the egress proxy refused a
+            // plugin with host grants (`connect`).
+            HostEvent::SandboxDenied { plugin, denial, .. }
+            | HostEvent::HostRefused { plugin, denial } => {
                 let access = match denial.access {
                     Access::Read => "read",
                     Access::Write => "write",
@@ -565,5 +568,30 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("made_up"), "{t}");
+    }
+
+    #[test]
+    fn egress_refusals_count_as_connect_denials() {
+        let mut registry = Registry::default();
+        let metrics = Prometheus::new(&mut registry);
+        let observer = metrics.observer("t");
+        let refused = HostEvent::HostRefused {
+            plugin: "fetcher".into(),
+            denial: crate::error::Denial::connect(
+                "example.org:443".into(),
+                "network:example.org".into(),
+                None,
+            ),
+        };
+        observer.event(&refused).unwrap();
+        observer.event(&refused).unwrap();
+        let t = text(&registry);
+        assert!(
+            t.contains(
+                r#"plughost_sandbox_denials_total{tenant="t",plugin="fetcher",access="connect"} 2"#
+            ),
+            "{t}"
+        );
+        assert!(!t.contains("example.org"), "{t}");
     }
 }
