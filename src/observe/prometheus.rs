@@ -114,9 +114,15 @@ struct TenantLabels {
 ///     .state_dir(state.path())
 ///     .prometheus(&metrics, "default")
 ///     .build()?;
+/// // A family shows once it has a value: a call counts, even of a tool
+/// // that does not exist (its name is not a label).
+/// let rt = tokio::runtime::Runtime::new()?;
+/// let _ = rt.block_on(host.call("made_up", serde_json::json!({}), Default::default()));
 /// let mut text = String::new();
 /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
-/// assert!(text.contains("plughost_calls_in_flight"));
+/// assert!(text.contains(r#"plughost_calls_total{tenant="default",tool="(unknown)""#));
+/// assert!(text.contains(r#"plughost_calls_waiting{tenant="default",plugin="(unknown)"} 0"#));
+/// assert!(!text.contains("made_up"));
 /// # drop(host); Ok(()) }
 /// ```
 #[derive(Debug)]
