@@ -56,7 +56,16 @@ pub enum HostEvent {
         name: String,
         kept_by: String,
     },
+    /// A plugin needs approval and the approver is asked (a prompt, an MCP
+    /// elicitation, an embedder's dialog, `approve --yes`).
+    ApprovalAsked {
+        plugin: String,
+    },
     ApprovalGranted {
+        plugin: String,
+    },
+    /// The approver said no.
+    ApprovalDeclined {
         plugin: String,
     },
     ApprovalRevoked {
@@ -155,6 +164,29 @@ pub enum WorkerStop {
     /// It broke the protocol (answered out of step, wrote between calls,
     /// closed its pipes…): how, in words.
     Misbehaved { why: String },
+}
+
+impl WorkerStop {
+    /// One word for the reason, from a fixed list (a metric label):
+    /// `idle`, `plugin_changed`, `timed_out`, `misbehaved`…
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkerStop::Idle { .. } => "idle",
+            WorkerStop::PluginChanged => "plugin_changed",
+            WorkerStop::PluginRemoved => "plugin_removed",
+            WorkerStop::ApprovalChanged => "approval_changed",
+            WorkerStop::ApprovalRevoked => "approval_revoked",
+            WorkerStop::ApprovalsUnreadable => "approvals_unreadable",
+            WorkerStop::HostShutDown => "host_shut_down",
+            WorkerStop::AskedToStop => "asked_to_stop",
+            WorkerStop::TimedOut => "timed_out",
+            WorkerStop::Cancelled => "cancelled",
+            WorkerStop::AnswerTooLarge => "answer_too_large",
+            WorkerStop::ExitedBeforeAnswering => "exited_before_answering",
+            WorkerStop::ClosedStdout => "closed_stdout",
+            WorkerStop::Misbehaved { .. } => "misbehaved",
+        }
+    }
 }
 
 impl fmt::Display for WorkerStop {
@@ -374,7 +406,9 @@ impl fmt::Display for HostEvent {
             HostEvent::HostRefused { plugin, denial } => {
                 write!(f, "refused  {plugin}: {denial}")
             }
+            HostEvent::ApprovalAsked { plugin } => write!(f, "asking   {plugin} for approval"),
             HostEvent::ApprovalGranted { plugin } => write!(f, "approved {plugin}"),
+            HostEvent::ApprovalDeclined { plugin } => write!(f, "declined {plugin}"),
             HostEvent::ApprovalRevoked { plugin } => write!(f, "revoked  {plugin}"),
             HostEvent::ResourcesChanged { plugin } => write!(f, "changed  {plugin}: its resources"),
             HostEvent::PromptsChanged { plugin } => write!(f, "changed  {plugin}: its prompts"),

@@ -135,7 +135,7 @@ pub mod manifest {
 pub mod sandbox {
     pub use crate::error::{Access, Denial};
     pub use crate::host::{DenialRecord, SandboxMode};
-    pub use crate::run::sandbox::{NetLevel, SandboxSupport};
+    pub use crate::run::sandbox::{NetLevel, SandboxLevel, SandboxSupport};
 }
 
 /// What a host reports about itself: `list`, `validate` and `doctor` as

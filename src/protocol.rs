@@ -29,6 +29,12 @@ pub struct Context<'a> {
     pub data_dir: &'a std::path::Path,
     #[serde(flatten)]
     pub invocation: &'a Invocation,
+    /// The W3C trace context the plugin's own spans continue: plughost's span
+    /// of this call when plughost traces, else the caller's context as it
+    /// came. Also in the `TRACEPARENT` and `TRACESTATE` variables of a process
+    /// started for this call alone.
+    #[serde(flatten)]
+    pub trace: Option<&'a TraceContext>,
 }
 
 /// Who asked for a call and in which conversation. Every field is optional and
@@ -50,6 +56,71 @@ pub struct Invocation {
     /// Whether a person is waiting for the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
+    /// The caller's W3C trace context (an MCP request's `_meta.traceparent`):
+    /// plughost's span of the call is its child, and the plugin continues the
+    /// trace. Not written to the request as it came: the request's `context`
+    /// carries the context the plugin continues (see [`Context::trace`]).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub trace: Option<TraceContext>,
+}
+
+/// A W3C trace context: the `traceparent` and `tracestate` of
+/// <https://www.w3.org/TR/trace-context/>, as MCP carries them in `_meta` and
+/// plugins get them in their request's `context` and environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TraceContext {
+    /// `VERSION-TRACEID-PARENTID-FLAGS`, lowercase hex: the span a plugin's
+    /// own spans are children of.
+    pub traceparent: String,
+    /// Vendor-specific trace data that travels with `traceparent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
+}
+
+impl TraceContext {
+    /// The context of these header values, or `None` when `traceparent` is not
+    /// a valid W3C header. A `tracestate` that is not printable ASCII of at
+    /// most 512 characters is dropped (the trace goes on without it). Values
+    /// come from clients and end up in a plugin's environment, hence the
+    /// strict check.
+    pub fn parse(traceparent: &str, tracestate: Option<&str>) -> Option<TraceContext> {
+        let traceparent = traceparent.trim();
+        if !valid_traceparent(traceparent) {
+            return None;
+        }
+        let tracestate = tracestate
+            .map(str::trim)
+            .filter(|s| !s.is_empty() && s.len() <= 512)
+            .filter(|s| s.bytes().all(|b| (0x20..0x7f).contains(&b)))
+            .map(str::to_owned);
+        Some(TraceContext {
+            traceparent: traceparent.to_owned(),
+            tracestate,
+        })
+    }
+
+    /// The 32 hex digits of the trace id.
+    pub fn trace_id(&self) -> &str {
+        &self.traceparent[3..35]
+    }
+}
+
+/// `00-<32 hex>-<16 hex>-<2 hex>` (any version but `ff`), lowercase, with a
+/// trace id and a parent id that are not all zeros.
+fn valid_traceparent(value: &str) -> bool {
+    let parts: Vec<&str> = value.split('-').collect();
+    let hex = |s: &str, len: usize| {
+        s.len() == len
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let nonzero = |s: &str| s.bytes().any(|b| b != b'0');
+    matches!(parts.as_slice(), [version, trace, parent, flags]
+        if hex(version, 2) && *version != "ff"
+            && hex(trace, 32) && nonzero(trace)
+            && hex(parent, 16) && nonzero(parent)
+            && hex(flags, 2))
 }
 
 /// The front end a call came through.
@@ -252,6 +323,29 @@ pub(crate) fn json_type_name(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trace_context_accepts_w3c_headers_only() {
+        let good = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let c = TraceContext::parse(good, Some("rojo=00f067aa0ba902b7")).unwrap();
+        assert_eq!(c.trace_id(), "0af7651916cd43dd8448eb211c80319c");
+        assert_eq!(c.tracestate.as_deref(), Some("rojo=00f067aa0ba902b7"));
+        // A bad tracestate is dropped, the trace goes on.
+        let c = TraceContext::parse(good, Some("a=b\nX-Evil: 1")).unwrap();
+        assert_eq!(c.tracestate, None);
+        for bad in [
+            "",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331",
+            "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+            "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920333g-01",
+        ] {
+            assert_eq!(TraceContext::parse(bad, None), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn parses_one_object_with_whitespace() {

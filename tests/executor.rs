@@ -392,6 +392,7 @@ async fn the_request_carries_the_context_and_the_environment_is_filtered() {
         actor: Some("alice".into()),
         source: Some(Source::Library),
         scope: Some(Scope::Background),
+        trace: None,
     };
     let o = host
         .call("echo_request", json!({"q": "hi"}), invocation)

@@ -28,5 +28,6 @@ mod observers;
 mod permissions;
 mod protected;
 mod sdk_plugins;
+mod telemetry;
 mod validate_code;
 mod workers;

@@ -4,7 +4,8 @@
 //! (`--quick` for fewer calls, `--json` for one JSON object).
 //!
 //! Each module measures one group of rows and prints its section of the table:
-//! `calls` (a process per call), `spawn` (the ways to start a process),
+//! `calls` (a process per call), `traces` (a span per call, exported),
+//! `spawn` (the ways to start a process),
 //! `workers` (persistent plugins), `mcp` (MCP on either side of the host),
 //! `sdk` (the Python SDK's own cost), `load` (loading and hot reload),
 //! `children` (scenarios run in a fresh process, for memory and file
@@ -45,6 +46,12 @@
 //!   ratio_p50}]`: curl in a plugin downloading a megabyte from an origin on
 //!   127.0.0.1, through the egress proxy (`fetch-proxied`) or directly, with
 //!   plain `network` (`fetch-direct`), in turn; both sandboxed.
+//! - `tracing`: `{rows: [{plugin, sandbox, calls, on_p50_us, on_p99_us,
+//!   off_p50_us, off_p99_us, ratio_p50}], exports}`: the tiny plugin through
+//!   a host that makes a span per call and exports it over OTLP/HTTP (the
+//!   SDK's batch processor, the command line's HTTP client) to a receiver in
+//!   the bench, in turn with a host without a tracer; `exports` is how many
+//!   exports the receiver took.
 //! - `spawn_paths`: `[{host_mb, host_rss_mb, path, p50_us, p99_us,
 //!   ratio_p50}]`: one full exchange with the tiny plugin, in a fresh process
 //!   holding `host_mb` of touched memory (its `VmRSS` is `host_rss_mb`), by
@@ -101,6 +108,9 @@ mod raw;
 mod sdk;
 mod spawn;
 mod stats;
+// The OTLP exporter and its client come with the `otel` feature.
+#[cfg(feature = "otel")]
+mod traces;
 mod workers;
 
 use std::path::PathBuf;
@@ -188,6 +198,8 @@ impl Bench {
         let mut report = json!({});
         calls::rows(self, &mut report).await;
         net::rows(self, &mut report).await;
+        #[cfg(feature = "otel")]
+        traces::rows(self, &mut report).await;
         spawn::rows(self, &mut report);
         children::soak(self, &mut report);
         workers::rows(self, &mut report).await;
@@ -213,6 +225,8 @@ pub(crate) fn cell(v: &Value) -> String {
 fn print_table(r: &Value) {
     calls::print(r);
     net::print(r);
+    #[cfg(feature = "otel")]
+    traces::print(r);
     spawn::print(r);
     children::print(r);
     workers::print(r);

@@ -31,6 +31,7 @@ pub(crate) fn request(tool: &str, input: &Value, plugin_dir: &Path, state: &Path
             plugin_dir,
             data_dir: &data,
             invocation: &Invocation::default(),
+            trace: None,
         },
     })
     .unwrap()

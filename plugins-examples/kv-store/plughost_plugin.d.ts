@@ -78,6 +78,12 @@ export declare class Context {
   readonly actor?: string;
   readonly source?: 'cli' | 'mcp' | 'library' | string;
   readonly scope?: 'foreground' | 'background' | string;
+  /** The W3C `traceparent` the call continues (its span's parent), from the request or `$TRACEPARENT`. */
+  readonly traceparent?: string;
+  /** The W3C `tracestate` that travels with `traceparent`. */
+  readonly tracestate?: string;
+  /** `{traceparent, tracestate}` for an OpenTelemetry propagator; `{}` without one. */
+  traceCarrier(): { traceparent?: string; tracestate?: string };
   /** Aborted when the host asks the process to stop (SIGTERM). */
   readonly signal: AbortSignal;
   /** True once the host asked the process to stop. */

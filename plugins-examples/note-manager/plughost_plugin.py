@@ -125,6 +125,12 @@ class Context:
     request_id, session_id, actor, source ("cli", "mcp", "library") and scope
     ("foreground", "background") are None when the host did not send them;
     `raw` is the context object as received.
+
+    traceparent and tracestate are the W3C trace context the call continues
+    (plughost's span of the call, or its caller's), from the request or else
+    $TRACEPARENT / $TRACESTATE; None without one. `trace_carrier()` hands them
+    to OpenTelemetry: `opentelemetry.propagate.extract(ctx.trace_carrier())`
+    is the parent context of the tool's own spans.
     """
 
     def __init__(self, raw, plugin=None):
@@ -134,6 +140,23 @@ class Context:
         for key in ("request_id", "session_id", "actor", "source", "scope"):
             value = raw.get(key)
             setattr(self, key, value if isinstance(value, str) else None)
+        parent = raw.get("traceparent")
+        from_request = isinstance(parent, str) and bool(parent)
+        if not from_request:
+            parent = os.environ.get("TRACEPARENT") or None
+        state = raw.get("tracestate") if from_request else os.environ.get("TRACESTATE")
+        self.traceparent = parent
+        self.tracestate = state if parent and isinstance(state, str) and state else None
+
+    def trace_carrier(self):
+        """The trace context as W3C headers ({"traceparent": ..., "tracestate": ...}),
+        for an OpenTelemetry propagator; {} without one."""
+        carrier = {}
+        if self.traceparent:
+            carrier["traceparent"] = self.traceparent
+            if self.tracestate:
+                carrier["tracestate"] = self.tracestate
+        return carrier
 
     @property
     def plugin_dir(self):

@@ -106,6 +106,9 @@ function attachmentJSON(a) {
  * run by hand with an empty context they fall back to $PLUGHOST_PLUGIN_DIR /
  * $PLUGHOST_DATA_DIR, then to the script's folder and its `.data` subfolder.
  * The other fields are undefined when the host did not send them.
+ * traceparent and tracestate are the W3C trace context the call continues
+ * (plughost's span of the call, or its caller's): the parent of the
+ * handler's own OpenTelemetry spans.
  */
 export class Context {
   #dataDir;
@@ -123,6 +126,12 @@ export class Context {
     this.actor = str(raw.actor);
     this.source = str(raw.source);
     this.scope = str(raw.scope);
+    // The W3C trace context the call continues: from the request, else the
+    // environment (a process started for one call gets both).
+    const fromRequest = str(raw.traceparent) !== undefined;
+    this.traceparent = fromRequest ? str(raw.traceparent) : str(process.env.TRACEPARENT);
+    this.tracestate = this.traceparent === undefined ? undefined
+      : fromRequest ? str(raw.tracestate) : str(process.env.TRACESTATE);
     /** Aborted when the host asks the process to stop (SIGTERM): pass it to fetch() and friends. */
     this.signal = signal;
   }
@@ -134,6 +143,20 @@ export class Context {
       fs.mkdirSync(this.#dataDir, { recursive: true });
     }
     return this.#dataDir;
+  }
+
+  /**
+   * The trace context as W3C headers, for an OpenTelemetry propagator:
+   * `propagation.extract(context.active(), ctx.traceCarrier())`. `{}` without one.
+   * @returns {{traceparent?: string, tracestate?: string}}
+   */
+  traceCarrier() {
+    const carrier = {};
+    if (this.traceparent) {
+      carrier.traceparent = this.traceparent;
+      if (this.tracestate) carrier.tracestate = this.tracestate;
+    }
+    return carrier;
   }
 
   /** True once the host asked the process to stop; the process exits after answering. */

@@ -463,4 +463,28 @@ describe('in process', () => {
     assert.deepEqual(written, ['::progress:: 3/10 fetching page 3\n', '::progress:: 40/100\n', '::progress:: 2.5 two lines\n']);
     assert.equal(ctx.cancelled, false);
   });
+
+  test('trace context', () => {
+    const parent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const ctx = new Context({ traceparent: parent, tracestate: 'rojo=1' });
+    assert.deepEqual([ctx.traceparent, ctx.tracestate], [parent, 'rojo=1']);
+    assert.deepEqual(ctx.traceCarrier(), { traceparent: parent, tracestate: 'rojo=1' });
+    const saved = [process.env.TRACEPARENT, process.env.TRACESTATE];
+    try {
+      delete process.env.TRACEPARENT;
+      delete process.env.TRACESTATE;
+      assert.deepEqual(new Context({}).traceCarrier(), {});
+      process.env.TRACEPARENT = parent;
+      process.env.TRACESTATE = 'congo=2';
+      // A process started for one call has it in its environment.
+      assert.deepEqual(new Context({}).traceCarrier(), { traceparent: parent, tracestate: 'congo=2' });
+      // The request's context wins over the environment, tracestate with it.
+      const other = '00-11111111111111111111111111111111-2222222222222222-00';
+      assert.deepEqual(new Context({ traceparent: other }).traceCarrier(), { traceparent: other });
+    } finally {
+      for (const [k, v] of [['TRACEPARENT', saved[0]], ['TRACESTATE', saved[1]]]) {
+        if (v === undefined) delete process.env[k]; else process.env[k] = v;
+      }
+    }
+  });
 });

@@ -482,6 +482,26 @@ class InProcess(unittest.TestCase):
         self.assertEqual(err.getvalue(), "::progress:: 3/10 fetching page 3\n::progress:: 40/100\n"
                                          "::progress:: 2.5 two lines\n")
 
+    def test_trace_context(self):
+        parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        ctx = Context({"traceparent": parent, "tracestate": "rojo=1"})
+        self.assertEqual((ctx.traceparent, ctx.tracestate), (parent, "rojo=1"))
+        self.assertEqual(ctx.trace_carrier(), {"traceparent": parent, "tracestate": "rojo=1"})
+        saved = {k: os.environ.pop(k, None) for k in ("TRACEPARENT", "TRACESTATE")}
+        try:
+            self.assertEqual(Context({}).trace_carrier(), {})
+            os.environ["TRACEPARENT"], os.environ["TRACESTATE"] = parent, "congo=2"
+            ctx = Context({})  # a process started for one call has it in its environment
+            self.assertEqual(ctx.trace_carrier(), {"traceparent": parent, "tracestate": "congo=2"})
+            # The request's context wins over the environment, tracestate with it.
+            other = "00-11111111111111111111111111111111-2222222222222222-00"
+            self.assertEqual(Context({"traceparent": other}).trace_carrier(), {"traceparent": other})
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use plughost::approval::TerminalApprover;
+use plughost::protocol::TraceContext;
 use plughost::{
     Approver, CallError, CallOptions, Invocation, PluginHost, Progress, Refusal, Scope, Source,
 };
@@ -48,7 +49,12 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             return Ok(ExitCode::from(2));
         }
     };
-    let host = cli.host_with(|b| b.observer(std::sync::Arc::new(super::log::Notes)))?;
+    let runtime = super::runtime();
+    let traces = super::traces::Traces::from_env(cli.otlp_endpoint.as_deref(), runtime.handle())?;
+    let host = cli.host_with(|b| {
+        super::traces::Traces::apply(traces.as_ref(), b)
+            .observer(std::sync::Arc::new(super::log::Notes))
+    })?;
     let progress_on_terminal = std::io::stderr().is_terminal();
     let options = CallOptions {
         invocation: Invocation {
@@ -60,6 +66,11 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             }),
             session_id: args.session_id.clone(),
             actor: args.actor.clone(),
+            // A script's trace goes on through the call, as OpenTelemetry
+            // passes a trace to a child process.
+            trace: std::env::var("TRACEPARENT").ok().and_then(|parent| {
+                TraceContext::parse(&parent, std::env::var("TRACESTATE").ok().as_deref())
+            }),
             ..Invocation::default()
         },
         on_progress: progress_on_terminal
@@ -70,7 +81,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         ..CallOptions::default()
     };
     let call = host.call_with(&args.tool, input, options);
-    let (result, signal) = super::runtime().block_on(async {
+    let (result, signal) = runtime.block_on(async {
         tokio::pin!(call);
         let ended = tokio::select! {
             r = &mut call => (r, None),
@@ -84,6 +95,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         host.stop_workers().await;
         ended
     });
+    drop(traces);
     if let Some(n) = signal {
         if let Err(e) = &result {
             eprintln!("error: {}: {e}", e.kind());

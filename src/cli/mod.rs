@@ -10,11 +10,14 @@ mod doctor;
 mod export;
 mod list;
 mod log;
+mod metrics;
 mod new;
+mod otlp_client;
 mod scaffold;
 mod schema;
 mod serve;
 mod stats;
+mod traces;
 mod validate;
 mod watch;
 mod with_code;
@@ -81,6 +84,11 @@ pub struct Cli {
     /// Allow each session (MCP connection or library session id) at most N calls.
     #[arg(long, global = true, value_name = "N")]
     session_budget: Option<u32>,
+
+    /// Export a span per call over OTLP/HTTP to this collector (its base URL,
+    /// e.g. http://localhost:4318); the OTEL_EXPORTER_OTLP_* variables work too.
+    #[arg(long, global = true, value_name = "URL")]
+    otlp_endpoint: Option<String>,
 
     #[command(subcommand)]
     command: Command,

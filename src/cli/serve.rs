@@ -30,8 +30,8 @@ pub struct Args {
     /// own approvals, data folders, call slots and sessions, in STATE/tenants/NAME.
     #[arg(long, value_name = "FILE", requires = "http")]
     tokens: Option<PathBuf>,
-    /// Allow --http on an address other than loopback.
-    #[arg(long, requires = "http")]
+    /// Allow --http (and --metrics) on an address other than loopback.
+    #[arg(long)]
     allow_remote: bool,
     /// Allow requests from browser pages of this origin (e.g. http://localhost:3000)
     /// besides the server's own; repeatable.
@@ -56,6 +56,11 @@ pub struct Args {
     /// Also append log lines to this file.
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464),
+    /// on a listener of their own with no token; loopback only unless
+    /// --allow-remote.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
@@ -66,19 +71,30 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let log = Arc::new(super::log::Log::open(args.log_file.as_deref())?);
     let resume_window = seconds(args.resume_window, "--resume-window")?;
     let session_idle = seconds(args.session_idle, "--session-idle")?;
+    if args.allow_remote && args.http.is_none() && args.metrics.is_none() {
+        return Err("--allow-remote goes with --http or --metrics".to_owned());
+    }
+    let runtime = super::runtime();
+    let traces = super::traces::Traces::from_env(cli.otlp_endpoint.as_deref(), runtime.handle())?;
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = plughost::observe::Prometheus::new(&mut registry);
+    let with_telemetry = |b: plughost::PluginHostBuilder, tenant: &str| {
+        super::traces::Traces::apply(traces.as_ref(), b).prometheus(&metrics, tenant)
+    };
     // One host per tenant (a single one without --tokens), each with its log.
     let tenants: Vec<(String, Option<String>, Arc<PluginHost>)> = match &args.tokens {
         None => vec![(
             "default".to_owned(),
             None,
-            Arc::new(cli.host_with(|b| b.observer(log.clone()))?),
+            Arc::new(cli.host_with(|b| with_telemetry(b.observer(log.clone()), "default"))?),
         )],
         Some(file) => {
             let mut hosts = Vec::new();
             for (i, (name, token)) in mcp::read_tokens(file)?.into_iter().enumerate() {
                 let tagged = Arc::new(log.tagged(&name, i == 0));
                 let state = mcp::tenant_state_dir(&cli.state_dir(), &name);
-                let host = cli.host_with(|b| b.observer(tagged).state_dir(state))?;
+                let host =
+                    cli.host_with(|b| with_telemetry(b.observer(tagged).state_dir(state), &name))?;
                 hosts.push((name, Some(token), Arc::new(host)));
             }
             hosts
@@ -102,8 +118,24 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 false => log.line(m),
             })
     };
-    let runtime = super::runtime();
+    if traces.is_some() {
+        log.line("exporting traces over OTLP/HTTP");
+    }
+    let registry = Arc::new(registry);
     let result = runtime.block_on(async {
+        // Dropped (and so stopped) with this block.
+        let _metrics = match args.metrics {
+            Some(addr) => {
+                let listener = super::metrics::bind(addr, args.allow_remote).await?;
+                let bound = listener.local_addr().map_err(|e| e.to_string())?;
+                log.line(&super::metrics::describe(bound));
+                Some(AbortOnDrop(tokio::spawn(super::metrics::serve(
+                    listener,
+                    registry.clone(),
+                ))))
+            }
+            None => None,
+        };
         let mut watchers = Vec::new();
         for (_, _, host) in &tenants {
             watchers.push(
@@ -163,6 +195,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 options.session_slots = args.session_slots;
                 options.session_idle = session_idle;
                 options.max_sessions = args.max_sessions;
+                options.metrics = Some(metrics.clone());
                 let log = log.clone();
                 mcp::serve_http(served, options, stop, move |m| log.line(m)).await?;
             }
@@ -176,8 +209,19 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         log.line("server stopped");
         Ok(ExitCode::SUCCESS)
     });
+    // The last spans leave while the runtime their requests run on is there.
+    drop(traces);
     // The stdio transport reads stdin on a blocking thread that only returns when
     // stdin closes; do not wait for it after a signal.
     runtime.shutdown_background();
     result
+}
+
+/// A task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

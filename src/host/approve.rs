@@ -197,7 +197,13 @@ impl Inner {
         if !state.wants_approval(tool) {
             return Ok(Asked::Done(Approval::AlreadyApproved));
         }
+        self.bus.publish(HostEvent::ApprovalAsked {
+            plugin: plugin.name().to_owned(),
+        });
         if !approver.approve(&plugin.manifest, &state).await {
+            self.bus.publish(HostEvent::ApprovalDeclined {
+                plugin: plugin.name().to_owned(),
+            });
             return Ok(Asked::Done(Approval::Declined));
         }
         self.grant(plugin, &state).await?;

@@ -14,6 +14,7 @@ use crate::error::BuildError;
 use crate::observe::audit::AuditLog;
 use crate::observe::metrics::Metrics;
 use crate::observe::policy::{Policy, PolicyState};
+use crate::observe::trace::Tracing;
 use crate::observe::{Bus, Observer};
 use crate::plugins::catalog::Catalog;
 use crate::run::executor::{self, Limits};
@@ -40,6 +41,11 @@ pub struct PluginHostBuilder {
     pub(super) namespaces: bool,
     /// Paths no plugin reads or writes beside the state folder (a token file).
     pub(super) private: Vec<PathBuf>,
+    /// Makes a span of every call (feature `otel`).
+    pub(super) tracing: Option<Tracing>,
+    /// Where the host's Prometheus metrics go, and under which tenant.
+    #[cfg(feature = "prometheus")]
+    prometheus: Vec<(Arc<crate::observe::Prometheus>, String)>,
 }
 
 impl Default for PluginHostBuilder {
@@ -60,6 +66,9 @@ impl Default for PluginHostBuilder {
             sandbox: SandboxMode::default(),
             namespaces: crate::run::sandbox::namespaces_by_default(),
             private: Vec::new(),
+            tracing: None,
+            #[cfg(feature = "prometheus")]
+            prometheus: Vec::new(),
         }
     }
 }
@@ -163,6 +172,41 @@ impl PluginHostBuilder {
         self
     }
 
+    /// Makes an OpenTelemetry span of every call with the tracer of
+    /// `provider` (your own SDK setup: its sampler, processors and exporter
+    /// apply). The span is the child of the caller's trace context
+    /// ([`crate::Invocation::trace`], an MCP request's `_meta.traceparent`),
+    /// and the plugin continues the trace from it: `TRACEPARENT` and
+    /// `TRACESTATE` in a process's environment, `traceparent` and
+    /// `tracestate` in a request's `context`, and in an MCP server's
+    /// `_meta`. Without a provider no span is made, and the plugin continues
+    /// the caller's context as it came.
+    ///
+    /// The span, `execute_tool TOOL`, carries the tool, its plugin, version
+    /// and protocol, the call's source, outcome and error kind, the sandbox
+    /// level, bytes in and out, and the wait and run times; its children are
+    /// the start of a process, worker or MCP server for the call
+    /// (`plughost.spawn`, `plughost.worker.start`) and the approval question
+    /// (`plughost.approval`).
+    #[cfg(feature = "otel")]
+    pub fn tracer_provider<P>(mut self, provider: &P) -> Self
+    where
+        P: opentelemetry::trace::TracerProvider,
+        P::Tracer: Send + Sync + 'static,
+        <P::Tracer as opentelemetry::trace::Tracer>::Span: Send + Sync + 'static,
+    {
+        self.tracing = Some(Tracing::new(provider));
+        self
+    }
+
+    /// Counts this host's calls, workers, approvals and sandbox denials in
+    /// `metrics` (see [`crate::observe::Prometheus`]), labelled with `tenant`.
+    #[cfg(feature = "prometheus")]
+    pub fn prometheus(mut self, metrics: &Arc<crate::observe::Prometheus>, tenant: &str) -> Self {
+        self.prometheus.push((metrics.clone(), tenant.to_owned()));
+        self
+    }
+
     /// Loads the plugins folder and returns the host. A missing plugins folder
     /// gives an empty catalog; an unreadable one, or an audit log that cannot
     /// be opened, is an error.
@@ -196,6 +240,10 @@ impl PluginHostBuilder {
                 })?;
             observers.push(Arc::new(log));
         }
+        #[cfg(feature = "prometheus")]
+        for (metrics, tenant) in &self.prometheus {
+            observers.push(metrics.observer(tenant));
+        }
         observers.extend(self.observers.iter().cloned());
         let bus = Arc::new(Bus::new(&observers));
         // Observers hear of the plugins found at start like of later ones.
@@ -206,7 +254,9 @@ impl PluginHostBuilder {
         ) {
             bus.publish(event);
         }
-        Ok(PluginHost {
+        #[cfg(feature = "prometheus")]
+        let prometheus = self.prometheus.clone();
+        let host = PluginHost {
             inner: Arc::new_cyclic(|me| Inner {
                 me: me.clone(),
                 catalog: RwLock::new(Arc::new(catalog)),
@@ -234,7 +284,14 @@ impl PluginHostBuilder {
                 gateway: Default::default(),
                 config: self,
             }),
-        })
+        };
+        #[cfg(feature = "prometheus")]
+        for (metrics, tenant) in prometheus {
+            let loads: std::sync::Weak<dyn crate::observe::prometheus::WorkerLoads> =
+                Arc::downgrade(&host.inner) as _;
+            metrics.watch_workers(&tenant, loads);
+        }
+        Ok(host)
     }
 }
 

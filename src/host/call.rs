@@ -3,6 +3,7 @@
 //! plugin (a process per call, or a persistent worker), interpret its answer,
 //! and tell the observers.
 
+use std::ffi::OsString;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
@@ -12,13 +13,15 @@ use serde_json::Value;
 use super::dirs::data_dir;
 use super::{CallOptions, Inner};
 use crate::error::{CallError, RejectedTool};
+use crate::observe::phases::{Phases, Start as StartKind, Step};
+use crate::observe::trace::CallTrace;
 use crate::observe::{CallInfo, CallSummary};
 use crate::plugins::catalog::{Catalog, Plugin, ToolRef};
 #[cfg(feature = "mcp-plugins")]
 use crate::plugins::manifest::Protocol;
-use crate::protocol::{Context, Request};
+use crate::protocol::{Context, Request, TraceContext};
 use crate::run::env::plugin_env;
-use crate::run::executor::{self, Finished, Limits, Progress, RunError, Spawn};
+use crate::run::executor::{self, Finished, Limits, Process, Progress, RunError, Spawn};
 use crate::run::outcome::{ToolOutcome, explain_spawn_error, interpret};
 use crate::run::worker::{TmpFolder, WorkerSpec};
 
@@ -28,6 +31,9 @@ pub(super) struct Prepared<'a> {
     pub(super) data: std::path::PathBuf,
     pub(super) request: Vec<u8>,
     pub(super) limits: Limits,
+    pub(super) info: &'a CallInfo,
+    /// The W3C trace context the plugin continues.
+    pub(super) trace: Option<&'a TraceContext>,
 }
 
 impl Inner {
@@ -38,12 +44,12 @@ impl Inner {
         input: Value,
         options: CallOptions,
     ) -> Result<ToolOutcome, CallError> {
-        let start = Instant::now();
-        let info = CallInfo {
+        let mut phases = Phases::new();
+        let tool_ref = catalog.tool(tool);
+        let mut info = CallInfo {
             call_id: self.next_call.fetch_add(1, Ordering::Relaxed),
             tool: tool.to_owned(),
-            plugin: catalog
-                .tool(tool)
+            plugin: tool_ref
                 .map(|t| t.plugin.name().to_owned())
                 .unwrap_or_default(),
             invocation: options.invocation.clone(),
@@ -53,25 +59,46 @@ impl Inner {
             } else {
                 Value::Null
             },
+            trace: None,
         };
+        let trace = CallTrace::start(
+            self.config.tracing.as_ref(),
+            &info,
+            tool_ref.map(|t| &*t.plugin),
+        );
+        info.trace = trace.context().cloned();
         self.bus.call_started(&info);
         self.keep_a_timer_pending();
-        let mut worker = None;
         let result = self
-            .run_call(catalog, tool, &input, options, &info, &mut worker)
+            .run_call(
+                catalog,
+                tool,
+                &input,
+                options,
+                &info,
+                info.trace.as_ref(),
+                &mut phases,
+            )
             .await;
-        let mut summary = CallSummary::of(&result, start.elapsed(), worker);
-        if let Some(t) = catalog.tool(tool) {
+        let sandbox = tool_ref.and_then(|t| self.sandbox_level(&t.plugin));
+        let mut summary = CallSummary::of(&result, &phases, sandbox);
+        if let Some(t) = tool_ref {
             summary.refused = self
-                .refused_since(&t.plugin, start)
+                .refused_since(&t.plugin, phases.started)
                 .iter()
                 .map(ToString::to_string)
                 .collect();
         }
+        trace.end(
+            &phases,
+            &summary,
+            result.as_ref().err().map(ToString::to_string),
+        );
         self.bus.call_ended(&info, &result, &summary);
         result
     }
 
+    #[expect(clippy::too_many_arguments, reason = "one call's whole context")]
     async fn run_call(
         &self,
         catalog: &Catalog,
@@ -79,7 +106,8 @@ impl Inner {
         input: &Value,
         options: CallOptions,
         info: &CallInfo,
-        worker: &mut Option<u32>,
+        trace: Option<&TraceContext>,
+        phases: &mut Phases,
     ) -> Result<ToolOutcome, CallError> {
         let since = Instant::now();
         let Some(tool_ref) = catalog.tool(tool) else {
@@ -105,7 +133,7 @@ impl Inner {
                 }),
             });
         };
-        check_size(tool, input, self.config.limits.max_input)?;
+        phases.bytes_in = check_size(tool, input, self.config.limits.max_input)?;
         check_input(tool_ref, input)?;
         let plugin = &tool_ref.plugin;
         self.config
@@ -116,7 +144,7 @@ impl Inner {
                 options.invocation.session_id.as_deref(),
             )
             .map_err(|refusal| CallError::NotAllowed { refusal })?;
-        self.ensure_approved(plugin, tool, options.approver.as_deref())
+        self.ensure_approved(plugin, tool, options.approver.as_deref(), phases)
             .await?;
 
         let data = data_dir(&self.config.state_dir, plugin).map_err(|e| CallError::Failed {
@@ -134,6 +162,7 @@ impl Inner {
                 plugin_dir: &plugin.dir,
                 data_dir: &data,
                 invocation: &options.invocation,
+                trace,
             },
         })
         .expect("a request serializes");
@@ -148,6 +177,8 @@ impl Inner {
             data,
             request,
             limits,
+            info,
+            trace,
         };
 
         #[cfg(feature = "mcp-plugins")]
@@ -172,15 +203,21 @@ impl Inner {
         let reply = match (plugin.manifest.protocol, plugin.manifest.worker_settings()) {
             #[cfg(feature = "mcp-plugins")]
             (Protocol::Mcp, _) => {
-                self.run_on_mcp(&call, tool_ref, input, stop, &on_progress, worker, client)
+                self.run_on_mcp(&call, tool_ref, input, stop, &on_progress, phases, client)
                     .await
             }
-            (_, None) => self.run_per_call(&call, stop, &on_progress).await,
-            (_, Some(_)) => self.run_on_worker(&call, stop, &on_progress, worker).await,
+            (_, None) => self.run_per_call(&call, stop, &on_progress, phases).await,
+            (_, Some(_)) => self.run_on_worker(&call, stop, &on_progress, phases).await,
         };
         let mut result = finish(tool_ref, reply, &call.limits, &call.data);
         self.name_denials(plugin, tool, since, &mut result);
         result
+    }
+
+    /// The call got its slot (and its worker's turn): its plugin runs now.
+    pub(super) fn admitted(&self, call: &Prepared<'_>, phases: &mut Phases) {
+        phases.admitted = Some(Instant::now());
+        self.bus.call_admitted(call.info);
     }
 
     /// The per-call protocol: a process for this call alone.
@@ -189,12 +226,14 @@ impl Inner {
         call: &Prepared<'_>,
         stop: impl std::future::Future<Output = ()>,
         on_progress: &(dyn Fn(Progress) + Send + Sync),
+        phases: &mut Phases,
     ) -> Result<Finished, Failure> {
         tokio::pin!(stop);
         let _permit = tokio::select! {
             p = self.permits.acquire() => p.expect("the semaphore is never closed"),
             _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
         };
+        self.admitted(call, phases);
         let tmp = self
             .temp_pool
             .take(&self.config.state_dir, call.plugin.name())
@@ -208,6 +247,7 @@ impl Inner {
         let sandbox = self
             .sandbox_for(call.plugin, &call.data, &mut env)
             .map_err(Failure::Refused)?;
+        trace_env(&mut env, call.trace);
         let spawn = Spawn {
             program: &call.plugin.entrypoint,
             args: &call.plugin.manifest.args,
@@ -215,9 +255,20 @@ impl Inner {
             env: &env,
             sandbox,
         };
-        executor::run_once(spawn, &call.request, &call.limits, stop, on_progress)
-            .await
-            .map_err(Failure::Run)
+        let start = Instant::now();
+        let spawned = Process::spawn(spawn).await;
+        phases.start = Some((StartKind::Process, Step::since(start, spawned.is_ok())));
+        let process = spawned.map_err(|e| Failure::Run(RunError::Spawn(e)))?;
+        executor::run_spawned(
+            process,
+            start,
+            &call.request,
+            &call.limits,
+            stop,
+            on_progress,
+        )
+        .await
+        .map_err(Failure::Run)
     }
 
     /// A persistent plugin: the request goes to one of its workers, started
@@ -227,7 +278,7 @@ impl Inner {
         call: &Prepared<'_>,
         stop: impl std::future::Future<Output = ()>,
         on_progress: &(dyn Fn(Progress) + Send + Sync),
-        worker: &mut Option<u32>,
+        phases: &mut Phases,
     ) -> Result<Finished, Failure> {
         tokio::pin!(stop);
         let pool = self.pool_for(call.plugin).await;
@@ -241,6 +292,7 @@ impl Inner {
             p = self.permits.acquire() => p.expect("the semaphore is never closed"),
             _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
         };
+        self.admitted(call, phases);
         if !lease.has_worker() {
             let spec = self
                 .worker_spec(call.plugin, &call.data, true)
@@ -248,9 +300,12 @@ impl Inner {
                     Ok(io) => Failure::Run(RunError::Spawn(io)),
                     Err(refused) => Failure::Refused(refused),
                 })?;
-            lease.start(spec).await.map_err(Failure::Run)?;
+            let start = Instant::now();
+            let started = lease.start(spec).await;
+            phases.start = Some((StartKind::Worker, Step::since(start, started.is_ok())));
+            started.map_err(Failure::Run)?;
         }
-        *worker = lease.pid();
+        phases.worker = lease.pid();
         let mut line = Vec::with_capacity(call.request.len() + 1);
         line.extend_from_slice(&call.request);
         line.push(b'\n');
@@ -321,14 +376,23 @@ impl Inner {
     }
 }
 
+/// Gives a process started for one call the trace context it continues:
+/// `TRACEPARENT` and `TRACESTATE`, which OpenTelemetry SDKs read.
+fn trace_env(env: &mut Vec<(OsString, OsString)>, trace: Option<&TraceContext>) {
+    if let Some(t) = trace {
+        env.push(("TRACEPARENT".into(), t.traceparent.clone().into()));
+        if let Some(state) = &t.tracestate {
+            env.push(("TRACESTATE".into(), state.clone().into()));
+        }
+    }
+}
+
 /// Why a run produced no answer: refused before starting, or the run failed.
 pub(super) enum Failure {
     Refused(CallError),
     Run(RunError),
 }
 
-/// Refuses an input larger than `limit` bytes of compact JSON, before its
-/// schema is even checked.
 /// The MCP server that may offer `tool` once approved: one whose tools are
 /// not known yet (never listed), whose `tool_prefix` starts the name, or one
 /// without a prefix when no prefix matches.
@@ -350,7 +414,9 @@ fn unlisted_server_for(catalog: &Catalog, tool: &str) -> Option<String> {
         .map(|p| p.name().to_owned())
 }
 
-fn check_size(tool: &str, input: &Value, limit: usize) -> Result<(), CallError> {
+/// Refuses an input larger than `limit` bytes of compact JSON, before its
+/// schema is even checked; returns its size.
+fn check_size(tool: &str, input: &Value, limit: usize) -> Result<usize, CallError> {
     /// Counts bytes, stopping past the limit so a huge input costs little.
     struct Count {
         n: usize,
@@ -370,7 +436,7 @@ fn check_size(tool: &str, input: &Value, limit: usize) -> Result<(), CallError> 
     }
     let mut count = Count { n: 0, limit };
     match serde_json::to_writer(&mut count, input) {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(count.n),
         Err(_) => Err(CallError::InvalidArgs {
             tool: tool.to_owned(),
             violations: vec![format!(

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::approve::Asked;
 use super::{Inner, SandboxMode};
@@ -14,8 +15,9 @@ use crate::approval::{self, ApprovalError, Approver, Tier};
 use crate::approval::{Approval, ApproveError};
 use crate::error::{CallError, Refusal};
 use crate::events::{HostEvent, Notice, WorkerStop};
+use crate::observe::phases::{Phases, Step};
 use crate::plugins::catalog::Plugin;
-use crate::run::sandbox;
+use crate::run::sandbox::{self, SandboxLevel};
 
 impl Inner {
     /// Lets the call through when the plugin is approved (or needs no
@@ -27,11 +29,17 @@ impl Inner {
         plugin: &Arc<Plugin>,
         tool: &str,
         approver: Option<&dyn Approver>,
+        phases: &mut Phases,
     ) -> Result<(), CallError> {
         if approval::tier(&plugin.manifest) == Tier::Automatic {
             return Ok(());
         }
-        let asked = match self.ask_approval(plugin, Some(tool), approver).await {
+        let start = Instant::now();
+        let asked = self.ask_approval(plugin, Some(tool), approver).await;
+        if let Ok(Asked::Done(answer @ (Approval::Approved | Approval::Declined))) = &asked {
+            phases.approval = Some(Step::since(start, *answer == Approval::Approved));
+        }
+        let asked = match asked {
             Ok(asked) => asked,
             Err(ApproveError::Approvals(e)) => return Err(unreadable(e)),
             Err(e) => {
@@ -70,6 +78,21 @@ impl Inner {
         self.workers
             .kill(plugin.name(), WorkerStop::ApprovalChanged);
         Err(CallError::NotAllowed { refusal })
+    }
+
+    /// How much of the sandbox confines `plugin`'s processes: from its
+    /// prepared confinement, `None` before one was prepared.
+    pub(super) fn sandbox_level(&self, plugin: &Plugin) -> Option<SandboxLevel> {
+        if self.config.sandbox == SandboxMode::Off {
+            return Some(SandboxLevel::Off);
+        }
+        let confinements = self.confinements.lock().expect("confinements lock");
+        let c = confinements.get(&plugin.generation)?;
+        Some(if c.enforcement().not_enforced.is_empty() {
+            SandboxLevel::Full
+        } else {
+            SandboxLevel::Partial
+        })
     }
 
     /// Prepares the child's confinement for one process of `plugin`

@@ -7,7 +7,9 @@
 
 use std::sync::{Arc, Weak};
 
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, RequestParamsMeta, ServerResult,
+};
 use serde_json::Value;
 
 use super::Inner;
@@ -19,6 +21,7 @@ use crate::approval::{ApprovalState, ApprovalView, pins};
 use crate::client::CallClient;
 use crate::error::{CallError, Refusal};
 use crate::events::{HostEvent, Notice};
+use crate::observe::phases::{Phases, Start as StartKind, Step};
 use crate::plugins::catalog::{Plugin, ToolRef};
 use crate::plugins::mcp_listing::{self, Listing};
 use crate::run::executor::{Finished, Limits, McpParts, Progress, RunError, Stop};
@@ -35,7 +38,7 @@ impl Inner {
         input: &Value,
         stop: impl std::future::Future<Output = ()>,
         on_progress: &(dyn Fn(Progress) + Send + Sync),
-        worker: &mut Option<u32>,
+        phases: &mut Phases,
         client: Option<Arc<dyn CallClient>>,
     ) -> Result<Finished, Failure> {
         tokio::pin!(stop);
@@ -43,21 +46,38 @@ impl Inner {
             p = self.permits.acquire() => p.expect("the semaphore is never closed"),
             _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
         };
-        let (slot, server, fresh) = self
+        self.admitted(call, phases);
+        let start = std::time::Instant::now();
+        let served = self
             .server_of(call.plugin, &call.data, &call.limits, client.as_ref())
-            .await?;
+            .await;
+        match &served {
+            Ok((_, _, true)) => phases.start = Some((StartKind::Server, Step::since(start, true))),
+            Err(Failure::Run(_)) => {
+                phases.start = Some((StartKind::Server, Step::since(start, false)));
+            }
+            _ => {}
+        }
+        let (slot, server, fresh) = served?;
         if fresh {
             // The server just listed its tools: this one may differ now.
             self.check_listed(call.plugin, &tool_ref.tool().spec.name)
                 .await
                 .map_err(Failure::Refused)?;
         }
-        *worker = Some(server.pid());
+        phases.worker = Some(server.pid());
         let tool = tool_ref.tool();
         let remote = tool.remote_name.as_deref().unwrap_or(&tool.spec.name);
         let mut params = CallToolRequestParams::new(remote.to_owned());
         if let Some(arguments) = input.as_object() {
             params = params.with_arguments(arguments.clone());
+        }
+        // The server's own spans continue the call's trace (MCP's `_meta`).
+        if let Some(trace) = call.trace {
+            params.set_traceparent(&trace.traceparent);
+            if let Some(state) = &trace.tracestate {
+                params.set_tracestate(state);
+            }
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let started = std::time::Instant::now();

@@ -128,6 +128,13 @@ struct Inner {
     gateway: gateway::Gateway,
 }
 
+#[cfg(feature = "prometheus")]
+impl crate::observe::prometheus::WorkerLoads for Inner {
+    fn worker_loads(&self) -> Vec<crate::run::worker::Load> {
+        self.workers.loads()
+    }
+}
+
 impl Drop for PluginHost {
     fn drop(&mut self) {
         self.inner.shutdown.cancel();

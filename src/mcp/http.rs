@@ -98,6 +98,10 @@ pub struct HttpOptions {
     /// longest that has no call or stream; when all are busy, `initialize`
     /// is answered 503.
     pub max_sessions: usize,
+    /// Where each tenant's open sessions are counted (its hosts count their
+    /// own calls: [`crate::PluginHostBuilder::prometheus`]).
+    #[cfg(feature = "prometheus")]
+    pub metrics: Option<Arc<crate::observe::Prometheus>>,
 }
 
 /// The default resume window.
@@ -118,6 +122,8 @@ impl HttpOptions {
             session_slots: None,
             session_idle: DEFAULT_SESSION_IDLE,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            #[cfg(feature = "prometheus")]
+            metrics: None,
         }
     }
 }
@@ -167,6 +173,8 @@ pub async fn serve(
         session_slots,
         session_idle,
         max_sessions,
+        #[cfg(feature = "prometheus")]
+        metrics,
     } = options;
     if !addr.ip().is_loopback() && !allow_remote {
         return Err(format!(
@@ -200,6 +208,11 @@ pub async fn serve(
             server.log.clone(),
         );
         server.calls = Some(sessions.registry().clone());
+        #[cfg(feature = "prometheus")]
+        if let Some(metrics) = &metrics {
+            let registry = Arc::downgrade(sessions.registry());
+            metrics.watch_sessions(&name, move || registry.upgrade().map(|r| r.count()));
+        }
         let mut config =
             StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
         // Bodies are checked (and capped) before rmcp reads them.

@@ -166,6 +166,23 @@ impl McpServer {
     }
 }
 
+/// The caller's W3C trace context: the request's `_meta.traceparent` and
+/// `tracestate` (MCP's place for them), else over HTTP the request's own
+/// `traceparent` and `tracestate` headers. A malformed one is ignored.
+fn trace_context(context: &RequestContext<RoleServer>) -> Option<crate::protocol::TraceContext> {
+    use crate::protocol::TraceContext;
+    let meta = &context.meta.0;
+    if let Some(parent) = meta.get_traceparent() {
+        return TraceContext::parse(parent, meta.get_tracestate());
+    }
+    let headers = &context
+        .extensions
+        .get::<hyper::http::request::Parts>()?
+        .headers;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    TraceContext::parse(header("traceparent")?, header("tracestate"))
+}
+
 /// Hints for clients, from the plugin's permissions: read-only when it asks for
 /// nothing beyond reading files, destructive when it may write files or run
 /// programs, open-world when it may use the network. "Read-only" is about the
@@ -394,6 +411,7 @@ impl ServerHandler for McpServer {
                 session_id: self.session_id.clone(),
                 source: Some(Source::Mcp),
                 scope: Some(Scope::Foreground),
+                trace: trace_context(&context),
                 ..Invocation::default()
             },
             cancel: Some(cancel),

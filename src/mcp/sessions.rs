@@ -166,6 +166,12 @@ fn expire_idle(sessions: Weak<Sessions>, idle: Duration) {
 }
 
 impl Registry {
+    /// The sessions open now.
+    #[cfg(feature = "prometheus")]
+    pub(super) fn count(&self) -> usize {
+        self.sessions.lock().map_or(0, |s| s.len())
+    }
+
     fn with<T>(&self, id: &SessionId, f: impl FnOnce(&mut Session) -> T) -> Option<T> {
         let mut sessions = self.sessions.lock().expect("sessions lock");
         sessions.get_mut(id).map(|s| {

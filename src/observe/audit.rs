@@ -41,6 +41,9 @@ pub struct AuditRecord {
     /// and the grant that would allow it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+    /// The trace the call belongs to (32 hex digits), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
 }
@@ -81,6 +84,7 @@ impl AuditLog {
             worker: summary.worker,
             error_kind: summary.tool_error.map(|k| k.as_str().to_owned()),
             refused: summary.refused.clone(),
+            trace_id: call.trace.as_ref().map(|t| t.trace_id().to_owned()),
             input: self.log_inputs.then(|| call.input.clone()),
         };
         let mut line = serde_json::to_vec(&record).map_err(|e| e.to_string())?;

@@ -8,11 +8,19 @@
 
 pub(crate) mod audit;
 pub(crate) mod metrics;
+#[cfg(feature = "otel")]
+mod otel;
+pub(crate) mod phases;
 pub(crate) mod policy;
+#[cfg(feature = "prometheus")]
+pub(crate) mod prometheus;
+pub(crate) mod trace;
 
 pub use audit::AuditRecord;
 pub use metrics::{ToolStats, WorkerStats};
 pub use policy::Policy;
+#[cfg(feature = "prometheus")]
+pub use prometheus::Prometheus;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -26,6 +34,8 @@ use crate::events::{HostEvent, Notice};
 use crate::protocol::{Invocation, ToolErrorKind};
 use crate::run::executor::Progress;
 use crate::run::outcome::ToolOutcome;
+use crate::run::sandbox::SandboxLevel;
+use phases::Phases;
 
 /// What an observer method returns; an `Err` is reported as a notice
 /// ([`Notice::ObserverFailed`]). `Err("why".into())` makes one from words.
@@ -36,7 +46,8 @@ pub type ObserverResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 pub struct Interests {
     /// [`Observer::event`]: plugins, approvals, workers, notices.
     pub events: bool,
-    /// [`Observer::call_started`], [`Observer::call_finished`], [`Observer::call_failed`].
+    /// [`Observer::call_started`], [`Observer::call_admitted`],
+    /// [`Observer::call_finished`], [`Observer::call_failed`].
     pub calls: bool,
     /// [`Observer::call_progress`].
     pub progress: bool,
@@ -66,6 +77,9 @@ pub struct CallInfo {
     pub started_at: SystemTime,
     /// The call's input (an audit log records it only when asked to).
     pub input: Value,
+    /// The W3C trace context the plugin continues: plughost's span of the
+    /// call when the host traces, else the caller's context.
+    pub trace: Option<crate::protocol::TraceContext>,
 }
 
 /// How a call ended, for observers.
@@ -88,16 +102,33 @@ pub struct CallSummary {
     /// plugin with host grants), in words: the host and the grant that
     /// would allow it.
     pub refused: Vec<String>,
+    /// Bytes of the call's input (compact JSON); 0 when it was refused
+    /// before its input was read.
+    pub bytes_in: usize,
+    /// How long the call waited before its plugin ran: the checks, an
+    /// approval question, and the queue for a call slot or a worker. The
+    /// whole call when it never ran.
+    pub wait: Duration,
+    /// How long the plugin ran the call (from its slot to the answer);
+    /// `None` when it never ran.
+    pub run: Option<Duration>,
+    /// How much of the sandbox confined the plugin; `None` when it never ran.
+    pub sandbox: Option<SandboxLevel>,
 }
 
 impl CallSummary {
     pub(crate) fn of(
         result: &Result<ToolOutcome, CallError>,
-        duration: Duration,
-        worker: Option<u32>,
+        phases: &Phases,
+        sandbox: Option<SandboxLevel>,
     ) -> CallSummary {
+        let ended = std::time::Instant::now();
         CallSummary {
-            duration,
+            duration: ended.duration_since(phases.started),
+            bytes_in: phases.bytes_in,
+            wait: phases.wait(ended),
+            run: phases.run(ended),
+            sandbox: phases.admitted.and(sandbox),
             bytes_out: result.as_ref().map_or(0, |o| o.result.len()),
             exit_code: match result {
                 Ok(o) => o.exit_code,
@@ -105,7 +136,7 @@ impl CallSummary {
             },
             error_kind: result.as_ref().err().map(CallError::kind),
             is_error: result.as_ref().is_ok_and(|o| o.is_error),
-            worker,
+            worker: phases.worker,
             tool_error: result
                 .as_ref()
                 .ok()
@@ -139,6 +170,12 @@ pub trait Observer: Send + Sync {
         Ok(())
     }
     fn call_started(&self, call: &CallInfo) -> ObserverResult {
+        Ok(())
+    }
+    /// The call passed its checks and got its call slot (and its worker's
+    /// turn): its plugin runs now. Not every call gets here: one refused,
+    /// or cancelled while it waited, goes from started to failed.
+    fn call_admitted(&self, call: &CallInfo) -> ObserverResult {
         Ok(())
     }
     fn call_progress(&self, call: &CallInfo, progress: &Progress) -> ObserverResult {
@@ -220,6 +257,12 @@ impl Bus {
     pub(crate) fn call_started(&self, call: &CallInfo) {
         for o in &self.on_calls {
             self.guarded("call_started", || o.call_started(call));
+        }
+    }
+
+    pub(crate) fn call_admitted(&self, call: &CallInfo) {
+        for o in &self.on_calls {
+            self.guarded("call_admitted", || o.call_admitted(call));
         }
     }
 

@@ -48,7 +48,8 @@ pub(crate) fn plugin_env(
 
 /// The host's variables a plugin process gets: the allowlist and the
 /// `declared` ones (everything with `inherit`), without `TMPDIR` and
-/// plughost's own, which the caller sets.
+/// plughost's own, which the caller sets, and without the host's own trace
+/// context (`TRACEPARENT`, `TRACESTATE`): a call's is set per call.
 pub(crate) fn base_env(inherit: bool, declared: &[EnvVarName]) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| {
@@ -60,6 +61,13 @@ pub(crate) fn base_env(inherit: bool, declared: &[EnvVarName]) -> Vec<(OsString,
                 })
         })
         .collect();
-    env.retain(|(k, _)| k != "TMPDIR" && k != "PLUGHOST_PLUGIN_DIR" && k != "PLUGHOST_DATA_DIR");
+    const SET_PER_CALL: [&str; 5] = [
+        "TMPDIR",
+        "PLUGHOST_PLUGIN_DIR",
+        "PLUGHOST_DATA_DIR",
+        "TRACEPARENT",
+        "TRACESTATE",
+    ];
+    env.retain(|(k, _)| !SET_PER_CALL.iter().any(|s| k == s));
     env
 }

@@ -31,6 +31,11 @@ impl Server {
     /// Starts the server with the token file `TOKEN` (unless `extra` brings
     /// `--tokens`) and `extra` arguments, and waits until it listens.
     pub fn start(sandbox: &Sandbox, extra: &[&str]) -> Server {
+        Server::start_env(sandbox, extra, &[])
+    }
+
+    /// [`Server::start`] with these environment variables set.
+    pub fn start_env(sandbox: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -44,6 +49,7 @@ impl Server {
             std::fs::write(&token_file, TOKEN).unwrap();
             cmd.arg("--token-file").arg(&token_file);
         }
+        cmd.envs(env.iter().copied());
         cmd.args(extra)
             .arg("--log-file")
             .arg(&log)

@@ -359,6 +359,36 @@ pub fn python_mcp_sdk() -> Option<PathBuf> {
     prerequisite(&what, ok).then_some(deps)
 }
 
+/// The OpenTelemetry Python packages (SDK, OTLP/HTTP exporter, the
+/// `opentelemetry-proto` definitions) beside the MCP SDK in `target/pydeps`,
+/// installed by `scripts/test`. Without them a test that needs them is
+/// skipped with a message, except under CI, where it fails.
+pub fn python_otel() -> Option<PathBuf> {
+    let deps = python_mcp_sdk()?;
+    let ok = Command::new("python3")
+        .args([
+            "-c",
+            "import opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+        ])
+        .env("PYTHONPATH", &deps)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let what = format!(
+        "the OpenTelemetry Python packages in {} (scripts/test installs them)",
+        deps.display()
+    );
+    prerequisite(&what, ok).then_some(deps)
+}
+
+/// A free port on loopback (bound, then let go).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// The python3 on `PATH` as the file it really is (not a pyenv shim).
 pub fn real_python3() -> PathBuf {
     let out = Command::new("python3")

@@ -300,6 +300,12 @@ pub struct Context {
     pub source: Option<String>,
     /// `foreground` or `background`.
     pub scope: Option<String>,
+    /// The W3C `traceparent` the call continues (plughost's span of the
+    /// call, or its caller's): the parent of the tool's own spans. From the
+    /// request, else `$TRACEPARENT`.
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that travels with `traceparent`.
+    pub tracestate: Option<String>,
     /// The context object as received.
     pub raw: Map<String, Value>,
 }
@@ -332,7 +338,17 @@ impl Context {
                 let _ = std::fs::create_dir_all(&dir);
                 dir
             });
+        let var = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+        let (traceparent, tracestate) = match text("traceparent") {
+            Some(parent) => (Some(parent), text("tracestate")),
+            None => match var("TRACEPARENT") {
+                Some(parent) => (Some(parent), var("TRACESTATE")),
+                None => (None, None),
+            },
+        };
         Context {
+            traceparent,
+            tracestate,
             request_id: text("request_id"),
             session_id: text("session_id"),
             actor: text("actor"),
@@ -342,6 +358,20 @@ impl Context {
             data_dir,
             raw,
         }
+    }
+
+    /// The trace context as W3C header pairs (`traceparent`, then
+    /// `tracestate` when there is one), for an OpenTelemetry propagator's
+    /// `extract`; empty without one.
+    pub fn trace_headers(&self) -> Vec<(&'static str, &str)> {
+        let mut headers = Vec::new();
+        if let Some(parent) = &self.traceparent {
+            headers.push(("traceparent", parent.as_str()));
+            if let Some(state) = &self.tracestate {
+                headers.push(("tracestate", state.as_str()));
+            }
+        }
+        headers
     }
 
     /// Reports progress as one stderr line, `::progress:: done/total message`
@@ -888,6 +918,13 @@ mod tests {
         assert_eq!(
             (ctx.request_id.as_deref(), ctx.source.as_deref(), ctx.scope),
             (Some("r"), Some("mcp"), None)
+        );
+        let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let traced = json!({"traceparent": parent, "tracestate": "rojo=1"});
+        let ctx = Context::from_json(traced.as_object().unwrap().clone());
+        assert_eq!(
+            ctx.trace_headers(),
+            [("traceparent", parent), ("tracestate", "rojo=1")]
         );
         let dir = std::env::temp_dir().join(format!("plughost-plugin-ctx-{}", std::process::id()));
         let ctx = Context::from_json(json!({ "plugin_dir": dir }).as_object().unwrap().clone());

@@ -155,8 +155,21 @@ pub(crate) async fn run_once(
     on_progress: &(dyn Fn(Progress) + Send + Sync),
 ) -> Result<Finished, RunError> {
     let start = Instant::now();
-    let deadline = tokio::time::Instant::now() + limits.timeout;
-    let mut process = Process::spawn(spawn).await.map_err(RunError::Spawn)?;
+    let process = Process::spawn(spawn).await.map_err(RunError::Spawn)?;
+    run_spawned(process, start, request, limits, cancel, on_progress).await
+}
+
+/// [`run_once`] from a process spawned at `start` (the deadline counts
+/// from then), for a caller that times the spawn itself.
+pub(crate) async fn run_spawned(
+    mut process: Process,
+    start: Instant,
+    request: &[u8],
+    limits: &Limits,
+    cancel: impl std::future::Future<Output = ()>,
+    on_progress: &(dyn Fn(Progress) + Send + Sync),
+) -> Result<Finished, RunError> {
+    let deadline = tokio::time::Instant::from_std(start) + limits.timeout;
     let mut err = StderrCollector::new(limits.max_stderr);
     let answer = exchange(
         &mut process.pipes,

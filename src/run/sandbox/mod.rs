@@ -235,6 +235,30 @@ pub(crate) struct Enforcement {
     pub not_enforced: Vec<String>,
 }
 
+/// How much of the sandbox confined a plugin's process, for traces and
+/// metrics: nothing, everything its permissions call for, or part of it
+/// (this kernel lacks some restriction; `plughost doctor` says which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxLevel {
+    /// No confinement (`--no-sandbox`).
+    Off,
+    /// Every restriction its permissions call for is enforced.
+    Full,
+    /// Some restriction it should have is not enforced on this kernel.
+    Partial,
+}
+
+impl SandboxLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxLevel::Off => "off",
+            SandboxLevel::Full => "full",
+            SandboxLevel::Partial => "partial",
+        }
+    }
+}
+
 /// What this kernel can enforce, for `plughost doctor` and for the warning shown
 /// when the sandbox is degraded.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

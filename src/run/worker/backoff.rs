@@ -54,6 +54,12 @@ impl Backoff {
         })
     }
 
+    /// Whether the next start waits for the backoff to pass.
+    #[cfg(feature = "prometheus")]
+    pub(super) fn waiting(&self) -> bool {
+        self.retry_at.is_some_and(|at| at > Instant::now())
+    }
+
     /// A worker answered: the streak is over.
     pub(super) fn succeeded(&mut self) {
         self.failures = 0;

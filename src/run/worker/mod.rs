@@ -20,11 +20,14 @@
 //! after their call.
 
 mod backoff;
+mod load;
 mod pool;
 mod process;
 #[cfg(feature = "mcp-plugins")]
 mod servers;
 
+#[cfg(feature = "prometheus")]
+pub(crate) use load::Load;
 pub use pool::WorkerInfo;
 pub(crate) use pool::{Pool, Workers};
 pub(crate) use process::{TmpFolder, WorkerSpec};

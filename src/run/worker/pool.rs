@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::backoff::Backoff;
+#[cfg(feature = "prometheus")]
+use super::load::Load;
 use super::process::{Worker, WorkerSpec};
 use crate::events::{EventSink, HostEvent, WorkerStop};
 use crate::plugins::catalog::Plugin;
@@ -76,6 +78,7 @@ impl Workers {
             kill_grace,
             slots: Arc::new(Semaphore::new(settings.max_workers as usize)),
             state: Mutex::default(),
+            starting: Default::default(),
             wake: Arc::new(Notify::new()),
             events: self.events.clone(),
             runtime: tokio::runtime::Handle::current(),
@@ -161,6 +164,26 @@ impl Workers {
         all
     }
 
+    /// Each plugin's workers as they are now: running, busy, starting,
+    /// backing off.
+    #[cfg(feature = "prometheus")]
+    pub(crate) fn loads(&self) -> Vec<Load> {
+        #[cfg_attr(
+            not(feature = "mcp-plugins"),
+            expect(unused_mut, reason = "servers add theirs")
+        )]
+        let mut loads: Vec<Load> = self
+            .pools
+            .lock()
+            .expect("pools lock")
+            .values()
+            .map(|pool| pool.load())
+            .collect();
+        #[cfg(feature = "mcp-plugins")]
+        loads.extend(self.servers.loads());
+        loads
+    }
+
     /// The running workers of each plugin.
     pub(crate) fn running(&self) -> HashMap<String, Vec<WorkerInfo>> {
         let pools = self.pools.lock().expect("pools lock");
@@ -189,6 +212,8 @@ pub(crate) struct Pool {
     /// One permit per worker; tokio's semaphore queues waiters in arrival order.
     slots: Arc<Semaphore>,
     state: Mutex<State>,
+    /// Workers being started now.
+    starting: super::load::Starting,
     /// Wakes the idle janitor.
     wake: Arc<Notify>,
     events: EventSink,
@@ -283,6 +308,18 @@ impl Pool {
             state.retired = Some(reason.clone());
         }
         std::mem::take(&mut state.idle)
+    }
+
+    #[cfg(feature = "prometheus")]
+    fn load(&self) -> Load {
+        let state = self.state.lock().expect("pool lock");
+        Load {
+            plugin: self.plugin.name().to_owned(),
+            running: state.idle.len() + state.busy.len(),
+            busy: state.busy.len(),
+            starting: self.starting.count(),
+            backing_off: state.backoff.waiting(),
+        }
     }
 
     fn running(&self) -> Vec<WorkerInfo> {
@@ -454,7 +491,10 @@ impl Lease {
     /// at start-up and the backoff has not passed.
     pub(crate) async fn start(&mut self, spec: WorkerSpec) -> Result<(), RunError> {
         self.pool.backoff()?;
-        let worker = match Worker::start(spec).await {
+        let starting = self.pool.starting.enter();
+        let started = Worker::start(spec).await;
+        drop(starting);
+        let worker = match started {
             Ok(w) => w,
             Err(e) => {
                 self.pool

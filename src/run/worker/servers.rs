@@ -25,6 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::WorkerInfo;
 use super::backoff::Backoff;
+#[cfg(feature = "prometheus")]
+use super::load::Load;
 use super::process::{TmpFolder, WorkerSpec};
 use crate::events::{EventSink, HostEvent, WorkerStop};
 use crate::plugins::catalog::Plugin;
@@ -49,6 +51,8 @@ pub(crate) struct Slot {
     permits: Arc<Semaphore>,
     /// Held while a server starts, so that callers wait for one start.
     starting: tokio::sync::Mutex<()>,
+    /// A start in progress, counted for metrics.
+    starting_now: super::load::Starting,
     running: Mutex<Option<Arc<Server>>>,
     backoff: Mutex<Backoff>,
     retired: Mutex<Option<WorkerStop>>,
@@ -114,6 +118,7 @@ impl Servers {
             kill_grace,
             permits: Arc::new(Semaphore::new(settings.max_in_flight as usize)),
             starting: tokio::sync::Mutex::new(()),
+            starting_now: Default::default(),
             running: Mutex::new(None),
             backoff: Mutex::default(),
             retired: Mutex::new(None),
@@ -170,6 +175,27 @@ impl Servers {
             .expect("slots lock")
             .iter()
             .map(|(name, s)| (name.clone(), s.plugin.generation, s.grant.clone()))
+            .collect()
+    }
+
+    /// Each server as it is now (see [`Load`]).
+    #[cfg(feature = "prometheus")]
+    pub(crate) fn loads(&self) -> Vec<Load> {
+        let slots = self.slots.lock().expect("slots lock");
+        slots
+            .iter()
+            .map(|(name, slot)| {
+                let server = slot.server();
+                Load {
+                    plugin: name.clone(),
+                    running: usize::from(server.is_some()),
+                    busy: usize::from(
+                        server.is_some_and(|s| s.in_flight.load(Ordering::Relaxed) > 0),
+                    ),
+                    starting: slot.starting_now.count(),
+                    backing_off: slot.backoff.lock().expect("slot lock").waiting(),
+                }
+            })
             .collect()
     }
 
@@ -246,6 +272,7 @@ impl Slot {
             .expect("slot lock")
             .check()
             .map_err(StartError::Backoff)?;
+        let _starting = self.starting_now.enter();
         let WorkerSpec {
             program,
             args,

@@ -1,0 +1,47 @@
+//! What a plugin's workers (or its MCP server) are doing now, for metrics:
+//! how many run, serve a call, are being started, and whether starts wait
+//! for a backoff. Starts are counted by a guard, so a start abandoned midway
+//! (its call dropped) is uncounted all the same.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The workers of one plugin as they are now.
+#[cfg(feature = "prometheus")]
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Load {
+    pub(crate) plugin: String,
+    /// Running, idle or busy.
+    pub(crate) running: usize,
+    /// Serving a call (an MCP server: serving at least one).
+    pub(crate) busy: usize,
+    /// Being started (an MCP server: until its handshake and listing end).
+    pub(crate) starting: usize,
+    /// Its workers keep dying at start-up and the next start waits.
+    pub(crate) backing_off: bool,
+}
+
+/// The starts in progress.
+#[derive(Debug, Default)]
+pub(super) struct Starting(Arc<AtomicUsize>);
+
+/// One start in progress, until dropped.
+pub(super) struct Entered(Arc<AtomicUsize>);
+
+impl Starting {
+    pub(super) fn enter(&self) -> Entered {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Entered(self.0.clone())
+    }
+
+    #[cfg(feature = "prometheus")]
+    pub(super) fn count(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
