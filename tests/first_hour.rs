@@ -149,19 +149,29 @@ fn with_json_a_host_error_is_only_json() {
     assert_eq!(stderr(&o), "");
 }
 
-/// `plughost list --json | head` and `plughost man | head`: a reader that
-/// stops reading ends the output without a panic or an error, with the exit
-/// a program killed by SIGPIPE has.
+/// `plughost schema manifest | head`, `man | head`, `completions bash |
+/// head`: a reader that stops reading ends the output without a panic or
+/// an error, with the exit a program killed by SIGPIPE has.
 #[test]
 fn a_reader_that_stops_reading_ends_the_output_quietly() {
-    let sandbox = Sandbox::new().with_fixtures(&["slow-ok"]);
-    for args in [&["--json", "list"][..], &["list"], &["man"]] {
+    use std::os::fd::AsRawFd;
+    let sandbox = Sandbox::new();
+    for args in [
+        &["schema", "manifest"][..],
+        &["man"],
+        &["completions", "bash"],
+    ] {
+        // A pipe of one page whose reader is gone before the first write.
+        // Each output is larger than the page: should a process another
+        // test forks hold the reader for a moment, the write waits for it
+        // to exec, and then fails.
+        let (reader, writer) = std::io::pipe().unwrap();
+        // SAFETY: fcntl on a descriptor this function owns.
+        assert!(unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) } >= 4096);
+        drop(reader);
         let mut cmd = sandbox.cmd();
-        cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        // Closed before the first write.
-        drop(child.stdout.take());
-        let o = child.wait_with_output().unwrap();
+        cmd.args(args).stdout(writer).stderr(Stdio::piped());
+        let o = cmd.spawn().unwrap().wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(141), "{args:?}: {}", stderr(&o));
         assert_eq!(stderr(&o), "", "{args:?}");
     }

@@ -17,15 +17,27 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<ExitCode, String> {
     let mut cmd = Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "plughost", &mut std::io::stdout());
-    Ok(ExitCode::SUCCESS)
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "plughost", &mut script);
+    write_out(&script, "the completions")
 }
 
 pub fn run_man() -> Result<ExitCode, String> {
-    match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut page)
+        .map_err(|e| format!("cannot render the man page: {e}"))?;
+    write_out(&page, "the man page")
+}
+
+/// Writes `bytes` to stdout. A reader that stopped reading (`plughost man |
+/// head`) ends the program as SIGPIPE would (141), without a word.
+fn write_out(bytes: &[u8], what: &str) -> Result<ExitCode, String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        // The reader stopped reading (`plughost man | head`): as SIGPIPE ends a program.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::from(141)),
-        Err(e) => Err(format!("cannot write the man page: {e}")),
+        Err(e) => Err(format!("cannot write {what}: {e}")),
     }
 }
