@@ -81,7 +81,7 @@ pub(crate) fn pin_prompts(plugin: &crate::plugins::catalog::Plugin) -> Pins {
 
 /// The pins of every tool in `specs`.
 #[cfg_attr(
-    not(feature = "mcp-plugins"),
+    all(not(feature = "mcp-plugins"), not(test)),
     expect(dead_code, reason = "used by MCP server plugins")
 )]
 pub(crate) fn pin_all<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> Pins {
