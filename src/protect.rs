@@ -36,6 +36,10 @@ pub(crate) const STATE: &str = "plughost's state (approvals, tokens, other plugi
 
 /// What plughost's plugins folder, binary and configuration are, as
 /// protected paths: never written, whatever is granted.
+#[cfg_attr(
+    not(target_os = "linux"),
+    expect(dead_code, reason = "only the Linux sandbox builds rules from it")
+)]
 pub(crate) const OWN: &str = "plughost's plugins, binary or configuration";
 
 /// One protected path and why.
@@ -245,6 +249,10 @@ fn expand(path: &str, home: Option<&Path>) -> Option<PathBuf> {
 /// symbolic links. What is created later in a repository found here is
 /// protected too; a repository made later is not, until the plugin version
 /// is prepared again.
+#[cfg_attr(
+    not(target_os = "linux"),
+    expect(dead_code, reason = "only the Linux sandbox builds rules from it")
+)]
 pub(crate) fn project_paths(root: &Path) -> Vec<ProtectedPath> {
     let mut out = Vec::new();
     let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);

@@ -198,6 +198,13 @@ impl NetLevel {
 /// [`prepare_egress`], shared by every confinement of that version.
 #[derive(Debug, Clone)]
 pub(crate) struct Egress {
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(
+            dead_code,
+            reason = "only the Linux sandbox holds a plugin to the port"
+        )
+    )]
     pub port: u16,
     #[cfg(target_os = "linux")]
     pub netns: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
