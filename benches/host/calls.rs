@@ -49,6 +49,16 @@ pub(crate) async fn rows(bench: &Bench, report: &mut Value) {
             throughput.push(row);
         }
     }
+    report["library_call_us"] = latency[0]["host_p50_us"].clone();
+    report["call_latency"] = json!(latency);
+    report["throughput"] = json!(throughput);
+}
+
+/// The tiny plugin granted everywhere, next to the same binary granted
+/// nothing (the `protected` group).
+pub(crate) async fn protected_rows(bench: &Bench, report: &mut Value) {
+    let on = bench.host(true);
+    let n = bench.iters(1000, 100);
     let mut protected = Vec::new();
     on.approve("tiny-writer").await.unwrap();
     for (plugin, tool) in [
@@ -58,9 +68,6 @@ pub(crate) async fn rows(bench: &Bench, report: &mut Value) {
         protected.push(protected_row(&on, plugin, tool, n).await);
     }
     report["protected_paths"] = json!(protected);
-    report["library_call_us"] = latency[0]["host_p50_us"].clone();
-    report["call_latency"] = json!(latency);
-    report["throughput"] = json!(throughput);
 }
 
 /// Host calls and raw calls in turn, so drift affects both alike.
@@ -160,17 +167,6 @@ pub(crate) fn print(r: &Value) {
         );
     }
     println!("  library_call_us: {}", cell(&r["library_call_us"]));
-    println!("protected paths (µs, sandbox on)  granted p50  granted p99  bare tiny p50  ratio");
-    for row in r["protected_paths"].as_array().unwrap() {
-        println!(
-            "  {:<30} {:>11} {:>12} {:>14} {:>6}",
-            cell(&row["plugin"]),
-            cell(&row["granted_p50_us"]),
-            cell(&row["granted_p99_us"]),
-            cell(&row["bare_p50_us"]),
-            cell(&row["ratio_p50"])
-        );
-    }
     println!("throughput, tiny (calls/s)     concurrency      host       raw  host/raw");
     for row in r["throughput"].as_array().unwrap() {
         println!(
@@ -180,6 +176,20 @@ pub(crate) fn print(r: &Value) {
             cell(&row["host_calls_per_s"]),
             cell(&row["raw_calls_per_s"]),
             cell(&row["ratio"])
+        );
+    }
+}
+
+pub(crate) fn print_protected(r: &Value) {
+    println!("protected paths (µs, sandbox on)  granted p50  granted p99  bare tiny p50  ratio");
+    for row in r["protected_paths"].as_array().unwrap() {
+        println!(
+            "  {:<30} {:>11} {:>12} {:>14} {:>6}",
+            cell(&row["plugin"]),
+            cell(&row["granted_p50_us"]),
+            cell(&row["granted_p99_us"]),
+            cell(&row["bare_p50_us"]),
+            cell(&row["ratio_p50"])
         );
     }
 }

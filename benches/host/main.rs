@@ -1,7 +1,9 @@
 //! The host's cost next to a raw baseline of the same plugin, measured side by
 //! side in one run so the machine's noise cancels: ratios and differences
 //! count, absolute times move from run to run. Run through `scripts/bench`
-//! (`--quick` for fewer calls, `--json` for one JSON object).
+//! (`--quick` for fewer calls, `--json` for one JSON object, `--only
+//! GROUP[,GROUP]` for some groups: `calls`, `protected`, `net`, `traces`, `spawn`,
+//! `children`, `workers`, `mcp`, `sdk`, `load`).
 //!
 //! Each module measures one group of rows and prints its section of the table:
 //! `calls` (a process per call), `traces` (a span per call, exported),
@@ -113,7 +115,7 @@ mod stats;
 mod traces;
 mod workers;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use plughost::{PluginHost, SandboxMode};
 use serde_json::{Value, json};
@@ -129,6 +131,8 @@ pub(crate) struct Bench {
     pub(crate) node: Option<PathBuf>,
     /// The port of the HTTP origin on 127.0.0.1 (`net.rs`).
     pub(crate) origin: u16,
+    /// The groups to measure (`--only`); all when `None`.
+    only: Option<Vec<String>>,
 }
 
 fn main() {
@@ -138,7 +142,16 @@ fn main() {
     }
     let json_out = args.iter().any(|a| a == "--json");
     let quick = args.iter().any(|a| a == "--quick");
-    let dir = std::env::temp_dir().join(format!("plughost-bench-{}", std::process::id()));
+    let only: Option<Vec<String>> = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .map(|groups| groups.split(',').map(str::to_owned).collect());
+    // In the target folder, not the system's temp folder: the rules kept
+    // around plughost's state folder grow with the entries of the folders
+    // above it, and what else sits in /tmp should not move the figures.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("plughost-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // The host canonicalizes plugin folders: the raw requests must name the
     // same paths.
@@ -148,6 +161,7 @@ fn main() {
         state: dir.join("state"),
         dir,
         quick,
+        only,
         node: None,
         origin: 0,
     };
@@ -163,7 +177,7 @@ fn main() {
     if json_out {
         println!("{}", serde_json::to_string_pretty(&report).unwrap());
     } else {
-        print_table(&report);
+        print_table(&bench, &report);
     }
 }
 
@@ -194,19 +208,49 @@ impl Bench {
             .unwrap()
     }
 
+    /// Whether the group `name` is measured in this run.
+    fn runs(&self, name: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|g| g == name))
+    }
+
     async fn run(&self) -> Value {
         let mut report = json!({});
-        calls::rows(self, &mut report).await;
-        net::rows(self, &mut report).await;
+        if self.runs("calls") {
+            calls::rows(self, &mut report).await;
+        }
+        if self.runs("protected") {
+            calls::protected_rows(self, &mut report).await;
+        }
+        if self.runs("net") {
+            net::rows(self, &mut report).await;
+        }
         #[cfg(feature = "otel")]
-        traces::rows(self, &mut report).await;
-        spawn::rows(self, &mut report);
-        children::soak(self, &mut report);
-        workers::rows(self, &mut report).await;
-        mcp::rows(self, &mut report).await;
-        sdk::rows(self, &mut report).await;
-        children::peak_rss(self, &mut report);
-        load::rows(self, &mut report).await;
+        if self.runs("traces") {
+            traces::rows(self, &mut report).await;
+        }
+        if self.runs("spawn") {
+            spawn::rows(self, &mut report);
+        }
+        if self.runs("children") {
+            children::soak(self, &mut report);
+        }
+        if self.runs("workers") {
+            workers::rows(self, &mut report).await;
+        }
+        if self.runs("mcp") {
+            mcp::rows(self, &mut report).await;
+        }
+        if self.runs("sdk") {
+            sdk::rows(self, &mut report).await;
+        }
+        if self.runs("children") {
+            children::peak_rss(self, &mut report);
+        }
+        if self.runs("load") {
+            load::rows(self, &mut report).await;
+        }
         report
     }
 }
@@ -221,16 +265,26 @@ pub(crate) fn cell(v: &Value) -> String {
     }
 }
 
-/// One section per group, each with its header line.
-fn print_table(r: &Value) {
-    calls::print(r);
-    net::print(r);
-    #[cfg(feature = "otel")]
-    traces::print(r);
-    spawn::print(r);
-    children::print(r);
-    workers::print(r);
-    mcp::print(r);
-    sdk::print(r);
-    load::print(r);
+/// One section per group measured, each with its header line.
+fn print_table(bench: &Bench, r: &Value) {
+    let groups: [(&str, fn(&Value)); 10] = [
+        ("calls", calls::print),
+        ("protected", calls::print_protected),
+        ("net", net::print),
+        #[cfg(feature = "otel")]
+        ("traces", traces::print),
+        #[cfg(not(feature = "otel"))]
+        ("traces", |_| {}),
+        ("spawn", spawn::print),
+        ("children", children::print),
+        ("workers", workers::print),
+        ("mcp", mcp::print),
+        ("sdk", sdk::print),
+        ("load", load::print),
+    ];
+    for (name, print) in groups {
+        if bench.runs(name) {
+            print(r);
+        }
+    }
 }

@@ -196,12 +196,24 @@ fn absolute_paths(line: &str) -> Vec<PathBuf> {
             .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ')' | ',' | ':'))
             .map_or(line.len(), |n| i + n);
         let path = line[i..end].trim_end_matches(['.', ';']);
-        if path.len() > 1 {
+        if path.len() > 1 && !names_a_script_line(&line[end..]) {
             out.push(PathBuf::from(path));
         }
         i = end.max(i + 1);
     }
     out
+}
+
+/// Whether the text after a path makes it the script that reports (the
+/// shell's `/path/main.sh: 3: cannot create /x: …`, bash's `…: line 3:`),
+/// not a path it was refused.
+fn names_a_script_line(after: &str) -> bool {
+    let Some(rest) = after.strip_prefix(": ") else {
+        return false;
+    };
+    let rest = rest.strip_prefix("line ").unwrap_or(rest);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && rest[digits..].starts_with(':')
 }
 
 /// The denial `path` would be, if the confinement explains one: an existing
@@ -218,10 +230,12 @@ fn explain(
 ) -> Option<Denial> {
     let exists = path.symlink_metadata().is_ok();
     let made = !exists && path.parent().is_some_and(Path::exists);
-    let access = if exists && !confinement.reaches(path, false) {
-        Access::Read
-    } else if (made || (exists && writes)) && !confinement.reaches(path, true) {
+    // A line that says it wrote names a write, even of a path the plugin
+    // may not read either.
+    let access = if (made || (exists && writes)) && !confinement.reaches(path, true) {
         Access::Write
+    } else if exists && !confinement.reaches(path, false) {
+        Access::Read
     } else {
         return None;
     };
@@ -313,6 +327,15 @@ mod tests {
         assert_eq!(
             p("bash: /etc/cron.d/x: Permission denied"),
             [PathBuf::from("/etc/cron.d/x")]
+        );
+        // The script that reports is not what was refused.
+        assert_eq!(
+            p("/p/main.sh: 3: cannot create /home/u/.bashrc: Permission denied"),
+            [PathBuf::from("/home/u/.bashrc")]
+        );
+        assert_eq!(
+            p("/p/main.sh: line 12: /home/u/.bashrc: Read-only file system"),
+            [PathBuf::from("/home/u/.bashrc")]
         );
         assert!(reports_denial(
             "Error [ERR_MODULE_NOT_FOUND]: Cannot find module"

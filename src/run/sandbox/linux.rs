@@ -138,9 +138,14 @@ pub(crate) struct Confinement {
     seccomp: Filter,
     /// The namespaces its processes join, held open.
     namespaces: Option<Arc<Namespaces>>,
-    /// The project files kept read-only, and who they were when they were
-    /// mounted: a file replaced since is mounted again.
+    /// The project files and protected paths kept read-only by its mount
+    /// namespace, and who they were when they were mounted: a file replaced
+    /// since is mounted again.
     read_only: Vec<(PathBuf, u64, u64)>,
+    /// The protected paths among them (what [`Self::reaches`] keeps from
+    /// writes), and its own folders mounted writable again inside them.
+    mounted: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
     enforcement: Enforcement,
     /// The ruleset the next children use, and how many have used it.
     current: Mutex<Option<(Arc<OwnedFd>, u32)>>,
@@ -306,80 +311,39 @@ impl Confinement {
             handled_access_net: handled_net.bits(),
             scoped: scoped.bits(),
         };
-        let mut rules = Vec::new();
-        let mut checks = Vec::new();
-        let mut enumerated = Vec::new();
-        let mut protected = Vec::new();
-        let mut reach = Vec::new();
-        let mut read_only = Vec::new();
-        let mut project_roots = Vec::new();
-        if !handled_fs.is_empty() {
-            let allowed = paths::allowed(policy);
-            protected = allowed.protected;
-            read_only = allowed
-                .read_only
-                .iter()
-                .map(|p| paths::real(&p.path))
-                .collect();
-            project_roots = allowed
-                .project_roots
-                .iter()
-                .map(|p| paths::real(p))
-                .collect();
-            reach = allowed
-                .rules
-                .iter()
-                .filter(|a| !a.list_only)
-                .map(|a| (a.path.clone(), a.read, a.write))
-                .collect();
-            for dir in allowed.enumerated {
-                if let Ok(meta) = std::fs::metadata(&dir) {
-                    enumerated.push((dir, Changed::of(&meta)));
-                }
-            }
-            for Allow {
-                path,
-                read: r,
-                write: w,
-                list_only,
-                required,
-            } in allowed.rules
-            {
-                let mut access = BitFlags::EMPTY;
-                if list_only {
-                    access |= AccessFs::ReadDir;
-                } else {
-                    if r {
-                        access |= read;
-                    }
-                    if w {
-                        access |= write;
-                    }
-                }
-                access &= handled_fs;
-                if access.is_empty() {
-                    continue;
-                }
-                let folder = match open_shared(&path) {
-                    Ok(folder) => folder,
-                    Err(source) if required => return Err(SandboxError::Path { path, source }),
-                    Err(_) => continue,
-                };
-                // Rights that only make sense on a folder are invalid on a file.
-                if !folder.is_dir {
-                    access &= AccessFs::from_file(FS_ABI);
-                }
-                // Required folders other than the plugin's own (which a
-                // reload replaces): data, temp, scoped grants.
-                if required && path != policy.plugin_dir {
-                    checks.push((path, folder.clone()));
-                }
-                rules.push(Rule {
-                    folder,
-                    access: access.bits(),
-                });
-            }
+        // Protected paths under a write grant are kept read-only by a mount
+        // namespace where one can be made; should it fail after all, by
+        // Landlock rules around them.
+        let mounts = policy.namespaces && namespace::available().is_ok();
+        let mut files = FileRules::of(policy, mounts, read, write, handled_fs)?;
+        let mut mnt = mount_namespace(&files);
+        if mnt.is_err() && !files.mounted.is_empty() {
+            files = FileRules::of(policy, false, read, write, handled_fs)?;
+            mnt = mount_namespace(&files);
         }
+        let (mnt, read_only) = match mnt {
+            Ok(Some((ns, seen))) => {
+                enforcement.projects_read_only = true;
+                (Some(ns), seen)
+            }
+            Ok(None) => (None, Vec::new()),
+            Err(why) => {
+                enforcement.not_enforced.push(format!(
+                    "project files that run later (.git/hooks, MCP configurations) under a write grant are NOT protected from writes: no mount namespace ({why})"
+                ));
+                (None, Vec::new())
+            }
+        };
+        let FileRules {
+            rules,
+            checks,
+            enumerated,
+            protected,
+            reach,
+            mounted,
+            writable,
+            ..
+        } = files;
         let ruleset_possible = handled.handled_access_fs != 0
             || handled.handled_access_net != 0
             || handled.scoped != 0;
@@ -411,8 +375,6 @@ impl Confinement {
                 ),
             }
         }
-        let (mnt, read_only) =
-            mount_namespace(policy, &project_roots, &read_only, &mut enforcement);
         let net = egress.and_then(|e| e.netns.clone());
         let namespaces =
             (mnt.is_some() || net.is_some()).then(|| Arc::new(Namespaces { mnt, net }));
@@ -428,6 +390,8 @@ impl Confinement {
             seccomp,
             namespaces,
             read_only,
+            mounted,
+            writable,
             enforcement,
             current: Mutex::new(None),
         })
@@ -446,9 +410,14 @@ impl Confinement {
             return true;
         }
         let path = paths::real(path);
-        self.reach
-            .iter()
-            .any(|(p, r, w)| path.starts_with(p) && if write { *w } else { *r })
+        let mounted_read_only = write
+            && self.mounted.iter().any(|m| path.starts_with(m))
+            && !self.writable.iter().any(|w| path.starts_with(w));
+        !mounted_read_only
+            && self
+                .reach
+                .iter()
+                .any(|(p, r, w)| path.starts_with(p) && if write { *w } else { *r })
     }
 
     /// What its processes will have enforced, on this kernel.
@@ -679,46 +648,139 @@ fn held_at(egress: &Egress, abi: Option<i32>, seccomp_ok: bool) -> NetLevel {
     }
 }
 
-/// The mount namespace that keeps `read_only` (under `roots`) read-only,
-/// when the policy allows namespaces and they work here; what it says goes
-/// into `enforcement`. Returns the namespace and who each file was.
+/// The mount namespace `files` needs: its project files and protected
+/// paths read-only, the folders above them pinned, the plugin's own folders
+/// inside them writable. `None` when it needs none; the error says why one
+/// could not be made.
 fn mount_namespace(
-    policy: &Policy<'_>,
-    roots: &[PathBuf],
-    read_only: &[PathBuf],
-    enforcement: &mut Enforcement,
-) -> (Option<OwnedFd>, Vec<(PathBuf, u64, u64)>) {
-    if read_only.is_empty() {
-        return (None, Vec::new());
+    files: &FileRules,
+) -> Result<Option<(OwnedFd, Vec<(PathBuf, u64, u64)>)>, String> {
+    if files.read_only.is_empty() && files.mounted.is_empty() {
+        return Ok(None);
     }
-    let why = if !policy.namespaces {
-        "namespaces are switched off".to_owned()
-    } else {
-        match namespace::available() {
-            Ok(()) => {
-                let (files, pinned) = namespace::layout(read_only, roots);
-                let seen: Vec<(PathBuf, u64, u64)> = files
-                    .iter()
-                    .filter_map(|p| {
-                        let m = std::fs::symlink_metadata(p).ok()?;
-                        Some((p.clone(), m.dev(), m.ino()))
-                    })
-                    .collect();
-                match namespace::mounts(&files, &pinned) {
-                    Ok(ns) => {
-                        enforcement.projects_read_only = true;
-                        return (Some(ns), seen);
-                    }
-                    Err(e) => e.to_string(),
+    if !files.namespaces {
+        return Err("namespaces are switched off".to_owned());
+    }
+    namespace::available()?;
+    let (projects, mut pinned) = namespace::layout(&files.read_only, &files.project_roots);
+    let mut read_only = projects;
+    read_only.extend(files.mounted.iter().cloned());
+    pinned.extend(files.pinned.iter().cloned());
+    let (read_only, pinned) = namespace::outer_first(read_only, pinned);
+    let seen: Vec<(PathBuf, u64, u64)> = read_only
+        .iter()
+        .filter_map(|p| {
+            let m = std::fs::symlink_metadata(p).ok()?;
+            Some((p.clone(), m.dev(), m.ino()))
+        })
+        .collect();
+    namespace::mounts(&read_only, &pinned, &files.writable)
+        .map(|ns| Some((ns, seen)))
+        .map_err(|e| e.to_string())
+}
+
+/// The file rules of a confinement, and the paths its mount namespace
+/// keeps read-only: [`paths::allowed`] with each folder opened.
+struct FileRules {
+    rules: Vec<Rule>,
+    checks: Vec<(PathBuf, Arc<Opened>)>,
+    enumerated: Vec<(PathBuf, Changed)>,
+    protected: Vec<crate::protect::ProtectedPath>,
+    reach: Vec<(PathBuf, bool, bool)>,
+    /// Project files (real paths) and the folders they were found in.
+    read_only: Vec<PathBuf>,
+    project_roots: Vec<PathBuf>,
+    mounted: Vec<PathBuf>,
+    pinned: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
+    /// Whether the policy allows namespaces.
+    namespaces: bool,
+}
+
+impl FileRules {
+    fn of(
+        policy: &Policy<'_>,
+        mounts: bool,
+        read: BitFlags<AccessFs>,
+        write: BitFlags<AccessFs>,
+        handled_fs: BitFlags<AccessFs>,
+    ) -> Result<FileRules, SandboxError> {
+        let allowed = paths::allowed(policy, mounts);
+        let mut out = FileRules {
+            rules: Vec::new(),
+            checks: Vec::new(),
+            enumerated: Vec::new(),
+            protected: allowed.protected,
+            reach: allowed
+                .rules
+                .iter()
+                .filter(|a| !a.list_only)
+                .map(|a| (a.path.clone(), a.read, a.write))
+                .collect(),
+            read_only: allowed
+                .read_only
+                .iter()
+                .map(|p| paths::real(&p.path))
+                .collect(),
+            project_roots: allowed
+                .project_roots
+                .iter()
+                .map(|p| paths::real(p))
+                .collect(),
+            mounted: allowed.mounted,
+            pinned: allowed.pinned,
+            writable: allowed.writable,
+            namespaces: policy.namespaces,
+        };
+        for dir in allowed.enumerated {
+            if let Ok(meta) = std::fs::metadata(&dir) {
+                out.enumerated.push((dir, Changed::of(&meta)));
+            }
+        }
+        for Allow {
+            path,
+            read: r,
+            write: w,
+            list_only,
+            required,
+        } in allowed.rules
+        {
+            let mut access = BitFlags::EMPTY;
+            if list_only {
+                access |= AccessFs::ReadDir;
+            } else {
+                if r {
+                    access |= read;
+                }
+                if w {
+                    access |= write;
                 }
             }
-            Err(e) => e,
+            access &= handled_fs;
+            if access.is_empty() {
+                continue;
+            }
+            let folder = match open_shared(&path) {
+                Ok(folder) => folder,
+                Err(source) if required => return Err(SandboxError::Path { path, source }),
+                Err(_) => continue,
+            };
+            // Rights that only make sense on a folder are invalid on a file.
+            if !folder.is_dir {
+                access &= AccessFs::from_file(FS_ABI);
+            }
+            // Required folders other than the plugin's own (which a
+            // reload replaces): data, temp, scoped grants.
+            if required && path != policy.plugin_dir {
+                out.checks.push((path, folder.clone()));
+            }
+            out.rules.push(Rule {
+                folder,
+                access: access.bits(),
+            });
         }
-    };
-    enforcement.not_enforced.push(format!(
-        "project files that run later (.git/hooks, MCP configurations) under a write grant are NOT protected from writes: no mount namespace ({why})"
-    ));
-    (None, Vec::new())
+        Ok(out)
+    }
 }
 
 /// An `O_PATH` descriptor of `path` (what landlock's `PathFd` does).

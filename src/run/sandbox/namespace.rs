@@ -95,6 +95,7 @@ static USER: LazyLock<Result<OwnedFd, String>> = LazyLock::new(|| {
         network: false,
         pinned: Vec::new(),
         read_only: Vec::new(),
+        writable: Vec::new(),
         ns: c"/proc/self/ns/user",
     };
     prepare(&job)
@@ -120,6 +121,7 @@ pub(crate) fn network() -> io::Result<(OwnedFd, std::net::TcpListener)> {
         network: true,
         pinned: Vec::new(),
         read_only: Vec::new(),
+        writable: Vec::new(),
         ns: c"/proc/self/ns/net",
     };
     let (ns, listener) = prepare(&job)?;
@@ -127,9 +129,14 @@ pub(crate) fn network() -> io::Result<(OwnedFd, std::net::TcpListener)> {
     Ok((ns, std::net::TcpListener::from(listener)))
 }
 
-/// A new mount namespace in which `read_only` are mounted read-only onto
-/// themselves and `pinned` (folders) onto themselves, outer paths first.
-pub(crate) fn mounts(read_only: &[PathBuf], pinned: &[PathBuf]) -> io::Result<OwnedFd> {
+/// A new mount namespace in which `pinned` (folders) are mounted onto
+/// themselves, then `read_only` read-only onto themselves, outer paths
+/// first, then `writable` (folders inside those) writable again.
+pub(crate) fn mounts(
+    read_only: &[PathBuf],
+    pinned: &[PathBuf],
+    writable: &[PathBuf],
+) -> io::Result<OwnedFd> {
     let user = user()?;
     let c = |p: &PathBuf| {
         CString::new(p.as_os_str().as_bytes())
@@ -141,6 +148,7 @@ pub(crate) fn mounts(read_only: &[PathBuf], pinned: &[PathBuf]) -> io::Result<Ow
         network: false,
         pinned: pinned.iter().map(c).collect::<io::Result<_>>()?,
         read_only: read_only.iter().map(c).collect::<io::Result<_>>()?,
+        writable: writable.iter().map(c).collect::<io::Result<_>>()?,
         ns: c"/proc/self/ns/mnt",
     };
     prepare(&job).map(|(ns, _)| ns)
@@ -213,6 +221,8 @@ struct Job {
     pinned: Vec<CString>,
     /// Files and folders bind-mounted onto themselves, read-only.
     read_only: Vec<CString>,
+    /// Folders inside those bind-mounted onto themselves, writable.
+    writable: Vec<CString>,
     /// The namespace file sent back.
     ns: &'static CStr,
 }
@@ -227,6 +237,7 @@ enum Step {
     Private,
     Pin,
     ReadOnly,
+    Writable,
     Loopback,
     Listen,
     Open,
@@ -241,10 +252,11 @@ impl Step {
             3 => "wait for the user mapping",
             4 => "keep its mounts from reaching the host",
             5 => "pin a folder",
-            6 => "make a project file read-only",
-            7 => "bring up the loopback interface",
-            8 => "listen on 127.0.0.1",
-            9 => "open the namespace",
+            6 => "make a protected path read-only",
+            7 => "make the plugin's own folder writable",
+            8 => "bring up the loopback interface",
+            9 => "listen on 127.0.0.1",
+            10 => "open the namespace",
             _ => "send it to the host",
         }
     }
@@ -485,6 +497,14 @@ fn preparer(job: &Job, sock: RawFd) -> ! {
                     fail(Step::ReadOnly);
                 }
             }
+            for path in &job.writable {
+                let p = path.as_ptr();
+                if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0
+                    || writable(p) != 0
+                {
+                    fail(Step::Writable);
+                }
+            }
         }
         let mut listener = -1;
         if job.network {
@@ -514,9 +534,28 @@ fn preparer(job: &Job, sock: RawFd) -> ! {
 /// # Safety
 /// `path` is a NUL-terminated string.
 unsafe fn read_only(path: *const libc::c_char) -> libc::c_int {
+    // SAFETY: the caller's promise.
+    unsafe { set_read_only(path, true) }
+}
+
+/// Makes the mount at `path` (alone) writable again; 0 or -1.
+///
+/// # Safety
+/// `path` is a NUL-terminated string.
+unsafe fn writable(path: *const libc::c_char) -> libc::c_int {
+    // SAFETY: the caller's promise.
+    unsafe { set_read_only(path, false) }
+}
+
+/// Sets (with the mounts below) or clears (the mount alone) the read-only
+/// flag of the mount at `path`; 0 or -1.
+///
+/// # Safety
+/// `path` is a NUL-terminated string.
+unsafe fn set_read_only(path: *const libc::c_char, on: bool) -> libc::c_int {
     let attr = MountAttr {
-        attr_set: MOUNT_ATTR_RDONLY,
-        attr_clr: 0,
+        attr_set: if on { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if on { 0 } else { MOUNT_ATTR_RDONLY },
         propagation: 0,
         userns_fd: 0,
     };
@@ -527,7 +566,7 @@ unsafe fn read_only(path: *const libc::c_char) -> libc::c_int {
             libc::SYS_mount_setattr,
             libc::AT_FDCWD,
             path,
-            libc::AT_RECURSIVE,
+            if on { libc::AT_RECURSIVE } else { 0 },
             &attr as *const MountAttr,
             size_of::<MountAttr>(),
         )
@@ -544,7 +583,10 @@ unsafe fn read_only(path: *const libc::c_char) -> libc::c_int {
     }
     // SAFETY: initialized by the successful statvfs.
     let f = unsafe { st.assume_init() }.f_flag;
-    let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
+    let mut flags = libc::MS_BIND | libc::MS_REMOUNT;
+    if on {
+        flags |= libc::MS_RDONLY;
+    }
     for (st_flag, ms_flag) in [
         (libc::ST_NOSUID, libc::MS_NOSUID),
         (libc::ST_NODEV, libc::MS_NODEV),
@@ -684,14 +726,22 @@ pub(crate) fn layout(read_only: &[PathBuf], roots: &[PathBuf]) -> (Vec<PathBuf>,
             at = dir.parent();
         }
     }
+    outer_first(read_only.to_vec(), pinned)
+}
+
+/// `read_only` and `pinned` in the order they are mounted, outer paths
+/// first, without what a read-only folder already holds.
+pub(crate) fn outer_first(
+    mut read_only: Vec<PathBuf>,
+    mut pinned: Vec<PathBuf>,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let depth = |p: &PathBuf| p.components().count();
-    pinned.sort_by_key(depth);
-    let mut read_only = read_only.to_vec();
     read_only.sort_by_key(depth);
     read_only.dedup();
-    // A read-only folder already holds what is below it.
     let outer: Vec<PathBuf> = read_only.clone();
     read_only.retain(|p| !outer.iter().any(|o| o != p && p.starts_with(o)));
+    pinned.sort_by_key(depth);
+    pinned.dedup();
     pinned.retain(|p| !read_only.iter().any(|o| p.starts_with(o)));
     (read_only, pinned)
 }
@@ -729,6 +779,6 @@ mod tests {
 
     #[test]
     fn the_path_of_a_file_is_a_c_string() {
-        assert!(mounts(&[PathBuf::from("/a\0b")], &[]).is_err());
+        assert!(mounts(&[PathBuf::from("/a\0b")], &[], &[]).is_err());
     }
 }

@@ -51,6 +51,16 @@ pub(crate) struct Allowed {
     pub read_only: Vec<crate::protect::ProtectedPath>,
     /// The folders the plugin may write that those projects were found in.
     pub project_roots: Vec<PathBuf>,
+    /// With `mounts`: the protected paths under a write grant that a mount
+    /// namespace keeps read-only instead of Landlock (see [`allowed`]).
+    pub mounted: Vec<PathBuf>,
+    /// The folders between a write grant and a path in `mounted`, pinned
+    /// (mounted onto themselves) so that none can be renamed away and made
+    /// again with other contents.
+    pub pinned: Vec<PathBuf>,
+    /// The plugin's own data and temp folders when they are inside a path
+    /// in `mounted` (the state folder): mounted writable again.
+    pub writable: Vec<PathBuf>,
 }
 
 /// System folders a plugin may always read and execute from.
@@ -201,15 +211,27 @@ fn wanted(policy: &Policy<'_>) -> Vec<Allow> {
 /// one by one, each but the protected one, and the folder itself can only
 /// be listed. The data and temp folders (in the state folder) are allowed
 /// as they are.
-pub(crate) fn allowed(policy: &Policy<'_>) -> Allowed {
+///
+/// With `mounts` (a mount namespace can be made), a protected path in a
+/// crowded folder that exists under a write grant, with no symbolic link on
+/// the way, is kept from writes by a read-only mount instead, the folders
+/// between it and the grant pinned: its folder then needs no rule per
+/// entry. Each rule costs every spawn a little (the kernel copies the rules
+/// into the child's domain), and the folder holding plughost's binary
+/// (`/usr/bin`, a cargo target folder) can hold hundreds of files. Reads,
+/// and paths that do not exist yet, stay with Landlock.
+pub(crate) fn allowed(policy: &Policy<'_>, mounts: bool) -> Allowed {
     let home = var(policy, "HOME").map(PathBuf::from);
     let home = home.as_deref();
     let wanted = wanted(policy);
-    let exclusions = Exclusions::of(policy, &wanted, home);
+    let exclusions = Exclusions::of(policy, &wanted, home, mounts);
     let mut out = Allowed {
         protected: exclusions.protected.clone(),
         read_only: exclusions.projects.clone(),
         project_roots: exclusions.roots.clone(),
+        mounted: exclusions.mounted.clone(),
+        pinned: exclusions.pinned.clone(),
+        writable: exclusions.writable.clone(),
         ..Allowed::default()
     };
     for a in wanted {
@@ -235,10 +257,13 @@ struct Exclusions {
     protected: Vec<crate::protect::ProtectedPath>,
     projects: Vec<crate::protect::ProtectedPath>,
     roots: Vec<PathBuf>,
+    mounted: Vec<PathBuf>,
+    pinned: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
 }
 
 impl Exclusions {
-    fn of(policy: &Policy<'_>, wanted: &[Allow], home: Option<&Path>) -> Exclusions {
+    fn of(policy: &Policy<'_>, wanted: &[Allow], home: Option<&Path>, mounts: bool) -> Exclusions {
         use crate::protect::{self, Kind};
         let scoped: Vec<(PathBuf, bool)> = policy
             .permissions
@@ -275,6 +300,7 @@ impl Exclusions {
         }
         let mut read = Vec::new();
         let mut write = Vec::new();
+        let mut ro = ReadOnlyMounts::new(policy, wanted, mounts);
         for p in &protected {
             let path = real(&p.path);
             match p.kind {
@@ -283,20 +309,21 @@ impl Exclusions {
                         read.push(path.clone());
                     }
                     if !named(&p.path, true) {
-                        write.push(path);
+                        ro.keep(&p.path, path, &mut write);
                     }
                 }
-                Kind::RunsLater if !named(&p.path, true) => write.push(path),
+                Kind::RunsLater if !named(&p.path, true) => ro.keep(&p.path, path, &mut write),
                 _ => {}
             }
         }
         for path in policy.private {
             read.push(real(path));
-            write.push(real(path));
+            ro.keep(path, real(path), &mut write);
         }
         for path in policy.trust {
-            write.push(real(path));
+            ro.keep(path, real(path), &mut write);
         }
+        let (mounted, pinned, writable) = ro.finish(policy);
         protected.retain(|p| !named(&p.path, true));
         // plughost's own, so that a denial there is named as such (no grant
         // reaches it).
@@ -316,7 +343,91 @@ impl Exclusions {
             protected,
             projects,
             roots,
+            mounted,
+            pinned,
+            writable,
         }
+    }
+}
+
+/// More entries than this beside a protected path, and a mount keeps it
+/// rather than a Landlock rule per entry (each rule costs every spawn about
+/// a quarter of a microsecond).
+const CROWDED: usize = 64;
+
+/// Whether `dir` holds more than [`CROWDED`] entries.
+fn crowded(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| entries.take(CROWDED + 1).count() > CROWDED)
+}
+
+/// Which protected paths a mount namespace keeps from writes (the rest go
+/// to Landlock), and what else that takes.
+struct ReadOnlyMounts {
+    /// The folders the plugin may write, outer first: real paths.
+    roots: Vec<PathBuf>,
+    mounted: Vec<PathBuf>,
+    pinned: Vec<PathBuf>,
+}
+
+impl ReadOnlyMounts {
+    fn new(policy: &Policy<'_>, wanted: &[Allow], mounts: bool) -> ReadOnlyMounts {
+        let mut roots: Vec<PathBuf> = if mounts {
+            wanted
+                .iter()
+                .filter(|a| a.write && a.path != policy.data_dir && a.path != policy.tmp_dir)
+                .map(|a| real(&a.path))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        roots.sort_by_key(|r| r.components().count());
+        ReadOnlyMounts {
+            roots,
+            mounted: Vec::new(),
+            pinned: Vec::new(),
+        }
+    }
+
+    /// Keeps `path` (`real` resolved) from writes: by Landlock (`write`),
+    /// or by a mount when Landlock would need a rule for each of many
+    /// entries beside it, and it exists under a write grant with no link on
+    /// the way (a link in a writable folder could be replaced; a path not
+    /// made yet cannot be mounted).
+    ///
+    /// Landlock stays the first choice: its rules hold the files they were
+    /// given, so a protected file replaced later (an editor's rename, an
+    /// upgrade) is still out of reach of a process already running, which a
+    /// mount made on the old file no longer holds.
+    fn keep(&mut self, path: &Path, real: PathBuf, write: &mut Vec<PathBuf>) {
+        let root = self
+            .roots
+            .iter()
+            .find(|r| real.starts_with(r))
+            .filter(|_| path == real && real.symlink_metadata().is_ok())
+            .filter(|_| real.parent().is_some_and(crowded));
+        let Some(root) = root else {
+            write.push(real);
+            return;
+        };
+        let mut at = real.parent();
+        while let Some(dir) = at.filter(|d| d.starts_with(root) && *d != root.as_path()) {
+            if !self.pinned.iter().any(|p| p == dir) {
+                self.pinned.push(dir.to_path_buf());
+            }
+            at = dir.parent();
+        }
+        self.mounted.push(real);
+    }
+
+    /// The paths mounted read-only, the folders pinned and the plugin's own
+    /// folders mounted writable again inside them.
+    fn finish(self, policy: &Policy<'_>) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>) {
+        let writable = [policy.data_dir, policy.tmp_dir]
+            .into_iter()
+            .map(real)
+            .filter(|own| self.mounted.iter().any(|m| own.starts_with(m)))
+            .collect();
+        (self.mounted, self.pinned, writable)
     }
 }
 
@@ -574,6 +685,63 @@ mod tests {
         };
         let dirs = interpreter_dirs(&policy, Some(&root.join("home")));
         assert_eq!(dirs, vec![root.join("tools/py")]);
+    }
+
+    /// A protected file beside many others is mounted read-only (with the
+    /// folders above it pinned) where mounts can be made; one beside a few
+    /// is kept out by Landlock, entry by entry, as everything is without
+    /// mounts.
+    #[test]
+    fn only_a_protected_path_in_a_crowded_folder_is_mounted() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let work = root.join("work");
+        let bin = work.join("a/b/bin");
+        let config = work.join("c/config");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&config).unwrap();
+        for i in 0..=CROWDED {
+            std::fs::write(bin.join(format!("tool-{i}")), "").unwrap();
+        }
+        let exe = bin.join("plughost");
+        std::fs::write(&exe, "").unwrap();
+        let plugin = root.join("plugin");
+        std::fs::create_dir_all(&plugin).unwrap();
+        let env = [("HOME".into(), root.join("home").into_os_string())];
+        let permissions = [Permission::FilesystemWriteIn(work.display().to_string())];
+        let trust = [exe.clone(), config.clone()];
+        let policy = Policy {
+            plugin_dir: &plugin,
+            data_dir: &plugin,
+            tmp_dir: &plugin,
+            entrypoint: &plugin.join("main"),
+            permissions: &permissions,
+            trust: &trust,
+            private: &[],
+            env: &env,
+            egress: None,
+            namespaces: true,
+        };
+        let with = allowed(&policy, true);
+        assert_eq!(with.mounted, [exe.clone()]);
+        assert_eq!(
+            with.pinned,
+            [bin.clone(), work.join("a/b"), work.join("a")],
+            "every folder between the grant and the file"
+        );
+        assert!(!with.enumerated.contains(&bin));
+        assert!(
+            with.enumerated.contains(&work.join("c")),
+            "{:?}",
+            with.enumerated
+        );
+        let without = allowed(&policy, false);
+        assert!(without.mounted.is_empty() && without.pinned.is_empty());
+        assert!(without.enumerated.contains(&bin));
+        assert!(
+            !without.rules.iter().any(|r| r.write && r.path == exe),
+            "the binary itself gets no write rule"
+        );
     }
 
     #[test]
