@@ -141,7 +141,7 @@ pub(crate) struct Confinement {
     /// The project files and protected paths kept read-only by its mount
     /// namespace, and who they were when they were mounted: a file replaced
     /// since is mounted again.
-    read_only: Vec<(PathBuf, u64, u64)>,
+    read_only: Mounted,
     /// The protected paths among them (what [`Self::reaches`] keeps from
     /// writes), and its own folders mounted writable again inside them.
     mounted: Vec<PathBuf>,
@@ -667,7 +667,7 @@ fn mount_namespace(
     read_only.extend(files.mounted.iter().cloned());
     pinned.extend(files.pinned.iter().cloned());
     let (read_only, pinned) = namespace::outer_first(read_only, pinned);
-    let seen: Vec<(PathBuf, u64, u64)> = read_only
+    let seen: Mounted = read_only
         .iter()
         .filter_map(|p| {
             let m = std::fs::symlink_metadata(p).ok()?;
@@ -678,6 +678,10 @@ fn mount_namespace(
         .map(|ns| Some((ns, seen)))
         .map_err(|e| e.to_string())
 }
+
+/// The paths a mount namespace keeps read-only, and who each was (device,
+/// inode) when it was mounted.
+type Mounted = Vec<(PathBuf, u64, u64)>;
 
 /// The file rules of a confinement, and the paths its mount namespace
 /// keeps read-only: [`paths::allowed`] with each folder opened.

@@ -723,7 +723,7 @@ mod tests {
             namespaces: true,
         };
         let with = allowed(&policy, true);
-        assert_eq!(with.mounted, [exe.clone()]);
+        assert_eq!(with.mounted, std::slice::from_ref(&exe));
         assert_eq!(
             with.pinned,
             [bin.clone(), work.join("a/b"), work.join("a")],
