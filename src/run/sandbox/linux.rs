@@ -652,9 +652,7 @@ fn held_at(egress: &Egress, abi: Option<i32>, seccomp_ok: bool) -> NetLevel {
 /// paths read-only, the folders above them pinned, the plugin's own folders
 /// inside them writable. `None` when it needs none; the error says why one
 /// could not be made.
-fn mount_namespace(
-    files: &FileRules,
-) -> Result<Option<(OwnedFd, Vec<(PathBuf, u64, u64)>)>, String> {
+fn mount_namespace(files: &FileRules) -> Result<Option<(OwnedFd, Mounted)>, String> {
     if files.read_only.is_empty() && files.mounted.is_empty() {
         return Ok(None);
     }
