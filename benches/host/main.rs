@@ -267,7 +267,8 @@ pub(crate) fn cell(v: &Value) -> String {
 
 /// One section per group measured, each with its header line.
 fn print_table(bench: &Bench, r: &Value) {
-    let groups: [(&str, fn(&Value)); 10] = [
+    type Print = fn(&Value);
+    let groups: [(&str, Print); 10] = [
         ("calls", calls::print),
         ("protected", calls::print_protected),
         ("net", net::print),
