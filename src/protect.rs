@@ -15,7 +15,7 @@
 //! around these paths (`run/sandbox/paths.rs`), it does not check paths itself.
 
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// How a path is protected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -203,10 +203,28 @@ pub fn user_paths(home: Option<&Path>) -> Vec<ProtectedPath> {
 
 /// The protected path `path` names (is, or is inside), if any, for `home`.
 pub(crate) fn named_by(path: &Path, home: Option<&Path>) -> Option<ProtectedPath> {
-    user_paths(home)
-        .into_iter()
+    user_paths_of(home)
+        .iter()
         .filter(|p| path.starts_with(&p.path))
         .max_by_key(|p| p.path.as_os_str().len())
+        .cloned()
+}
+
+/// [`user_paths`] for the home folder asked for last, kept: every approval
+/// check of a call works out the tier of its grants, which asks this (a
+/// call checks several times), and the list only depends on `home`.
+fn user_paths_of(home: Option<&Path>) -> Arc<Vec<ProtectedPath>> {
+    type Last = Option<(Option<PathBuf>, Arc<Vec<ProtectedPath>>)>;
+    static LAST: Mutex<Last> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((h, paths)) = &*last
+        && h.as_deref() == home
+    {
+        return paths.clone();
+    }
+    let paths = Arc::new(user_paths(home));
+    *last = Some((home.map(Path::to_path_buf), paths.clone()));
+    paths
 }
 
 /// The user's own list file: `$XDG_CONFIG_HOME/plughost/protected-paths`.

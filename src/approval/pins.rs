@@ -29,11 +29,20 @@ pub(crate) fn pin(spec: &ToolSpec) -> ToolPin {
     let schema = serde_json::to_vec(&spec.input_schema).expect("a schema serializes");
     ToolPin {
         description: spec.description.clone(),
-        input_schema_sha256: Sha256::digest(&schema)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
+        input_schema_sha256: hex(&Sha256::digest(&schema)),
     }
+}
+
+/// `bytes` in lower-case hexadecimal (a call of a pinned tool checks its
+/// pin: no `format!` per byte).
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
 }
 
 #[cfg(feature = "mcp-plugins")]
@@ -113,6 +122,17 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn hashes_are_written_as_lower_case_hex_with_leading_zeros() {
+        assert_eq!(hex(&[0x0a, 0xff, 0x00, 0x5c]), "0aff005c");
+        let pin = pin(&spec("d", json!({})));
+        assert_eq!(
+            pin.input_schema_sha256,
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
+            "the SHA-256 of {{}}, as pinned before"
+        );
+    }
 
     fn spec(description: &str, schema: serde_json::Value) -> ToolSpec {
         serde_json::from_value(json!({

@@ -80,6 +80,18 @@ impl ApprovalView {
         self.state_for(plugin, None)
     }
 
+    /// Where `plugin`'s grant stands, its pins left out: enough to know
+    /// whether it may be asked anything ([`ApprovalState::allows_call`]
+    /// holds for a server with changed tools too), without hashing every
+    /// tool of a server on each request.
+    pub(crate) fn grant_state(&self, plugin: &Plugin) -> Result<ApprovalState, ApprovalError> {
+        if tier(&plugin.manifest) == Tier::Automatic {
+            return Ok(ApprovalState::Automatic);
+        }
+        let approvals = self.approvals.as_ref().map_err(Clone::clone)?;
+        Ok(super::state(&plugin.manifest, approvals.get(plugin.name())))
+    }
+
     /// [`Self::state`], measuring only `tool`'s pin when one is given (a call
     /// of that tool; the other changed tools of its server do not matter).
     pub(crate) fn state_for(

@@ -330,7 +330,7 @@ impl Inner {
         options: CallOptions,
     ) -> Result<Value, CallError> {
         let view = self.current_view().await;
-        match view.state(plugin) {
+        match view.grant_state(plugin) {
             Ok(state) if state.allows_call() => {}
             Ok(state) => {
                 return Err(CallError::NotAllowed {
@@ -450,7 +450,7 @@ fn servers(view: &ApprovalView) -> impl Iterator<Item = &Arc<Plugin>> {
     view.catalog().plugins().filter(move |p| {
         p.manifest.protocol == Protocol::Mcp
             && p.listing.is_some()
-            && view.state(p).is_ok_and(|s| s.allows_call())
+            && view.grant_state(p).is_ok_and(|s| s.allows_call())
     })
 }
 
