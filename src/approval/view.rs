@@ -84,6 +84,7 @@ impl ApprovalView {
     /// whether it may be asked anything ([`ApprovalState::allows_call`]
     /// holds for a server with changed tools too), without hashing every
     /// tool of a server on each request.
+    #[cfg(feature = "mcp-plugins")]
     pub(crate) fn grant_state(&self, plugin: &Plugin) -> Result<ApprovalState, ApprovalError> {
         if tier(&plugin.manifest) == Tier::Automatic {
             return Ok(ApprovalState::Automatic);
