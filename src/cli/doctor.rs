@@ -89,6 +89,8 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     println!(
         "\nprotected paths ({}): no grant reaches them unless it names them",
         match d.protected_by {
+            "landlock" if support.user_namespaces =>
+                "kept out by Landlock; in a crowded folder, from writes by a read-only mount",
             "landlock" => "kept out by Landlock",
             _ => "NOT enforced: no Landlock here",
         }
