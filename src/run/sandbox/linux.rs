@@ -776,10 +776,20 @@ impl FileRules {
             if required && path != policy.plugin_dir {
                 out.checks.push((path, folder.clone()));
             }
-            out.rules.push(Rule {
-                folder,
-                access: access.bits(),
-            });
+            // One rule per file: the read and the write side of a grant
+            // name the same folders (the kernel would merge them, but each
+            // is a system call whenever the ruleset is built again).
+            match out
+                .rules
+                .iter_mut()
+                .find(|r| Arc::ptr_eq(&r.folder, &folder))
+            {
+                Some(rule) => rule.access |= access.bits(),
+                None => out.rules.push(Rule {
+                    folder,
+                    access: access.bits(),
+                }),
+            }
         }
         Ok(out)
     }
