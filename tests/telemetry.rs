@@ -625,10 +625,9 @@ fn invocation(traceparent: &str) -> CallOptions {
     }
 }
 
-#[tokio::test]
-async fn an_embedders_tracer_provider_gets_the_call_spans() {
-    let sandbox = Sandbox::new();
-    echo_trace_plugin(&sandbox, "once", false);
+/// A host over `sandbox`'s folders whose spans go to an embedder's own
+/// tracer provider, and what that provider collected.
+fn traced_host(sandbox: &Sandbox) -> (PluginHost, Collected) {
     let collected = Collected::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(collected.clone())
@@ -639,6 +638,14 @@ async fn an_embedders_tracer_provider_gets_the_call_spans() {
         .tracer_provider(&provider)
         .build()
         .unwrap();
+    (host, collected)
+}
+
+#[tokio::test]
+async fn an_embedders_tracer_provider_gets_the_call_spans() {
+    let sandbox = Sandbox::new();
+    echo_trace_plugin(&sandbox, "once", false);
+    let (host, collected) = traced_host(&sandbox);
     let outcome = host
         .call_with("once_echo", json!({}), invocation(PARENT))
         .await
@@ -709,16 +716,7 @@ async fn the_call_span_lists_what_the_egress_proxy_refused() {
         c
     });
     assert!(out.status.success(), "{}", util::stderr(&out));
-    let collected = Collected::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(collected.clone())
-        .build();
-    let host = PluginHost::builder()
-        .plugins_dir(sandbox.plugins())
-        .state_dir(sandbox.state())
-        .tracer_provider(&provider)
-        .build()
-        .unwrap();
+    let (host, collected) = traced_host(&sandbox);
     let outcome = host
         .call("fetcher_get", json!({}), Invocation::default())
         .await
