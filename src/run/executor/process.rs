@@ -93,12 +93,13 @@ impl Process {
     /// a copy) may still be open for writing in another process.
     ///
     /// # Blocking
-    /// The spawn holds the calling thread until the child has exec'd: a
-    /// `CLONE_VFORK` child runs on the parent's memory until then (and a
-    /// sandboxed one is cloned by a spawner thread the caller waits for).
+    /// An unconfined spawn holds the calling thread until the child has
+    /// exec'd: a `CLONE_VFORK` child runs on the parent's memory until then.
     /// That is the time of one `exec`, tens to a few hundred microseconds,
     /// less than a hop to a blocking thread and back would add; so it runs on
-    /// the caller's runtime thread, like tokio's own `Command::spawn`.
+    /// the caller's runtime thread, like tokio's own `Command::spawn`. A
+    /// sandboxed child is cloned by a spawner thread (see `spawn_linux.rs`),
+    /// which the caller awaits without holding its thread.
     pub(crate) async fn spawn(spawn: Spawn<'_>) -> io::Result<Process> {
         #[cfg(target_os = "linux")]
         {
@@ -110,7 +111,8 @@ impl Process {
                     spawn.cwd,
                     spawn.env,
                     spawn.sandbox.as_ref(),
-                );
+                )
+                .await;
                 match spawned {
                     Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 20 => {
                         tries += 1;

@@ -25,6 +25,7 @@
 //! falls back to the standard library's spawn (see `process.rs`).
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::ffi::{CString, OsStr, OsString, c_int, c_void};
 use std::io;
 use std::mem::MaybeUninit;
@@ -33,7 +34,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Condvar, Mutex, mpsc};
 
 use crate::run::sandbox::{self, ChildSteps};
 
@@ -53,7 +54,9 @@ pub(super) struct Spawned {
     pub stderr: OwnedFd,
 }
 
-/// What the child does, built by the parent before `clone`.
+/// What the child does, built by the parent before `clone`. It owns what
+/// its pointers and descriptors refer to, so it can move to a spawner thread
+/// while its caller waits elsewhere (or gives up).
 struct Plan {
     program: CString,
     argv: Vec<*const libc::c_char>,
@@ -62,7 +65,20 @@ struct Plan {
     /// The child's ends of its pipes, at 3 or above.
     stdio: [RawFd; 3],
     sandbox: Option<ChildSteps>,
+    /// The strings `argv` and `envp` point into.
+    _strings: Vec<CString>,
+    /// The descriptors `stdio` names, closed in the parent once the child
+    /// has them.
+    _child_ends: [OwnedFd; 3],
+    /// Keeps the ruleset and namespace descriptors `sandbox` names open.
+    _confinement: Option<sandbox::Prepared>,
 }
+
+// SAFETY: the raw pointers in `argv` and `envp` point into heap buffers the
+// plan owns (`program`, `_strings`), which do not move when the plan does;
+// the descriptors it names are owned by it too. Only one thread uses a
+// plan at a time.
+unsafe impl Send for Plan {}
 
 /// The step of the child that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +138,7 @@ struct Shared<'a> {
 /// caller uses the standard library instead. A failing step of the child is
 /// an error carrying its errno (a failed `exec` keeps the bare errno, so
 /// `ETXTBSY` and `ENOENT` read as they do from the standard library).
-pub(super) fn spawn(
+pub(super) async fn spawn(
     program: &Path,
     args: &[String],
     cwd: &Path,
@@ -141,12 +157,12 @@ pub(super) fn spawn(
             )
         })
     };
-    let program_c = c(program.as_os_str())?;
-    let args_c = args
+    let program = c(program.as_os_str())?;
+    let args = args
         .iter()
         .map(|a| c(OsStr::new(a)))
         .collect::<io::Result<Vec<_>>>()?;
-    let env_c = env
+    let env = env
         .iter()
         .map(|(k, v)| {
             let mut kv = k.clone();
@@ -155,21 +171,24 @@ pub(super) fn spawn(
             c(&kv)
         })
         .collect::<io::Result<Vec<_>>>()?;
-    let argv = std::iter::once(&program_c)
-        .chain(&args_c)
+    let argv = std::iter::once(&program)
+        .chain(&args)
         .map(|s| s.as_ptr())
         .chain([ptr::null()])
         .collect();
-    let envp = env_c
+    let envp = env
         .iter()
         .map(|s| s.as_ptr())
         .chain([ptr::null()])
         .collect();
+    let mut strings = args;
+    strings.extend(env);
     let (stdin_child, stdin) = pipe()?;
     let (stdout, stdout_child) = pipe()?;
     let (stderr, stderr_child) = pipe()?;
+    let confinement = sandbox.filter(|s| !s.is_empty()).cloned();
     let mut plan = Plan {
-        program: program_c.clone(),
+        program,
         argv,
         envp,
         cwd: c(cwd.as_os_str())?,
@@ -178,10 +197,13 @@ pub(super) fn spawn(
             stdout_child.as_raw_fd(),
             stderr_child.as_raw_fd(),
         ],
-        sandbox: sandbox.filter(|s| !s.is_empty()).map(|s| s.child_steps()),
+        sandbox: confinement.as_ref().map(sandbox::Prepared::child_steps),
+        _strings: strings,
+        _child_ends: [stdin_child, stdout_child, stderr_child],
+        _confinement: confinement,
     };
     let spawned = match filtered_spawner(&mut plan) {
-        Some(spawner) => spawner.run(&plan)?,
+        Some(spawner) => spawner.run(plan).await?,
         None => clone_and_exec(&plan)?,
     };
     let Some((pid, pidfd)) = spawned else {
@@ -199,30 +221,60 @@ pub(super) fn spawn(
 /// Threads that spawn children which inherit their seccomp filter.
 ///
 /// Attaching a seccomp filter compiles it (the kernel JITs every program it is
-/// given, even the same one) and frees it when the process exits: about 40 µs
-/// a spawn on these machines, most of what the sandbox costs. A filter is
-/// per thread and inherited by the children a thread creates, so each of
-/// these threads installs one program on itself once (they never make a
-/// socket) and every child that must have that program is cloned from one
-/// of them, already filtered. There is a set of threads per program (the
-/// sandbox has two: no sockets, and TCP only for host grants). The calling thread waits for the spawn, as
-/// it would for its own. A `CLONE_VFORK` spawn holds its thread until the
-/// child execs, so there is one thread per core (at most four): one thread
-/// would make the spawns of concurrent calls wait in line.
+/// given, even the same one) and frees it when the process exits: about 80 µs
+/// a spawn on these machines, more than the rest of the sandbox together. A
+/// filter is per thread and inherited by the children a thread creates, so
+/// each of these threads installs one program on itself once (they never
+/// make a socket) and every child that must have that program is cloned
+/// from one of them, already filtered. There is a set of threads per program
+/// (the sandbox has two: no sockets, and TCP only for host grants).
+///
+/// The caller awaits the outcome without holding its runtime thread, which
+/// goes on with other calls. A `CLONE_VFORK` spawn holds its spawner thread
+/// until the child execs, so there is one thread per core (at most four): one
+/// thread would make the spawns of concurrent calls wait in line. The jobs
+/// wait in one queue, and a new job wakes one idle thread (a channel behind a
+/// lock would also wake the thread waiting for that lock).
 struct FilteredSpawner {
-    jobs: Mutex<mpsc::Sender<Job>>,
+    queue: Mutex<Queue>,
+    wake: Condvar,
 }
 
-/// A spawn handed to the [`FilteredSpawner`]: the plan lives on the caller's
-/// stack, which waits on `done`.
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Set when a thread could not install the program: the others end.
+    closed: bool,
+}
+
+/// A spawn handed to the [`FilteredSpawner`], and where its outcome goes.
 struct Job {
-    plan: *const Plan,
-    done: mpsc::SyncSender<io::Result<Option<(u32, OwnedFd)>>>,
+    plan: Plan,
+    done: tokio::sync::oneshot::Sender<io::Result<Option<Started>>>,
 }
 
-// SAFETY: the plan's pointers are only read, by the spawner thread, while the
-// thread that owns the plan waits for the answer (`FilteredSpawner::run`).
-unsafe impl Send for Job {}
+/// A child a spawner thread started, on its way to the call that asked for
+/// it. If that call was dropped meanwhile (before or after the answer was
+/// sent), nobody will take it over: dropped unclaimed, it is killed and
+/// reaped, so it neither runs on unwatched nor stays a zombie.
+struct Started {
+    pid: u32,
+    pidfd: Option<OwnedFd>,
+}
+
+impl Started {
+    fn claim(mut self) -> (u32, OwnedFd) {
+        let pidfd = self.pidfd.take().expect("claimed once");
+        (self.pid, pidfd)
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if self.pidfd.is_some() {
+            kill_and_reap(self.pid);
+        }
+    }
+}
 
 /// The spawners started so far, one per program (a failed start is kept
 /// as `None`, so it is not tried again). A handful at most: the sandbox's
@@ -242,7 +294,7 @@ fn filtered_spawner(plan: &mut Plan) -> Option<&'static FilteredSpawner> {
         match spawners.iter().find(|(k, _)| *k == key) {
             Some((_, s)) => *s,
             None => {
-                let started = FilteredSpawner::start(program).map(|s| &*Box::leak(Box::new(s)));
+                let started = FilteredSpawner::start(program);
                 spawners.push((key, started));
                 started
             }
@@ -254,14 +306,20 @@ fn filtered_spawner(plan: &mut Plan) -> Option<&'static FilteredSpawner> {
 
 impl FilteredSpawner {
     /// Starts the threads and installs `program` on each; `None` if any fails.
-    fn start(program: &'static [libc::sock_filter]) -> Option<FilteredSpawner> {
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let queue = Arc::new(Mutex::new(queue));
+    fn start(program: &'static [libc::sock_filter]) -> Option<&'static FilteredSpawner> {
+        let spawner: &'static FilteredSpawner = Box::leak(Box::new(FilteredSpawner {
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                closed: false,
+            }),
+            wake: Condvar::new(),
+        }));
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
         let (ready, installed) = mpsc::sync_channel(threads);
+        let mut started = 0;
         for _ in 0..threads {
-            let (queue, ready) = (queue.clone(), ready.clone());
-            std::thread::Builder::new()
+            let ready = ready.clone();
+            let thread = std::thread::Builder::new()
                 .name("plughost-spawner".into())
                 .stack_size(256 * 1024)
                 .spawn(move || {
@@ -273,41 +331,71 @@ impl FilteredSpawner {
                     };
                     let ok = sandbox::enforce(&steps) == 0;
                     let _ = ready.send(ok);
-                    if !ok {
-                        return;
+                    if ok {
+                        spawner.serve();
                     }
-                    loop {
-                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                        let Ok(job) = next else { return };
-                        // SAFETY: the job's owner keeps the plan alive and
-                        // unchanged until it receives the answer.
-                        let plan = unsafe { &*job.plan };
-                        let _ = job.done.send(clone_and_exec(plan));
-                    }
-                })
-                .ok()?;
+                });
+            if thread.is_err() {
+                break;
+            }
+            started += 1;
         }
         drop(ready);
-        let all_installed = (0..threads).all(|_| installed.recv() == Ok(true));
-        all_installed.then(|| FilteredSpawner {
-            jobs: Mutex::new(jobs),
-        })
+        let all_installed =
+            started == threads && (0..threads).all(|_| installed.recv() == Ok(true));
+        if !all_installed {
+            spawner.lock().closed = true;
+            spawner.wake.notify_all();
+            return None;
+        }
+        Some(spawner)
     }
 
-    /// Spawns `plan` from a spawner thread and waits for the outcome.
-    fn run(&self, plan: &Plan) -> io::Result<Option<(u32, OwnedFd)>> {
-        let (done, outcome) = mpsc::sync_channel(1);
-        let job = Job {
-            plan: std::ptr::from_ref(plan),
-            done,
-        };
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A spawner thread's loop: the next job, until the spawner is closed.
+    fn serve(&self) {
+        loop {
+            let job = {
+                let mut queue = self.lock();
+                loop {
+                    if queue.closed {
+                        return;
+                    }
+                    if let Some(job) = queue.jobs.pop_front() {
+                        break job;
+                    }
+                    queue = self.wake.wait(queue).unwrap_or_else(|e| e.into_inner());
+                }
+            };
+            let outcome = clone_and_exec(&job.plan).map(|spawned| {
+                spawned.map(|(pid, pidfd)| Started {
+                    pid,
+                    pidfd: Some(pidfd),
+                })
+            });
+            drop(job.plan);
+            // Refused when the call is gone: the outcome is dropped here then.
+            let _ = job.done.send(outcome);
+        }
+    }
+
+    /// Spawns `plan` from a spawner thread.
+    async fn run(&self, plan: Plan) -> io::Result<Option<(u32, OwnedFd)>> {
+        let (done, outcome) = tokio::sync::oneshot::channel();
         let gone = || io::Error::other("the spawner thread is gone");
-        self.jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .send(job)
-            .map_err(|_| gone())?;
-        outcome.recv().map_err(|_| gone())?
+        {
+            let mut queue = self.lock();
+            if queue.closed {
+                return Err(gone());
+            }
+            queue.jobs.push_back(Job { plan, done });
+        }
+        self.wake.notify_one();
+        let started = outcome.await.map_err(|_| gone())??;
+        Ok(started.map(Started::claim))
     }
 }
 
@@ -455,6 +543,15 @@ fn clone_on(plan: &Plan, stack: &Stack) -> io::Result<Option<(u32, OwnedFd)>> {
         error.kind(),
         format!("{}: {error}", step.describe()),
     ))
+}
+
+/// Kills the process group of a child nobody took over, and reaps it.
+fn kill_and_reap(pid: u32) {
+    let pid = pid as libc::pid_t;
+    // SAFETY: kill takes integers; the group is the child's own (it called
+    // setpgid(0, 0)) and, unreaped, its pid cannot have been reused.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    reap_failed(pid);
 }
 
 /// Reaps a child that reported a failure and exited.

@@ -242,6 +242,7 @@ impl Namespaces {
 
 /// The confinement of one process: the ruleset (as a descriptor), the
 /// seccomp program and the namespaces to join, all built in the parent.
+#[derive(Clone)]
 pub(crate) struct Prepared {
     ruleset: Option<Arc<OwnedFd>>,
     proc_self: u64,

@@ -6,6 +6,7 @@
 //! A test whose prerequisite (Landlock, an interpreter) is missing fails in CI
 //! and says what is missing elsewhere; none passes silently without checking.
 
+mod dropped;
 mod files;
 mod interpreters;
 mod network;
