@@ -547,11 +547,10 @@ fn clone_on(plan: &Plan, stack: &Stack) -> io::Result<Option<(u32, OwnedFd)>> {
 
 /// Kills the process group of a child nobody took over, and reaps it.
 fn kill_and_reap(pid: u32) {
-    let pid = pid as libc::pid_t;
-    // SAFETY: kill takes integers; the group is the child's own (it called
-    // setpgid(0, 0)) and, unreaped, its pid cannot have been reused.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    reap_failed(pid);
+    // The group is the child's own (it called setpgid(0, 0)) and, unreaped,
+    // its id cannot have been reused.
+    super::unix::kill_group(pid);
+    reap_failed(pid as libc::pid_t);
 }
 
 /// Reaps a child that reported a failure and exited.
