@@ -115,9 +115,20 @@ async fn the_host_environment_and_signals_stay_out_of_reach() {
     );
     let host = std::process::id().to_string();
     // filesystem:read is approved without asking: it must not expose the
-    // host's environment either.
-    for granted in [&[][..], &[Permission::FilesystemRead]] {
-        let out = fx.run(&script, &[&host], granted).await;
+    // host's environment either. Through the executor's spawn (seccomp
+    // inherited from a spawner thread) and through the fallback (`pre_exec`
+    // in a forked child).
+    for (granted, forked) in [
+        (&[][..], false),
+        (&[Permission::FilesystemRead][..], false),
+        (&[][..], true),
+        (&[Permission::FilesystemRead][..], true),
+    ] {
+        let out = if forked {
+            fx.run_forked(&script, &[&host], granted).await
+        } else {
+            fx.run(&script, &[&host], granted).await
+        };
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("own-proc"), "{granted:?}: {}", text(&out));
         assert!(stdout.contains("cpuinfo"), "{granted:?}: {}", text(&out));
