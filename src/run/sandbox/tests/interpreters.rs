@@ -69,14 +69,20 @@ async fn python_through_a_pyenv_shim_is_followed_to_its_install_prefix() {
         prerequisite("python3 on PATH", false);
         return;
     };
+    // pyenv lives under the home folder, or wherever PYENV_ROOT moved it:
+    // neither is a system folder, so both must be reached through the shim.
     let real = python.canonicalize().unwrap();
-    let under_home = real.starts_with(std::env::var_os("HOME").unwrap_or_default());
+    let under = |var: &str| {
+        std::env::var_os(var)
+            .filter(|root| !root.is_empty())
+            .is_some_and(|root| real.starts_with(root))
+    };
     if !prerequisite(
         &format!(
-            "python3 installed under the home folder, as pyenv does (here: {})",
+            "python3 installed under the home folder or PYENV_ROOT, as pyenv does (here: {})",
             real.display()
         ),
-        under_home,
+        under("HOME") || under("PYENV_ROOT"),
     ) {
         return;
     }
