@@ -247,7 +247,37 @@ pub(crate) fn allowed(policy: &Policy<'_>, mounts: bool) -> Allowed {
             carve(&a, true, &exclusions.write, &mut out);
         }
     }
+    out.rules = without_covered(out.rules);
     out
+}
+
+/// `rules` less those a rule on a folder above already covers (`/dev/null`
+/// beside `/dev`, `/usr/bin` beside `/usr` when `/bin` links there, an
+/// entrypoint in its plugin's folder): the kernel copies every rule into
+/// each child's domain, so a rule that allows nothing more costs every
+/// spawn for nothing. A required rule stays, as the check that its folder
+/// exists. (A rule on a file also matches it reached by another path, a
+/// hard link or another mount; without it, that path is refused.)
+fn without_covered(rules: Vec<Allow>) -> Vec<Allow> {
+    let covered = |r: &Allow, write: bool| {
+        rules.iter().any(|a| {
+            !a.list_only
+                && a.path != r.path
+                && r.path.starts_with(&a.path)
+                && if write { a.write } else { a.read }
+        })
+    };
+    let redundant = |r: &Allow| {
+        !r.required
+            && (!(r.read || r.list_only) || covered(r, false))
+            && (!r.write || covered(r, true))
+    };
+    let keep: Vec<bool> = rules.iter().map(|r| !redundant(r)).collect();
+    rules
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(r, keep)| keep.then_some(r))
+        .collect()
 }
 
 /// The paths kept out of reads and of writes.
@@ -741,6 +771,47 @@ mod tests {
         assert!(
             !without.rules.iter().any(|r| r.write && r.path == exe),
             "the binary itself gets no write rule"
+        );
+    }
+
+    #[test]
+    fn a_rule_beneath_one_that_allows_as_much_is_left_out() {
+        let rule = |path: &str, read: bool, write: bool, required: bool| Allow {
+            path: path.into(),
+            read,
+            write,
+            list_only: false,
+            required,
+        };
+        let rules = vec![
+            rule("/dev", true, false, false),
+            rule("/dev", false, true, false),
+            // Covered by the read and the write rule on /dev together.
+            rule("/dev/null", true, true, false),
+            rule("/usr", true, false, false),
+            // Writes are more than /usr allows.
+            rule("/usr/lib", true, true, false),
+            // Covered by /usr, but required: the check that it exists.
+            rule("/usr/share", true, false, true),
+            // A sibling with a common prefix is not beneath it.
+            rule("/usr2/x", true, false, false),
+            rule("/usr2", false, true, false),
+        ];
+        let kept: Vec<(String, bool, bool)> = without_covered(rules)
+            .into_iter()
+            .map(|a| (a.path.display().to_string(), a.read, a.write))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("/dev".to_string(), true, false),
+                ("/dev".to_string(), false, true),
+                ("/usr".to_string(), true, false),
+                ("/usr/lib".to_string(), true, true),
+                ("/usr/share".to_string(), true, false),
+                ("/usr2/x".to_string(), true, false),
+                ("/usr2".to_string(), false, true),
+            ]
         );
     }
 
