@@ -125,7 +125,7 @@ pub(crate) struct Confinement {
     /// path, as they were: when one changes (an entry made or removed), the
     /// confinement is prepared again, so a new file there is reached (and a
     /// protected path made there stays out).
-    enumerated: Vec<(PathBuf, Changed)>,
+    enumerated: Vec<Enumerated>,
     /// The protected paths kept out of what the plugin was granted.
     protected: Vec<crate::protect::ProtectedPath>,
     /// What the rules allow, by path (read, write): what [`Self::reaches`]
@@ -156,23 +156,49 @@ struct Rule {
     access: u64,
 }
 
-/// What changes when a folder's entries change: its identity and its
-/// modification time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Changed {
-    dev: u64,
-    ino: u64,
+/// A folder whose entries were allowed one by one, held open, and its
+/// modification time when they were read (an entry made, removed or
+/// renamed changes it).
+///
+/// Checked before each call, so it must be cheap: the folder's own time is
+/// read from the descriptor (`fstat`, no path lookup), and only a folder
+/// whose parent is not also enumerated is looked up by its path as well. A
+/// folder replaced at its path changes its parent's entries, which is
+/// enumerated too (and so on up to one looked up by path). A mount made
+/// since over one of them is not noticed; what it brings matches no rule,
+/// so it stays out of reach until the confinement is prepared again.
+struct Enumerated {
+    path: PathBuf,
+    folder: Arc<Opened>,
     mtime: (i64, i64),
+    by_path: bool,
 }
 
-impl Changed {
-    fn of(meta: &std::fs::Metadata) -> Changed {
-        Changed {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
+impl Enumerated {
+    fn is_current(&self) -> bool {
+        if self.by_path {
+            std::fs::metadata(&self.path).is_ok_and(|m| {
+                (m.dev(), m.ino()) == (self.folder.dev, self.folder.ino)
+                    && (m.mtime(), m.mtime_nsec()) == self.mtime
+            })
+        } else {
+            modified(&self.folder.fd).is_ok_and(|t| t == self.mtime)
         }
     }
+}
+
+/// The modification time of the file `fd` is open on (an `O_PATH`
+/// descriptor will do), as (seconds, nanoseconds).
+fn modified(fd: &OwnedFd) -> io::Result<(i64, i64)> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `fd` is an open descriptor for the whole call, and `st` is a
+    // buffer of the size fstat writes.
+    if unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstat returned 0, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    Ok((st.st_mtime, st.st_mtime_nsec))
 }
 
 /// A file or folder opened for rules (`O_PATH`), shared by every
@@ -432,10 +458,7 @@ impl Confinement {
     pub(crate) fn is_current(&self) -> bool {
         self.checks.iter().all(|(path, o)| {
             std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (o.dev, o.ino))
-        }) && self
-            .enumerated
-            .iter()
-            .all(|(path, seen)| std::fs::metadata(path).is_ok_and(|m| Changed::of(&m) == *seen))
+        }) && self.enumerated.iter().all(Enumerated::is_current)
             && self.read_only.iter().all(|(path, dev, ino)| {
                 std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (*dev, *ino))
             })
@@ -687,7 +710,7 @@ type Mounted = Vec<(PathBuf, u64, u64)>;
 struct FileRules {
     rules: Vec<Rule>,
     checks: Vec<(PathBuf, Arc<Opened>)>,
-    enumerated: Vec<(PathBuf, Changed)>,
+    enumerated: Vec<Enumerated>,
     protected: Vec<crate::protect::ProtectedPath>,
     reach: Vec<(PathBuf, bool, bool)>,
     /// Project files (real paths) and the folders they were found in.
@@ -735,9 +758,19 @@ impl FileRules {
             writable: allowed.writable,
             namespaces: policy.namespaces,
         };
-        for dir in allowed.enumerated {
-            if let Ok(meta) = std::fs::metadata(&dir) {
-                out.enumerated.push((dir, Changed::of(&meta)));
+        for dir in &allowed.enumerated {
+            let by_path = !dir
+                .parent()
+                .is_some_and(|p| allowed.enumerated.iter().any(|e| e == p));
+            if let Ok(folder) = open_shared(dir)
+                && let Ok(mtime) = modified(&folder.fd)
+            {
+                out.enumerated.push(Enumerated {
+                    path: dir.clone(),
+                    folder,
+                    mtime,
+                    by_path,
+                });
             }
         }
         for Allow {

@@ -104,6 +104,47 @@ fn a_scoped_folder_made_again_is_noticed() {
     assert!(!confinement.is_current(), "nor is a folder made again");
 }
 
+#[test]
+fn a_change_in_a_folder_enumerated_around_a_protected_path_is_noticed() {
+    let fx = fixture();
+    let (outer, inner) = (fx.outside.join("outer"), fx.outside.join("outer/inner"));
+    let private = inner.join("state");
+    std::fs::create_dir_all(&private).unwrap();
+    let read = [Permission::FilesystemRead];
+    let prepare = || {
+        Confinement::new(&Policy {
+            plugin_dir: &fx.plugin,
+            data_dir: &fx.data,
+            tmp_dir: &fx.tmp,
+            entrypoint: &fx.plugin.join("main.sh"),
+            permissions: &read,
+            trust: &[],
+            private: std::slice::from_ref(&private),
+            env: &[],
+            egress: None,
+            namespaces: false,
+        })
+        .unwrap()
+    };
+    // `inner` and `outer` are enumerated around `state`, each below an
+    // enumerated parent: their own changes are read from their descriptors.
+    let confinement = prepare();
+    assert!(confinement.is_current());
+    std::fs::write(inner.join("new.txt"), "").unwrap();
+    assert!(!confinement.is_current(), "an entry made beside it");
+
+    let confinement = prepare();
+    std::fs::remove_file(inner.join("new.txt")).unwrap();
+    assert!(!confinement.is_current(), "an entry removed beside it");
+
+    // `inner` renamed away and made again: the descriptor still names the
+    // old folder, whose time did not change, but `outer`'s entries did.
+    let confinement = prepare();
+    std::fs::rename(&inner, outer.join("moved")).unwrap();
+    std::fs::create_dir(&inner).unwrap();
+    assert!(!confinement.is_current(), "a folder on the way made again");
+}
+
 #[tokio::test]
 async fn a_ruleset_serves_a_bounded_number_of_processes() {
     if !filesystem_supported() {
