@@ -72,6 +72,18 @@ pub struct Session {
     pub asked: Arc<Mutex<Vec<String>>>,
 }
 
+impl Session {
+    /// The next progress notification, within 5 s. rmcp's client handles
+    /// each notification in a task of its own, so they may trail the
+    /// response and reach the handler in any order.
+    pub async fn next_progress(&mut self) -> ProgressNotificationParam {
+        tokio::time::timeout(std::time::Duration::from_secs(5), self.progress.recv())
+            .await
+            .expect("progress arrives")
+            .expect("the client is running")
+    }
+}
+
 /// Starts `plughost serve` on the sandbox and connects a client. `approve`:
 /// `None` for a client without elicitation, `Some(answer)` with it.
 pub async fn connect(sandbox: &Sandbox, approve: Option<bool>) -> Session {
