@@ -145,7 +145,7 @@ pub mod report {
     #[cfg(feature = "mcp-plugins")]
     pub use crate::host::Offered;
     pub use crate::host::{Doctor, Listing, PluginListing, ToolListing, Validation};
-    pub use crate::plugins::catalog::{Collision, Rejected};
+    pub use crate::plugins::catalog::{Collision, Precedence, Rejected};
     pub use crate::run::sandbox::{NetLevel, SandboxSupport};
     pub use crate::run::worker::WorkerInfo;
 }

@@ -8,6 +8,7 @@ mod util;
 mod mcp_client;
 
 mod add;
+mod approval_order;
 mod cli;
 mod cli_plugins;
 #[cfg(feature = "cli")]

@@ -1,8 +1,9 @@
 //! Approvals: which plugins may run, and what the user agreed to.
 //!
-//! A plugin is in one of two tiers. With no permissions, or only
-//! `filesystem:read`, and no `env` variables, it runs without asking
-//! ([`ApprovalState::Automatic`]). Anything else (any other permission, or any
+//! A plugin is in one of two tiers, decided in `decide.rs` alone. With no
+//! permissions, or only `filesystem:read` (unless it names a secret or a
+//! kernel interface, `/proc` or `/dev`), and no `env` variables, it runs
+//! without asking ([`ApprovalState::Automatic`]). Anything else (any other permission, or any
 //! `env` variable, which may carry a secret) needs the user's approval, given in
 //! a prompt (`prompt.rs`) on a terminal, by `plughost approve NAME`, or through MCP
 //! elicitation. What was granted is kept in an `ApprovalStore`; a plugin whose
@@ -15,6 +16,7 @@
 //! [`Approver`] one question at a time, save a yes with `ApprovalStore::grant`.
 
 mod approver;
+mod decide;
 pub(crate) mod pins;
 pub(crate) mod prompt;
 pub(crate) mod store;
@@ -30,10 +32,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::Refusal;
 pub use crate::plugins::manifest::ToolChange;
 use crate::plugins::manifest::{EnvVarName, Manifest, Permission, Protocol, ToolSpec};
-use crate::protect;
 
 pub use crate::error::Requirement;
 pub use approver::{Approver, BoxFuture, TerminalApprover};
+pub(crate) use decide::{Standing, Tier, may_list_before_approval, protected_note, tier};
 pub use store::ApprovalError;
 pub(crate) use store::ApprovalStore;
 pub(crate) use view::{ApprovalView, Offer};
@@ -81,67 +83,17 @@ pub enum ApproveError {
     )]
     ServerFailed { plugin: String, reason: String },
     /// An MCP server that is not approved was to be started to list what it
-    /// offers, but its manifest asks for more than reading files: it starts
-    /// only once that is approved.
+    /// offers, but its manifest asks for more than reading files that need
+    /// no approval (a secret, `/proc` or `/dev` needs it): it starts only once
+    /// that is approved.
     #[error(
-        "plugin \"{plugin}\" asks for more than reading files; its server starts only once that is approved"
+        "plugin \"{plugin}\" asks for more than reading files that need no approval; its server starts only once that is approved"
     )]
     NeedsApprovalFirst { plugin: String },
 }
 
 /// The extra warning shown when a plugin asks for both `shell:exec` and `network`.
 pub(crate) const SHELL_NETWORK_WARNING: &str = "WARNING: shell:exec together with network lets this plugin run any program and send what it finds to other machines.";
-
-/// The two tiers of the design.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Tier {
-    /// No permissions, or only `filesystem:read`, and no `env`: runs without asking.
-    Automatic,
-    /// Anything else: runs only once the user approved it.
-    NeedsApproval,
-}
-
-/// The tier of a manifest, from its permissions and `env` alone. Reading is
-/// automatic, but for a scoped grant that names a secret (`~/.ssh`).
-pub(crate) fn tier(manifest: &Manifest) -> Tier {
-    let only_read = manifest
-        .permissions
-        .iter()
-        .all(|p| p.reads_only() && named(p).is_none_or(|n| n.kind != protect::Kind::Secret));
-    // An MCP server is a long-running program with a tool list of its own: it
-    // is always approved by the user.
-    if only_read && manifest.env.is_empty() && manifest.protocol != Protocol::Mcp {
-        Tier::Automatic
-    } else {
-        Tier::NeedsApproval
-    }
-}
-
-/// The protected path a scoped grant names, if it names one (see
-/// [`crate::protect`]).
-fn named(p: &Permission) -> Option<protect::ProtectedPath> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let folder = p.folder(home.as_deref())?;
-    protect::named_by(&folder, home.as_deref())
-}
-
-/// What the prompt says of a grant that names a protected path: that it is
-/// a secret, or that what is there runs later.
-pub(crate) fn protected_note(p: &Permission) -> Option<String> {
-    let n = named(p)?;
-    match n.kind {
-        protect::Kind::Secret => Some(format!(
-            "This is a secret ({}): only approve a plugin you trust with it.",
-            n.what
-        )),
-        protect::Kind::RunsLater if p.writes() => Some(format!(
-            "What is there runs later ({}): a plugin that changes it runs code as you.",
-            n.what
-        )),
-        _ => None,
-    }
-}
 
 /// Whether the manifest asks for both `shell:exec` and `network`, which earns
 /// the [`SHELL_NETWORK_WARNING`].

@@ -3,9 +3,10 @@
 //! for `--manifest-tools`.
 //!
 //! This runs the plugin's code (through the library's executor, confined
-//! as a plugin granted nothing, with the environment allowlist), so it only
-//! happens when asked: plain `validate` must stay safe on a folder someone
-//! sent you.
+//! as a plugin granted nothing, with the environment allowlist, under the
+//! host's sandbox mode: with `--require-sandbox` nothing runs where the
+//! sandbox cannot hold), so it only happens when asked: plain `validate`
+//! must stay safe on a folder someone sent you.
 
 use std::path::Path;
 

@@ -78,10 +78,11 @@ impl PluginHost {
     /// Starts an MCP server run as a plugin (or asks the running one) and
     /// lists what it offers now, replacing the cached listing; returns its
     /// tools as offered. Approved or not: before its approval a server may
-    /// be started this way only when its manifest asks for nothing but
-    /// reading files (and no variables), so it runs in a sandbox that lets
-    /// it read and nothing else (`plughost add` shows the tools before
-    /// asking). For other plugins, the tools of their manifest.
+    /// be started this way only when its grants alone would need no approval
+    /// (`approval::may_list_before_approval`: reading files that are neither
+    /// secrets nor `/proc` or `/dev`, and no variables), so it runs in a
+    /// sandbox that lets it read and nothing else (`plughost add` shows the
+    /// tools before asking). For other plugins, the tools of their manifest.
     pub async fn list_server(&self, plugin: &str) -> Result<Vec<ToolInfo>, ApproveError> {
         #[cfg_attr(
             not(feature = "mcp-plugins"),
@@ -90,13 +91,12 @@ impl PluginHost {
         let mut p = self.loaded(plugin)?;
         #[cfg(feature = "mcp-plugins")]
         if p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp {
-            let reads_only =
-                p.manifest.permissions.iter().all(|g| g.reads_only()) && p.manifest.env.is_empty();
+            let before_approval = approval::may_list_before_approval(&p.manifest);
             let approved = matches!(
                 self.inner.approval_state_of(&p, None).await?,
                 ApprovalState::Approved | ApprovalState::ToolsChanged { .. }
             );
-            if !reads_only && !approved {
+            if !before_approval && !approved {
                 return Err(ApproveError::NeedsApprovalFirst {
                     plugin: plugin.to_owned(),
                 });
@@ -244,7 +244,6 @@ impl Inner {
     /// read on a blocking thread, unless the one last read is unchanged (one
     /// `lstat`, cheap enough for the calling thread).
     pub(super) async fn current_view(&self) -> ApprovalView {
-        let catalog = self.catalog.read().expect("catalog lock").clone();
         let approvals = match self.approvals.unchanged() {
             Some(approvals) => Ok(approvals),
             None => {
@@ -252,7 +251,7 @@ impl Inner {
                 blocking(move || store.current()).await
             }
         };
-        ApprovalView::new(catalog, approvals)
+        ApprovalView::new(self.ranked(&approvals), approvals)
     }
 }
 

@@ -7,7 +7,9 @@
 //! killed to the end on timeout; stdout capped; stderr drained), with the
 //! environment allowlist, and confined as a plugin granted nothing (it reads
 //! the system, its interpreter and its own folder; it writes only a private
-//! temp folder; no network).
+//! temp folder; no network). The host's sandbox mode holds as for a call:
+//! with [`SandboxMode::Required`] (`--require-sandbox`) nothing runs when
+//! this system cannot enforce all of that confinement.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -50,6 +52,16 @@ pub enum CodeToolsError {
         status: String,
         /// The last line it wrote to stderr.
         last_line: String,
+    },
+    /// The sandbox is required and this system cannot enforce all of it;
+    /// nothing was run.
+    #[error(
+        "{command} was not run: the sandbox is required but this system cannot enforce: {}",
+        missing.join("; ")
+    )]
+    SandboxUnavailable {
+        command: String,
+        missing: Vec<String>,
     },
     /// It did not print a JSON array.
     #[error("{command} did not print a JSON tools array{}", reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
@@ -105,13 +117,19 @@ impl PluginHost {
                     egress: None,
                     namespaces: self.inner.config.namespaces,
                 };
-                let prepared = sandbox::Confinement::new(&policy)
-                    .and_then(|c| c.for_call())
-                    .map_err(|e| CodeToolsError::Spawn {
-                        command: command.clone(),
-                        source: std::io::Error::other(e.to_string()),
-                    })?;
-                Some(prepared)
+                let failed = |e: sandbox::SandboxError| CodeToolsError::Spawn {
+                    command: command.clone(),
+                    source: std::io::Error::other(e.to_string()),
+                };
+                let confinement = sandbox::Confinement::new(&policy).map_err(failed)?;
+                let missing = &confinement.enforcement().not_enforced;
+                if self.inner.config.sandbox == SandboxMode::Required && !missing.is_empty() {
+                    return Err(CodeToolsError::SandboxUnavailable {
+                        command,
+                        missing: missing.clone(),
+                    });
+                }
+                Some(confinement.for_call().map_err(failed)?)
             }
         };
         let limits = Limits {

@@ -167,9 +167,10 @@ impl PluginHost {
         self.inner.config.concurrency
     }
 
-    /// The current snapshot.
+    /// The current snapshot, ranked by the approvals of now (see
+    /// `reload.rs`).
     pub(crate) fn catalog(&self) -> Arc<Catalog> {
-        self.inner.catalog.read().expect("catalog lock").clone()
+        self.inner.ranked(&self.inner.approvals.current())
     }
 
     /// Re-reads the whole plugins folder and publishes what changed.
@@ -230,7 +231,8 @@ impl PluginHost {
     /// The approval view of the current catalog and approvals (see
     /// `approval::view`): what every listing and call reads.
     pub(crate) fn view(&self) -> ApprovalView {
-        ApprovalView::new(self.catalog(), self.inner.approvals.current())
+        let approvals = self.inner.approvals.current();
+        ApprovalView::new(self.inner.ranked(&approvals), approvals)
     }
 
     /// Call counters and durations per tool since the host was built.

@@ -1,10 +1,14 @@
 //! Applying a reload to the host: re-read the changed folders, swap the
-//! snapshot, publish the events to subscribers and observers.
+//! snapshot, publish the events to subscribers and observers. And ranking
+//! the snapshot by the approvals of now: who keeps a tool name two plugins
+//! claim depends on what the user approved (`plugins::catalog`), so a
+//! snapshot ranked by other approvals is ranked again before it is read.
 
 use std::sync::Arc;
 
 use super::Inner;
 use super::diff::diff;
+use crate::approval::{ApprovalError, Approvals, Standing};
 use crate::events::{HostEvent, Notice, WorkerStop};
 use crate::plugins::catalog::Catalog;
 use crate::plugins::catalog::FolderResult;
@@ -16,6 +20,29 @@ impl Inner {
         let catalog = Arc::new(catalog);
         *self.catalog.write().expect("catalog lock") = catalog.clone();
         catalog
+    }
+
+    /// The current snapshot, ranked by `approvals` (the approvals of now):
+    /// when they differ from those it was ranked by, it is ranked again,
+    /// swapped in, and the collisions that changed are published. While a
+    /// reload runs, the snapshot is returned as it is (the reload ranks its
+    /// own by the approvals it reads).
+    pub(super) fn ranked(&self, approvals: &Result<Arc<Approvals>, ApprovalError>) -> Arc<Catalog> {
+        let current = self.catalog.read().expect("catalog lock").clone();
+        let standing = Standing::new(approvals.clone());
+        if standing.same_as(current.approved_claims()) {
+            return current;
+        }
+        let Ok(_one_at_a_time) = self.update.try_lock() else {
+            return current;
+        };
+        let latest = self.catalog.read().expect("catalog lock").clone();
+        if standing.same_as(latest.approved_claims()) {
+            return latest;
+        }
+        let new = self.set_catalog(latest.ranked(Arc::new(standing)));
+        self.publish(&diff(&latest, &new, &[]));
+        new
     }
 
     /// Applies one reload and publishes its events. Reloads are serialized;
@@ -56,7 +83,13 @@ impl Inner {
                 )
             })
             .collect();
-        let new = self.set_catalog(old.with_folders(changes));
+        let standing = Standing::new(self.approvals.current());
+        let new = old.with_folders(changes);
+        let new = match standing.same_as(new.approved_claims()) {
+            true => new,
+            false => new.ranked(Arc::new(standing)),
+        };
+        let new = self.set_catalog(new);
         // A folder that was read again may hold new code even when its manifest
         // did not change: its workers stop, the next call starts the new code.
         for folder in &folders {

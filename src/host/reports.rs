@@ -124,8 +124,10 @@ impl PluginHost {
     /// neither is reported as a plugin folder without a `plugin.json`.
     pub fn validate(&self, dir: &Path) -> Validation {
         let catalog = with_cached_listings(validate_catalog(dir), &self.inner.config.state_dir);
+        let approvals = self.inner.approvals.current();
+        let catalog = catalog.ranked(Arc::new(crate::approval::Standing::new(approvals.clone())));
         let ok = catalog.rejected().next().is_none() && catalog.collisions().is_empty();
-        let view = ApprovalView::new(Arc::new(catalog), self.inner.approvals.current());
+        let view = ApprovalView::new(Arc::new(catalog), approvals);
         Validation {
             ok,
             report: listing(&view, dir, self),
@@ -356,7 +358,13 @@ fn entry(
         approval,
         persistent: m.worker_settings(),
         protocol: m.protocol,
-        notes: p.all_notes().cloned().collect(),
+        notes: p
+            .all_notes()
+            .cloned()
+            .chain(m.permissions.iter().filter_map(|g| {
+                crate::approval::protected_note(g).map(|note| format!("{g}: {note}"))
+            }))
+            .collect(),
         workers,
         tools: p
             .tools
@@ -370,7 +378,26 @@ fn entry(
                             "the approvals file cannot be read (see the approval state)".to_owned(),
                         ),
                     },
-                    _ => Some("its name is taken by another plugin".to_owned()),
+                    _ => Some(
+                        view.catalog()
+                            .collisions()
+                            .iter()
+                            .find(|c| {
+                                c.kind == crate::plugins::catalog::Offering::Tool
+                                    && c.name == t.spec.name
+                                    && c.skipped_in == m.name
+                            })
+                            .map_or_else(
+                                || "its name is taken by another plugin".to_owned(),
+                                |c| {
+                                    format!(
+                                        "its name is kept by plugin \"{}\" ({})",
+                                        c.kept_by,
+                                        c.because.reason()
+                                    )
+                                },
+                            ),
+                    ),
                 };
                 ToolListing {
                     name: t.spec.name.clone(),

@@ -5,17 +5,33 @@
 //! `Arc<Plugin>` of every folder that did not change) and the host swaps it in
 //! atomically, so a call in flight keeps the plugin it started with.
 //!
-//! Collisions are resolved deterministically: plugins are visited in the byte
-//! order of their names and the first plugin to claim a tool name (or an MCP
-//! server's prompt name, resource URI or resource template) keeps it. The
-//! other plugin stays loaded without it, and the collision is reported.
-//! Directory order, start-up timing and approvals never change the winner.
+//! Collisions of tool names keep approval order: a name the user approved
+//! is never taken over by a plugin that came later or needs no approval.
+//! Of every plugin that claims a tool name, the name goes to, in this order:
+//!
+//! 1. a plugin the user approved for it (`approval::Standing` decides what
+//!    counts: a stored grant; for an MCP server, the tool pinned with it);
+//! 2. the plugin that held it in the previous snapshot: a reload of the
+//!    holder, or an edit of its manifest, never hands the name to another
+//!    (a holder whose manifest is broken for a while keeps the name reserved:
+//!    calls fail, naming it, rather than go to the other plugin);
+//! 3. the plugin whose folder was created first (its birth time, where the
+//!    file system records one), so a folder added later loses in a fresh
+//!    process too;
+//! 4. the plugin whose name sorts first.
+//!
+//! The other plugin stays loaded without the tool, and the collision names
+//! the holder and why it keeps the name ([`Precedence`]); `list`, `doctor`
+//! and the watch events show it. An MCP server's prompt names, resource URIs
+//! and resource templates go to the plugin whose name sorts first (they are
+//! offered by approved servers only).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
 
 use jsonschema::Validator;
 use serde::Serialize;
@@ -45,6 +61,9 @@ pub(crate) struct Plugin {
     /// `tools`, checked); `None` for other plugins and before a first listing.
     #[cfg(feature = "mcp-plugins")]
     pub listing: Option<Arc<crate::plugins::mcp_listing::Listing>>,
+    /// When its folder was created, where the file system says: of two
+    /// plugins that claim one tool name, the older folder keeps it.
+    pub arrived: Option<SystemTime>,
 }
 
 /// A tool with its input schema compiled once per snapshot.
@@ -72,6 +91,7 @@ impl Plugin {
         tools: Vec<Tool>,
         notes: Vec<String>,
     ) -> Plugin {
+        let arrived = std::fs::metadata(&dir).and_then(|m| m.created()).ok();
         Plugin {
             manifest,
             dir,
@@ -82,6 +102,7 @@ impl Plugin {
             tool_notes: Vec::new(),
             #[cfg(feature = "mcp-plugins")]
             listing: None,
+            arrived,
         }
     }
 
@@ -107,6 +128,7 @@ impl Plugin {
             notes: self.notes.clone(),
             tool_notes,
             listing,
+            arrived: self.arrived,
         }
     }
 
@@ -210,16 +232,49 @@ impl fmt::Display for Offering {
     }
 }
 
+/// Why the plugin that keeps a name keeps it (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Precedence {
+    /// The user approved it for that name; the other was not.
+    Approved,
+    /// It held the name before the other plugin claimed it.
+    Held,
+    /// Its folder was created first.
+    Earlier,
+    /// Its name sorts first.
+    Name,
+}
+
+impl Precedence {
+    /// Why the holder keeps the name, in a few words.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Precedence::Approved => "you approved it for that name",
+            Precedence::Held => "it offered that name first",
+            Precedence::Earlier => "its folder was added first",
+            Precedence::Name => "its name sorts first",
+        }
+    }
+}
+
 /// A name (or URI) claimed by two plugins.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Collision {
     pub kind: Offering,
     pub name: String,
-    /// The plugin that keeps it (its name sorts first).
+    /// The plugin that keeps it.
     pub kept_by: String,
     /// The plugin whose one of that name is not offered.
     pub skipped_in: String,
+    /// Why `kept_by` keeps it.
+    pub because: Precedence,
+    /// `kept_by` is rejected now: the name stays reserved for it (calls of
+    /// it fail) until it is fixed or removed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub holder_rejected: bool,
 }
 
 impl fmt::Display for Collision {
@@ -229,16 +284,31 @@ impl fmt::Display for Collision {
             name,
             kept_by,
             skipped_in,
+            because,
+            holder_rejected,
         } = self;
         let what = match kind {
             Offering::Resource => "that URI",
             Offering::ResourceTemplate => "that template",
             _ => "that name",
         };
+        let why = because.reason();
+        let offers = if *holder_rejected {
+            "keeps a"
+        } else {
+            "already offers a"
+        };
         write!(
             f,
-            "{kind} \"{name}\" of plugin \"{skipped_in}\" is skipped: plugin \"{kept_by}\" already offers a {kind} of {what}; rename one of them"
-        )
+            "{kind} \"{name}\" of plugin \"{skipped_in}\" is skipped: plugin \"{kept_by}\" {offers} {kind} of {what} ({why})"
+        )?;
+        if *holder_rejected {
+            write!(
+                f,
+                "; it is rejected now, so calls of it fail until it is fixed"
+            )?;
+        }
+        f.write_str("; rename one of them")
     }
 }
 
@@ -258,15 +328,95 @@ impl ToolRef {
     }
 }
 
+/// Which claims of a tool name the user approved: they keep the name
+/// against every other claim. Decided by `approval` (`approval::Standing`);
+/// the catalog only asks.
+pub(crate) trait ApprovedClaims: fmt::Debug + Send + Sync {
+    /// Whether the user approved `plugin` (loaded with `manifest`, or
+    /// rejected when `None`) for the tool name `tool`.
+    fn approved(&self, plugin: &str, manifest: Option<&Manifest>, tool: &str) -> bool;
+    /// For comparing one ranking with another.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// The ranking of a catalog built without approvals (validation, tests, the
+/// first scan before the host reads its approvals).
+#[derive(Debug)]
+struct NoneApproved;
+
+impl ApprovedClaims for NoneApproved {
+    fn approved(&self, _: &str, _: Option<&Manifest>, _: &str) -> bool {
+        false
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// An immutable snapshot of the plugins folder.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Catalog {
     plugins: BTreeMap<String, Arc<Plugin>>,
     rejected: BTreeMap<String, Rejected>,
     tools: BTreeMap<String, ToolRef>,
+    /// Who keeps each tool name: the plugin in `tools`, or a rejected
+    /// folder that keeps it reserved.
+    holders: BTreeMap<String, String>,
     /// Who keeps each prompt name, resource URI and resource template.
     owners: BTreeMap<(Offering, String), String>,
     collisions: Vec<Collision>,
+    /// The approvals this snapshot was ranked by.
+    approved: Arc<dyn ApprovedClaims>,
+}
+
+impl Default for Catalog {
+    fn default() -> Catalog {
+        Catalog {
+            plugins: BTreeMap::new(),
+            rejected: BTreeMap::new(),
+            tools: BTreeMap::new(),
+            holders: BTreeMap::new(),
+            owners: BTreeMap::new(),
+            collisions: Vec::new(),
+            approved: Arc::new(NoneApproved),
+        }
+    }
+}
+
+/// One plugin's claim of a tool name.
+struct Claim<'a> {
+    holder: &'a str,
+    /// The plugin and the tool's index; `None` for a rejected folder.
+    loaded: Option<(&'a Arc<Plugin>, usize)>,
+    approved: bool,
+    held: bool,
+    arrived: Option<SystemTime>,
+}
+
+impl Claim<'_> {
+    /// The order of the module docs: the smallest key keeps the name.
+    fn key(&self) -> (bool, bool, bool, Option<SystemTime>, &str) {
+        (
+            !self.approved,
+            !self.held,
+            self.arrived.is_none(),
+            self.arrived,
+            self.holder,
+        )
+    }
+
+    /// Why `self`, which keeps the name, ranks before `other`.
+    fn before(&self, other: &Claim<'_>) -> Precedence {
+        if self.approved != other.approved {
+            Precedence::Approved
+        } else if self.held != other.held {
+            Precedence::Held
+        } else if self.arrived != other.arrived {
+            Precedence::Earlier
+        } else {
+            Precedence::Name
+        }
+    }
 }
 
 impl Catalog {
@@ -284,7 +434,7 @@ impl Catalog {
                 }
             }
         }
-        Self::index(plugins, rejected)
+        Self::index(plugins, rejected, None, Arc::new(NoneApproved))
     }
 
     /// A new snapshot in which each changed folder is replaced by its new
@@ -308,7 +458,23 @@ impl Catalog {
                 None => {}
             }
         }
-        Self::index(plugins, rejected)
+        Self::index(plugins, rejected, Some(self), self.approved.clone())
+    }
+
+    /// The same plugins, their tool names ranked by `approved` (this
+    /// snapshot's holders count as the previous ones).
+    pub(crate) fn ranked(&self, approved: Arc<dyn ApprovedClaims>) -> Catalog {
+        Self::index(
+            self.plugins.clone(),
+            self.rejected.clone(),
+            Some(self),
+            approved,
+        )
+    }
+
+    /// The approvals this snapshot was ranked by.
+    pub(crate) fn approved_claims(&self) -> &dyn ApprovedClaims {
+        &*self.approved
     }
 
     /// Names of every folder in the snapshot, loaded or rejected.
@@ -322,29 +488,77 @@ impl Catalog {
     fn index(
         plugins: BTreeMap<String, Arc<Plugin>>,
         rejected: BTreeMap<String, Rejected>,
+        previous: Option<&Catalog>,
+        approved: Arc<dyn ApprovedClaims>,
     ) -> Catalog {
-        let mut tools: BTreeMap<String, ToolRef> = BTreeMap::new();
-        let mut collisions = Vec::new();
-        // BTreeMap iterates in name order: the first claimant wins, deterministically.
+        let held = |name: &str, holder: &str| {
+            previous.is_some_and(|p| p.holders.get(name).is_some_and(|h| h == holder))
+        };
+        let mut claims: BTreeMap<&str, Vec<Claim<'_>>> = BTreeMap::new();
         for plugin in plugins.values() {
             for (index, tool) in plugin.tools.iter().enumerate() {
-                match tools.get(&tool.spec.name) {
-                    Some(existing) => collisions.push(Collision {
-                        kind: Offering::Tool,
-                        name: tool.spec.name.clone(),
-                        kept_by: existing.plugin.name().to_owned(),
-                        skipped_in: plugin.name().to_owned(),
-                    }),
-                    None => {
-                        tools.insert(
-                            tool.spec.name.clone(),
-                            ToolRef {
-                                plugin: plugin.clone(),
-                                index,
-                            },
-                        );
-                    }
+                let name = tool.spec.name.as_str();
+                let list = claims.entry(name).or_default();
+                if list.iter().any(|c| c.holder == plugin.name()) {
+                    continue;
                 }
+                list.push(Claim {
+                    holder: plugin.name(),
+                    loaded: Some((plugin, index)),
+                    approved: approved.approved(plugin.name(), Some(&plugin.manifest), name),
+                    held: held(name, plugin.name()),
+                    arrived: plugin.arrived,
+                });
+            }
+        }
+        // A rejected folder keeps a name it held, or one the user approved
+        // for it; it claims no other.
+        for r in rejected.values() {
+            for name in &r.tools {
+                let (approved, held) = (
+                    approved.approved(&r.folder, None, name),
+                    held(name, &r.folder),
+                );
+                let list = claims.entry(name.as_str()).or_default();
+                if (approved || held) && list.iter().all(|c| c.holder != r.folder) {
+                    list.push(Claim {
+                        holder: &r.folder,
+                        loaded: None,
+                        approved,
+                        held,
+                        arrived: None,
+                    });
+                }
+            }
+        }
+        let mut tools: BTreeMap<String, ToolRef> = BTreeMap::new();
+        let mut holders: BTreeMap<String, String> = BTreeMap::new();
+        let mut collisions = Vec::new();
+        for (name, mut list) in claims {
+            list.sort_by(|a, b| a.key().cmp(&b.key()));
+            let Some(first) = list.first() else {
+                continue;
+            };
+            holders.insert(name.to_owned(), first.holder.to_owned());
+            if let Some((plugin, index)) = first.loaded {
+                tools.insert(
+                    name.to_owned(),
+                    ToolRef {
+                        plugin: plugin.clone(),
+                        index,
+                    },
+                );
+            }
+            // A rejected folder that loses offers nothing to skip.
+            for other in list[1..].iter().filter(|c| c.loaded.is_some()) {
+                collisions.push(Collision {
+                    kind: Offering::Tool,
+                    name: name.to_owned(),
+                    kept_by: first.holder.to_owned(),
+                    skipped_in: other.holder.to_owned(),
+                    because: first.before(other),
+                    holder_rejected: first.loaded.is_none(),
+                });
             }
         }
         let mut owners: BTreeMap<(Offering, String), String> = BTreeMap::new();
@@ -356,6 +570,8 @@ impl Catalog {
                         name: key.1,
                         kept_by: owner.clone(),
                         skipped_in: plugin.name().to_owned(),
+                        because: Precedence::Name,
+                        holder_rejected: false,
                     }),
                     None => {
                         owners.insert(key, plugin.name().to_owned());
@@ -367,8 +583,10 @@ impl Catalog {
             plugins,
             rejected,
             tools,
+            holders,
             owners,
             collisions,
+            approved,
         }
     }
 
@@ -423,11 +641,17 @@ impl Catalog {
             .is_some_and(|t| t.plugin.name() == plugin)
     }
 
-    /// The rejected plugin that declares tool `name`, if one does.
+    /// The rejected plugin that declares tool `name`, if one does: the one
+    /// that keeps the name reserved, if one does.
     pub(crate) fn rejected_tool(&self, name: &str) -> Option<&Rejected> {
-        self.rejected
-            .values()
-            .find(|r| r.tools.iter().any(|t| t == name))
+        self.holders
+            .get(name)
+            .and_then(|h| self.rejected.get(h))
+            .or_else(|| {
+                self.rejected
+                    .values()
+                    .find(|r| r.tools.iter().any(|t| t == name))
+            })
     }
 
     /// The callable tool name closest to `name`, for "did you mean" hints.
