@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plugins::manifest::{EnvVarName, Permission, ToolChange};
 
@@ -110,8 +110,10 @@ pub enum CallError {
         tool: String,
         /// What failed, in one sentence.
         reason: String,
-        /// What the sandbox refused the plugin before it failed, when its
-        /// stderr reports it: the likely cause, and the grant that allows it.
+        /// What the plugin was refused before it failed: refusals plughost
+        /// recorded (the egress proxy's), and permission errors its stderr
+        /// reports on targets its grants do not reach (see
+        /// [`Denial::evidence`]), with the grant that allows each.
         denials: Vec<Denial>,
         /// The plugin's exit code, when it exited with one.
         exit_code: Option<i32>,
@@ -145,7 +147,8 @@ fn not_found(tool: &str, hint: Option<&str>, rejected: Option<&RejectedTool>) ->
     }
 }
 
-/// `; the sandbox refused reading X; grant "…" to allow it`, for each denial.
+/// `; the sandbox refused connecting to X; grant "…" to allow it` (or the
+/// plugin's report, in its own words: see [`Denial`]), for each denial.
 fn denied(denials: &[Denial]) -> String {
     denials.iter().map(|d| format!("; {d}")).collect()
 }
@@ -373,7 +376,7 @@ impl ApprovalError {
     }
 }
 
-/// What the sandbox refused.
+/// What was refused: a read, a write or a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -383,12 +386,48 @@ pub enum Access {
     Connect,
 }
 
-/// One thing the sandbox refused a plugin, and the grant that would allow it.
+/// How plughost knows of a [`Denial`]: whether it saw the refusal itself,
+/// or only read of it in what the plugin wrote.
+///
+/// Only a [`Recorded`](Evidence::Recorded) denial is the sandbox's word. A
+/// plugin writes what it likes on its stderr and in its result, "Permission
+/// denied: ~/.ssh/id_ed25519" included; such a line is shown as the
+/// plugin's report, never as a refusal of the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Evidence {
+    /// plughost refused it itself and recorded it as it happened (the
+    /// egress proxy refusing a host).
+    Recorded,
+    /// The plugin's own words (its stderr, its error result) report a
+    /// permission error on a target its grants do not reach. Likely the
+    /// sandbox's doing, but nothing plughost saw: a plugin can write such a
+    /// line without having tried anything. The default, for records that
+    /// do not say: never claim a refusal that was not seen.
+    #[default]
+    ReportedByPlugin,
+}
+
+impl Evidence {
+    /// `recorded` or `reported_by_plugin`, as in JSON and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Evidence::Recorded => "recorded",
+            Evidence::ReportedByPlugin => "reported_by_plugin",
+        }
+    }
+}
+
+/// One thing a plugin was refused (or says it was), and the grant that
+/// would allow it. [`Denial::evidence`] says whose word it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Denial {
     pub access: Access,
-    /// The path (or, for `connect`, the `host:port`) refused.
+    /// The path (or, for `connect`, the `host:port`) refused. For a
+    /// denial the plugin reported, taken from its text: shown on a
+    /// terminal only once escaped.
     pub target: String,
     /// The permission that would allow it, as a manifest writes it
     /// (`filesystem:read:~/.gitconfig`); `None` when no grant reaches it
@@ -402,10 +441,13 @@ pub struct Denial {
     /// resolves to a loopback address, a port not granted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Whether plughost saw the refusal or the plugin said so.
+    pub evidence: Evidence,
 }
 
 impl Denial {
-    /// A connection to `target` (`host:port`) the egress proxy refused.
+    /// A connection to `target` (`host:port`) the egress proxy refused:
+    /// recorded, the proxy saw it.
     pub(crate) fn connect(target: String, grant: String, why: Option<String>) -> Denial {
         Denial {
             access: Access::Connect,
@@ -413,10 +455,27 @@ impl Denial {
             grant: Some(grant),
             protected: None,
             why,
+            evidence: Evidence::Recorded,
         }
+    }
+
+    /// The same denial, as the plugin's report rather than plughost's record.
+    pub(crate) fn reported_by_plugin(self) -> Denial {
+        Denial {
+            evidence: Evidence::ReportedByPlugin,
+            ..self
+        }
+    }
+
+    /// Whether plughost itself saw the refusal (see [`Evidence`]).
+    pub fn is_recorded(&self) -> bool {
+        self.evidence == Evidence::Recorded
     }
 }
 
+/// A recorded denial: `the sandbox refused reading X; grant "…" to allow
+/// it`. A reported one: `the plugin reported a permission error reading X,
+/// which its grants do not reach; if it needs it, grant "…"`.
 impl fmt::Display for Denial {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let verb = match self.access {
@@ -424,7 +483,16 @@ impl fmt::Display for Denial {
             Access::Write => "writing",
             Access::Connect => "connecting to",
         };
-        write!(f, "the sandbox refused {verb} {}", self.target)?;
+        let recorded = self.is_recorded();
+        if recorded {
+            write!(f, "the sandbox refused {verb} {}", self.target)?;
+        } else {
+            write!(
+                f,
+                "the plugin reported a permission error {verb} {}, which its grants do not reach",
+                self.target
+            )?;
+        }
         if let Some(why) = &self.why {
             write!(f, " ({why})")?;
         }
@@ -442,7 +510,8 @@ impl fmt::Display for Denial {
                 ", a protected path ({what}): only a grant that names it reaches it, \"{grant}\" ({} holds it)",
                 path.display()
             ),
-            (None, Some(grant)) => write!(f, "; grant \"{grant}\" to allow it"),
+            (None, Some(grant)) if recorded => write!(f, "; grant \"{grant}\" to allow it"),
+            (None, Some(grant)) => write!(f, "; if it needs it, grant \"{grant}\""),
             (None, None) => Ok(()),
         }
     }

@@ -78,8 +78,10 @@ pub enum HostEvent {
         tool: String,
         change: ToolChange,
     },
-    /// A call failed after the sandbox refused the plugin something (see
-    /// [`crate::sandbox::Denial`]): what, and the grant that would allow it.
+    /// A call failed and its plugin's own output reports a permission error
+    /// on something its grants do not reach (see [`crate::sandbox::Denial`]
+    /// and its `evidence`: the plugin's word, not a refusal plughost saw):
+    /// what, and the grant that would allow it.
     SandboxDenied {
         plugin: String,
         tool: String,
@@ -402,7 +404,12 @@ impl fmt::Display for HostEvent {
                 plugin,
                 tool,
                 denial,
-            } => write!(f, "denied   {plugin} ({tool}): {denial}"),
+            } if denial.is_recorded() => write!(f, "denied   {plugin} ({tool}): {denial}"),
+            HostEvent::SandboxDenied {
+                plugin,
+                tool,
+                denial,
+            } => write!(f, "reported {plugin} ({tool}): {denial}"),
             HostEvent::HostRefused { plugin, denial } => {
                 write!(f, "refused  {plugin}: {denial}")
             }

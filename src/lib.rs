@@ -131,9 +131,9 @@ pub mod manifest {
 
 /// What the sandbox enforces and what it refused: [`SandboxMode`]
 /// for a host, [`SandboxSupport`](sandbox::SandboxSupport) for this machine,
-/// [`Denial`](sandbox::Denial) for what a plugin was refused.
+/// [`Denial`](sandbox::Denial) for what a plugin was refused (or reported it was).
 pub mod sandbox {
-    pub use crate::error::{Access, Denial};
+    pub use crate::error::{Access, Denial, Evidence};
     pub use crate::host::{DenialRecord, SandboxMode};
     pub use crate::run::sandbox::{NetLevel, SandboxLevel, SandboxSupport};
 }

@@ -98,7 +98,7 @@ fn an_npm_server_added_by_name_answers_in_the_sandbox() {
     );
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("the sandbox refused writing"),
+        stderr(&out).contains("the plugin reported a permission error writing"),
         "{}",
         stderr(&out)
     );

@@ -1,8 +1,9 @@
-//! Sandbox denials, named: a call that fails after the sandbox refused a
-//! read, a write or a connection says what was refused and the grant that
-//! allows it;
-//! `doctor NAME` lists the recent ones; a failure the sandbox did not cause
-//! names none, even when the plugin says "Permission denied".
+//! Denials, named: a call that fails after the plugin was refused a read, a
+//! write or a connection its grants do not reach says so, as the plugin's
+//! report (plughost did not see the refusal, see `words.rs`), with the
+//! grant that allows it; `doctor NAME` lists the recent ones apart from the
+//! sandbox's own records; a failure the grants do not explain names none,
+//! even when the plugin says "Permission denied".
 
 use serde_json::Value;
 
@@ -53,11 +54,14 @@ fn a_refused_read_is_named_with_the_grant_that_allows_it() {
     assert_eq!(v["error"]["kind"], "failed", "{v:#}");
     let real = secret.canonicalize().unwrap();
     assert!(
-        message.contains(&format!("the sandbox refused reading {}", real.display()))
-            && message.contains(&format!("filesystem:read:{}", real.display())),
+        message.contains(&format!(
+            "the plugin reported a permission error reading {}, which its grants do not reach; if it needs it, grant \"filesystem:read:{}\"",
+            real.display(),
+            real.display()
+        )) && !message.contains("sandbox refused"),
         "{message}"
     );
-    // doctor NAME lists it.
+    // doctor NAME lists it, as the plugin's report.
     let out = util::run({
         let mut c = sandbox.cmd();
         c.args(["doctor", "reads-config"]);
@@ -65,7 +69,9 @@ fn a_refused_read_is_named_with_the_grant_that_allows_it() {
     });
     let text = util::stdout(&out);
     assert!(
-        text.contains("recent sandbox denials") && text.contains(&real.display().to_string()),
+        text.contains("no recent sandbox denials")
+            && text.contains("permission errors the plugin reported")
+            && text.contains(&real.display().to_string()),
         "{text}"
     );
 }
@@ -88,8 +94,11 @@ fn a_refused_write_is_named_with_the_folder_to_grant() {
     let message = v["error"]["message"].as_str().unwrap();
     let folder = folder.canonicalize().unwrap();
     assert!(
-        message.contains("the sandbox refused writing")
-            && message.contains(&format!("filesystem:write:{}", folder.display())),
+        message.contains("the plugin reported a permission error writing")
+            && message.contains(&format!(
+                "if it needs it, grant \"filesystem:write:{}\"",
+                folder.display()
+            )),
         "{message}"
     );
 }
@@ -114,7 +123,7 @@ fn a_refused_write_into_the_plugins_folder_names_no_grant() {
     let folder = sandbox.plugins().canonicalize().unwrap();
     assert!(
         message.contains(&format!(
-            "the sandbox refused writing {}/keeps-file/memory.jsonl, plughost's plugins, binary or configuration ({}): no grant reaches it; a plugin keeps what it writes in its data folder ($PLUGHOST_DATA_DIR)",
+            "the plugin reported a permission error writing {}/keeps-file/memory.jsonl, which its grants do not reach, plughost's plugins, binary or configuration ({}): no grant reaches it; a plugin keeps what it writes in its data folder ($PLUGHOST_DATA_DIR)",
             folder.display(),
             folder.display()
         )) && !message.contains("grant \"filesystem"),
@@ -162,7 +171,7 @@ fn a_refused_connection_and_name_lookup_are_named_with_the_host_grant() {
     let message = v["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains(&format!(
-            "the sandbox refused connecting to 127.0.0.1:{port}; grant \"network:127.0.0.1:{port}\" to allow it"
+            "the plugin reported a permission error connecting to 127.0.0.1:{port}, which its grants do not reach; if it needs it, grant \"network:127.0.0.1:{port}\""
         )),
         "{v:#}"
     );
@@ -172,7 +181,7 @@ fn a_refused_connection_and_name_lookup_are_named_with_the_host_grant() {
     let v = call_json(&sandbox, "dials_out");
     let message = v["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("the sandbox refused connecting to api.example.invalid (looking a name up needs the network); grant \"network:api.example.invalid\""),
+        message.contains("the plugin reported a permission error connecting to api.example.invalid, which its grants do not reach (looking a name up needs the network); if it needs it, grant \"network:api.example.invalid\""),
         "{v:#}"
     );
     // The same plugin unconfined reaches the listener: the refusal was the sandbox's.
@@ -202,7 +211,10 @@ fn a_failure_the_sandbox_did_not_cause_names_no_denial() {
     let v = call_json(&sandbox, "fails_alone");
     let message = v["error"]["message"].as_str().unwrap();
     assert_eq!(v["error"]["kind"], "failed", "{v:#}");
-    assert!(!message.contains("sandbox refused"), "{message}");
+    assert!(
+        !message.contains("sandbox refused") && !message.contains("reported a permission"),
+        "{message}"
+    );
     assert!(
         !sandbox.state().join("denials/fails-alone.json").exists(),
         "nothing recorded"

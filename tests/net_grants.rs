@@ -345,10 +345,11 @@ fn a_refused_host_is_named_in_the_error_and_by_doctor() {
     });
     let text = util::stdout(&out);
     assert!(
-        text.contains(&format!(
-            "egress proxy: the sandbox refused connecting to 127.0.0.2:{}",
-            b.port
-        )),
+        text.contains("recent sandbox denials, recorded by plughost")
+            && text.contains(&format!(
+                "egress proxy: the sandbox refused connecting to 127.0.0.2:{}",
+                b.port
+            )),
         "{text}"
     );
 

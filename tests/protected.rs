@@ -541,7 +541,7 @@ fn a_denial_of_a_protected_path_is_named_as_such() {
     let err = util::stderr(&out);
     assert!(
         err.contains(&format!(
-            "the sandbox refused reading {}",
+            "the plugin reported a permission error reading {}, which its grants do not reach",
             h.home.join(".ssh/id_ed25519").display()
         )) && err.contains("a protected path (SSH keys)")
             && err.contains("\"filesystem:read:~/.ssh\""),
@@ -577,7 +577,7 @@ fn a_refused_write_of_a_protected_path_is_named_at_both_levels() {
         let level = if h.landlock_only { "Landlock" } else { "mount" };
         assert!(
             err.contains(&format!(
-                "the sandbox refused writing {}",
+                "the plugin reported a permission error writing {}, which its grants do not reach",
                 h.home.join(".bashrc").display()
             )) && err.contains("a protected path ("),
             "{level}: {err}"
@@ -587,7 +587,7 @@ fn a_refused_write_of_a_protected_path_is_named_at_both_levels() {
         let approvals = h.state().join("approvals.json");
         assert!(
             err.contains(&format!(
-                "the sandbox refused writing {}, plughost's state",
+                "the plugin reported a permission error writing {}, which its grants do not reach, plughost's state",
                 approvals.display()
             )) && err.contains("no grant reaches it"),
             "{level}: {err}"

@@ -32,3 +32,4 @@ mod sdk_plugins;
 mod telemetry;
 mod validate_code;
 mod workers;
+mod words;

@@ -6,6 +6,7 @@ use plughost::approval::TerminalApprover;
 use plughost::{Approval, ApproveError};
 
 use super::Cli;
+use super::terminal::{esay, say};
 
 #[derive(Debug, clap::Args)]
 pub struct ApproveArgs {
@@ -40,12 +41,12 @@ pub fn approve(cli: &Cli, args: &ApproveArgs) -> Result<ExitCode, String> {
     };
     match approval {
         Ok(Approval::NotNeeded) => {
-            println!("{name} needs no approval: it asks for nothing beyond reading files")
+            say!("{name} needs no approval: it asks for nothing beyond reading files")
         }
-        Ok(Approval::AlreadyApproved) => println!("{name} is already approved"),
-        Ok(Approval::Approved) => println!("approved {name}"),
+        Ok(Approval::AlreadyApproved) => say!("{name} is already approved"),
+        Ok(Approval::Approved) => say!("approved {name}"),
         Ok(Approval::Declined) => {
-            println!("not approved");
+            say!("not approved");
             return Ok(ExitCode::from(1));
         }
         Err(e) => return not_done(&e),
@@ -56,8 +57,8 @@ pub fn approve(cli: &Cli, args: &ApproveArgs) -> Result<ExitCode, String> {
 pub fn revoke(cli: &Cli, args: &RevokeArgs) -> Result<ExitCode, String> {
     let host = cli.host()?;
     match host.revoke(&args.name) {
-        Ok(true) => println!("revoked {}", args.name),
-        Ok(false) => println!("{} was not approved", args.name),
+        Ok(true) => say!("revoked {}", args.name),
+        Ok(false) => say!("{} was not approved", args.name),
         Err(e) => return not_done(&e),
     }
     Ok(ExitCode::SUCCESS)
@@ -69,7 +70,7 @@ fn not_done(e: &ApproveError) -> Result<ExitCode, String> {
     match e {
         ApproveError::Approvals(_) => Err(e.to_string()),
         _ => {
-            eprintln!("plughost: {e}");
+            esay!("plughost: {e}");
             Ok(ExitCode::from(1))
         }
     }

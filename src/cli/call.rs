@@ -1,6 +1,10 @@
 //! `plughost call TOOL [JSON | -]`: one call. The result text goes to stdout.
 //! Exit 0 on success, 1 when the tool reported `is_error`, 2 on a host error
 //! (its kind and message on stderr).
+//!
+//! Everything the plugin wrote that reaches a terminal (progress messages,
+//! its stderr, errors quoting it, the result when stdout is a terminal) is
+//! escaped by `terminal`; the result piped to a program is left as it is.
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
@@ -14,6 +18,7 @@ use plughost::{
 use serde_json::{Value, json};
 
 use super::Cli;
+use super::terminal::{self, esay};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -98,7 +103,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     drop(traces);
     if let Some(n) = signal {
         if let Err(e) = &result {
-            eprintln!("error: {}: {e}", e.kind());
+            esay!("error: {}: {}", e.kind(), terminal::line(&e.to_string()));
         }
         return Ok(ExitCode::from(128 + n as u8));
     }
@@ -109,21 +114,22 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         Ok(outcome) => {
             if !cli.json {
                 for d in &outcome.denials {
-                    eprintln!("note: {d}");
+                    esay!("note: {}", terminal::line(&d.to_string()));
                 }
             }
             if cli.json {
                 super::print_json(&outcome);
             } else {
+                let result = terminal::data(&outcome.result);
                 let mut out = std::io::stdout().lock();
-                let _ = out.write_all(outcome.result.as_bytes());
+                let _ = out.write_all(result.as_bytes());
                 if !outcome.result.ends_with('\n') {
                     let _ = out.write_all(b"\n");
                 }
                 let _ = out.flush();
                 drop(out);
                 if let Some(note) = unprinted(&outcome) {
-                    eprintln!("note: {note}");
+                    esay!("note: {}", terminal::line(&note));
                 }
             }
             ExitCode::from(if outcome.is_error { 1 } else { 0 })
@@ -214,9 +220,12 @@ fn report_error(cli: &Cli, host: &PluginHost, err: &CallError) {
         }}));
         return;
     }
+    // One line: a plugin's words in the message cannot start one of their own.
+    let message = err.to_string();
+    let message = terminal::line(&message);
     match remedy {
-        Some(command) => eprintln!("error: {}: {err}; run: {command}", err.kind()),
-        None => eprintln!("error: {}: {err}", err.kind()),
+        Some(command) => esay!("error: {}: {message}; run: {command}", err.kind()),
+        None => esay!("error: {}: {message}", err.kind()),
     }
     // invalid_output already shows the stderr tail in its message.
     if let Some(tail) = err.stderr_tail().map(str::trim).filter(|t| !t.is_empty())
@@ -225,7 +234,7 @@ fn report_error(cli: &Cli, host: &PluginHost, err: &CallError) {
         eprintln!("plugin stderr (tail):");
         let lines: Vec<&str> = tail.lines().collect();
         for line in &lines[lines.len().saturating_sub(20)..] {
-            eprintln!("  {line}");
+            esay!("  {}", terminal::line(line));
         }
     }
 }
@@ -235,6 +244,8 @@ fn show_progress(p: Progress) {
         Some(t) if t > 0.0 => format!("{:.0}%", 100.0 * p.progress / t),
         _ => format!("{}", p.progress),
     };
-    eprint!("\r\x1b[K[{amount}] {}", p.message.unwrap_or_default());
+    // plughost's own sequence clears the line; the plugin's message is text.
+    let message = p.message.unwrap_or_default();
+    eprint!("\r\x1b[K[{amount}] {}", terminal::line(&message));
     let _ = std::io::stderr().flush();
 }

@@ -5,10 +5,13 @@
 use std::process::ExitCode;
 
 use super::Cli;
+use super::terminal::{self, say};
+use plughost::sandbox::Evidence;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A plugin: what the sandbox refused it recently, and the grants that allow it.
+    /// A plugin: what the sandbox refused it recently, what it reported it
+    /// was refused, and the grants that allow it.
     name: Option<String>,
 }
 
@@ -22,50 +25,51 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         super::print_json(&d);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("plughost {}", d.version);
+    say!("plughost {}", d.version);
     let exists = if d.plugins_dir_exists {
         ""
     } else {
         " (missing: created by plughost watch/serve)"
     };
-    println!("plugins folder  {}{exists}", d.plugins_dir.display());
+    say!("plugins folder  {}{exists}", d.plugins_dir.display());
     let writable = if d.state_dir_writable {
         ""
     } else {
         " (NOT writable: see problems)"
     };
-    println!("state folder    {}{writable}", d.state_dir.display());
-    println!(
+    say!("state folder    {}{writable}", d.state_dir.display());
+    say!(
         "plugins         {} loaded, {} rejected",
-        d.plugins, d.rejected
+        d.plugins,
+        d.rejected
     );
     let support = &d.sandbox;
-    println!("\nsandbox (Linux Landlock + seccomp, applied to plugin processes only)");
+    say!("\nsandbox (Linux Landlock + seccomp, applied to plugin processes only)");
     match support.landlock_abi {
-        Some(abi) => println!("  Landlock ABI {abi}"),
-        None => println!(
-            "  Landlock is not available: file system and TCP restrictions are NOT enforced"
-        ),
+        Some(abi) => say!("  Landlock ABI {abi}"),
+        None => {
+            say!("  Landlock is not available: file system and TCP restrictions are NOT enforced")
+        }
     }
     let yes_no = |b: bool| if b { "enforced" } else { "NOT enforced" };
-    println!(
+    say!(
         "  file reads and writes outside the plugin's folders  {}",
         yes_no(support.filesystem)
     );
-    println!(
+    say!(
         "  TCP connect and bind without \"network\"              {}",
         yes_no(support.network_tcp)
     );
-    println!(
+    say!(
         "  other sockets (UDP, unix, raw) without \"network\"    {}",
         yes_no(support.network_sockets)
     );
-    println!(
+    say!(
         "  signals to processes outside the sandbox           {}",
         yes_no(support.scopes)
     );
     use plughost::sandbox::NetLevel;
-    println!(
+    say!(
         "  network:HOST grants                                {}",
         match support.host_grants {
             NetLevel::Namespace =>
@@ -75,7 +79,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             _ => "NOT enforced: plugins are only pointed at the egress proxy",
         }
     );
-    println!(
+    say!(
         "  project .git/hooks and MCP configs under write grants  {}",
         if support.projects_read_only {
             "read-only (mount namespace)"
@@ -84,9 +88,9 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         }
     );
     for note in &support.notes {
-        println!("  note: {note}");
+        say!("  note: {note}");
     }
-    println!(
+    say!(
         "\nprotected paths ({}): no grant reaches them unless it names them",
         match d.protected_by {
             "landlock" if support.user_namespaces =>
@@ -101,23 +105,23 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         (Kind::RunsLater, "run later (never written)"),
         (Kind::Trust, "plughost's own (whatever a grant says)"),
     ] {
-        println!("  {heading}:");
+        say!("  {heading}:");
         let (here, absent): (Vec<_>, Vec<_>) = d
             .protected_paths
             .iter()
             .filter(|p| p.kind == kind)
             .partition(|p| kind == Kind::Trust || p.path.exists());
         for p in here {
-            println!("    {}  ({})", p.path.display(), p.what);
+            say!("    {}  ({})", p.path.display(), p.what);
         }
         if !absent.is_empty() {
-            println!(
+            say!(
                 "    and {} more that do not exist here (kept from being made too; --json lists them)",
                 absent.len()
             );
         }
     }
-    println!(
+    say!(
         "  also: .git/hooks and project MCP configurations in folders a plugin may write ({})",
         if support.projects_read_only {
             "read-only in a mount namespace"
@@ -126,17 +130,17 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         }
     );
     if let Some(list) = &d.protected_list {
-        println!(
+        say!(
             "  add your own secrets, one path a line, in {}",
             list.display()
         );
     }
     if d.problems.is_empty() {
-        println!("\nno plugin has a problem");
+        say!("\nno plugin has a problem");
     } else {
-        println!("\nproblems:");
+        say!("\nproblems:");
         for p in &d.problems {
-            println!("  {p}");
+            say!("  {p}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -161,8 +165,8 @@ fn plugin(cli: &Cli, host: &plughost::PluginHost, name: &str) -> Result<ExitCode
         }));
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{name} {}  ({})", p.version, p.approval);
-    println!(
+    say!("{name} {}  ({})", p.version, p.approval);
+    say!(
         "  permissions: {}",
         if p.permissions.is_empty() {
             "(none)".to_owned()
@@ -171,19 +175,37 @@ fn plugin(cli: &Cli, host: &plughost::PluginHost, name: &str) -> Result<ExitCode
         }
     );
     for note in &p.notes {
-        println!("  warning: {note}");
+        say!("  warning: {note}");
     }
-    if denials.is_empty() {
-        println!("  no recent sandbox denials");
+    // The sandbox's refusals (plughost saw them) apart from what the
+    // plugin's own output claimed: its words are never shown as the sandbox's.
+    let (recorded, reported): (Vec<_>, Vec<_>) = denials
+        .iter()
+        .partition(|d| d.evidence == Evidence::Recorded);
+    if recorded.is_empty() {
+        say!("  no recent sandbox denials");
     } else {
-        println!("  recent sandbox denials (newest last):");
-        for d in &denials {
+        say!("  recent sandbox denials, recorded by plughost (newest last):");
+        for d in &recorded {
             let by = if d.tool.is_empty() {
                 "egress proxy"
             } else {
                 d.tool.as_str()
             };
-            println!("    [{}] {by}: {}", d.time, d.message);
+            say!("    [{}] {by}: {}", d.time, terminal::line(&d.message));
+        }
+    }
+    if !reported.is_empty() {
+        say!(
+            "  permission errors the plugin reported on what its grants do not reach (its own words, newest last):"
+        );
+        for d in &reported {
+            say!(
+                "    [{}] {}: {}",
+                d.time,
+                terminal::line(&d.tool),
+                terminal::line(&d.message)
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -18,7 +18,8 @@ pub struct Args {
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let host = cli.host()?;
     match export(&host.tools(), args.format)? {
-        serde_json::Value::String(text) => print!("{text}"),
+        // Data for a model, quoting tool descriptions: as it is in a pipe.
+        serde_json::Value::String(text) => print!("{}", super::terminal::data(&text)),
         value => super::print_json(&value),
     }
     Ok(ExitCode::SUCCESS)

@@ -1,4 +1,6 @@
 //! `plughost list`: plugins, their tools, rejected plugins and collisions.
+//! Every line goes through `terminal`: names, descriptions and reasons are
+//! the plugins' words.
 
 use std::process::ExitCode;
 
@@ -6,6 +8,7 @@ use plughost::manifest::Protocol;
 use plughost::report::Listing;
 
 use super::Cli;
+use super::terminal::say;
 
 pub fn run(cli: &Cli) -> Result<ExitCode, String> {
     let host = cli.host()?;
@@ -20,7 +23,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
 
 /// The listing as text; `validate` prints the same for a folder.
 pub fn print_text(l: &Listing) {
-    println!(
+    say!(
         "{}: {} plugin{}, {} rejected",
         l.plugins_dir.display(),
         l.plugins.len(),
@@ -45,22 +48,22 @@ pub fn print_text(l: &Listing) {
                 w.idle_timeout_secs
             ));
         }
-        println!(
+        say!(
             "\n{} {}  ({})\n  {}",
             p.name,
             p.version,
             facts.join("; "),
-            p.description
+            super::terminal::line(&p.description)
         );
         for note in &p.notes {
-            println!("  warning: {note}");
+            say!("  warning: {note}");
         }
         for w in &p.workers {
             let state = match w.idle_secs {
                 Some(s) => format!("idle {s}s"),
                 None => "busy".to_owned(),
             };
-            println!("  worker pid {}: {} calls, {state}", w.pid, w.calls);
+            say!("  worker pid {}: {} calls, {state}", w.pid, w.calls);
         }
         let width = p.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
         for t in &p.tools {
@@ -68,7 +71,7 @@ pub fn print_text(l: &Listing) {
                 Some(why) => format!("  [not offered: {why}]"),
                 None => String::new(),
             };
-            println!(
+            say!(
                 "  - {:width$}  {}{skipped}",
                 t.name,
                 first_line(&t.description)
@@ -76,17 +79,17 @@ pub fn print_text(l: &Listing) {
         }
     }
     if !l.rejected.is_empty() {
-        println!("\nrejected:");
+        say!("\nrejected:");
         for r in &l.rejected {
             for line in r.to_string().lines() {
-                println!("  {line}");
+                say!("  {line}");
             }
         }
     }
     if !l.collisions.is_empty() {
-        println!("\ncollisions:");
+        say!("\ncollisions:");
         for c in &l.collisions {
-            println!("  {c}");
+            say!("  {c}");
         }
     }
 }

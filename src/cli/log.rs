@@ -45,6 +45,8 @@ impl Log {
         }
     }
 
+    /// One line to stderr (and the file): `message` is escaped and kept on
+    /// one line, since events and errors quote plugins' words.
     pub fn line(&self, message: &str) {
         let tag = self
             .tag
@@ -52,8 +54,9 @@ impl Log {
             .map(|t| format!("[{t}] "))
             .unwrap_or_default();
         let line = format!(
-            "{} plughost: {tag}{message}\n",
-            AuditRecord::time_of(std::time::SystemTime::now())
+            "{} plughost: {tag}{}\n",
+            AuditRecord::time_of(std::time::SystemTime::now()),
+            super::terminal::line(message)
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
         if let Some(f) = &self.file
@@ -125,7 +128,7 @@ impl Observer for Notes {
 
     fn event(&self, event: &HostEvent) -> ObserverResult {
         if let HostEvent::Notice(n) = event {
-            eprintln!("note: {n}");
+            super::terminal::esay!("note: {}", super::terminal::line(&n.to_string()));
         }
         Ok(())
     }

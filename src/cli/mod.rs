@@ -17,6 +17,7 @@ mod scaffold;
 mod schema;
 mod serve;
 mod stats;
+mod terminal;
 mod traces;
 mod validate;
 mod watch;
@@ -111,7 +112,8 @@ enum Command {
     /// Read a model's reply on stdin and print its <tool_call> blocks as JSON.
     ParseToolCall,
     /// What this machine enforces, the folders in use, and plugins with problems;
-    /// with NAME, what the sandbox refused that plugin recently.
+    /// with NAME, what the sandbox refused that plugin recently and the
+    /// permission errors it reported.
     Doctor(doctor::Args),
     /// Write plughost's entry into an MCP client's configuration (with a preview,
     /// a backup and --undo); --list shows where it is connected.
@@ -145,7 +147,7 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(message) => {
-            eprintln!("plughost: {message}");
+            terminal::esay!("plughost: {message}");
             ExitCode::from(2)
         }
     }
@@ -344,10 +346,8 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("the tokio runtime starts")
 }
 
-/// Prints `value` as pretty JSON on stdout.
+/// Prints `value` as pretty JSON on stdout, with nothing in it a terminal
+/// acts on (see [`terminal::json`]).
 fn print_json(value: &impl serde::Serialize) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("output serializes")
-    );
+    println!("{}", terminal::json(value));
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use plughost::observe::{AuditRecord, ToolStats};
 
 use super::Cli;
+use super::terminal::{esay, say};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -43,13 +44,19 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         super::print_json(&serde_json::json!({"tools": tools, "unreadable_lines": skipped}));
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    say!(
         "{:<24} {:>7} {:>7} {:>8} {:>8} {:>10} {:>10}",
-        "tool", "calls", "ok", "is_error", "host err", "avg ms", "max ms"
+        "tool",
+        "calls",
+        "ok",
+        "is_error",
+        "host err",
+        "avg ms",
+        "max ms"
     );
     for (name, t) in &tools {
         let host_errors: u64 = t.host_errors.values().sum();
-        println!(
+        say!(
             "{name:<24} {:>7} {:>7} {:>8} {:>8} {:>10.1} {:>10.1}",
             t.calls,
             t.ok,
@@ -60,7 +67,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         );
     }
     if skipped > 0 {
-        eprintln!(
+        esay!(
             "{skipped} lines of {} were not audit records and were skipped",
             path.display()
         );

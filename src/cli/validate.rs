@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use plughost::manifest::MANIFEST_FILE;
 
+use super::terminal::say;
 use super::{Cli, with_code};
 
 /// Checks manifests without running any plugin code, unless --with-code.
@@ -70,7 +71,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         && dir.is_dir()
         && !dir.join(MANIFEST_FILE).exists()
     {
-        println!(
+        say!(
             "{} has no {MANIFEST_FILE}: a plugin folder needs one (plughost new NAME creates a plugin)",
             dir.display()
         );
@@ -78,27 +79,27 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         let report = &validation.report;
         for p in &report.plugins {
             let n = p.tools.len();
-            println!(
+            say!(
                 "ok       {} {} ({n} tool{})",
                 p.name,
                 p.version,
                 if n == 1 { "" } else { "s" }
             );
             for note in &p.notes {
-                println!("warning  {}: {note}", p.name);
+                say!("warning  {}: {note}", p.name);
             }
         }
         for r in &report.rejected {
-            println!("invalid  {}", r.folder);
+            say!("invalid  {}", r.folder);
             for line in r.to_string().lines() {
-                println!("         {line}");
+                say!("         {line}");
             }
         }
         for c in &report.collisions {
-            println!("error    {c}");
+            say!("error    {c}");
         }
         if report.plugins.is_empty() && report.rejected.is_empty() {
-            println!("no plugin folders in {}", dir.display());
+            say!("no plugin folders in {}", dir.display());
         }
         print_code(args.with_code, &code);
     }
@@ -112,15 +113,15 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
 /// The `--with-code` lines: one per SDK-based plugin, each difference below it.
 fn print_code(with_code: bool, code: &[(String, Vec<String>)]) {
     if with_code && code.is_empty() {
-        println!("code     no SDK-based plugins to compare with their code");
+        say!("code     no SDK-based plugins to compare with their code");
     }
     for (plugin, errors) in code {
         if errors.is_empty() {
-            println!("code     {plugin}: {MANIFEST_FILE} matches the tools in its code");
+            say!("code     {plugin}: {MANIFEST_FILE} matches the tools in its code");
         } else {
-            println!("invalid  {plugin}: {MANIFEST_FILE} differs from its code");
+            say!("invalid  {plugin}: {MANIFEST_FILE} differs from its code");
             for e in errors {
-                println!("         {e}");
+                say!("         {e}");
             }
         }
     }

@@ -60,10 +60,11 @@ fn emit(json: bool, event: &HostEvent) {
 
 fn print_line(json: bool, value: serde_json::Value, text: &str) {
     let mut out = std::io::stdout().lock();
+    // Events quote plugins' words (names, reasons, a server's log lines).
     let _ = if json {
-        writeln!(out, "{value}")
+        writeln!(out, "{}", super::terminal::json_line(&value))
     } else {
-        writeln!(out, "{text}")
+        writeln!(out, "{}", super::terminal::text(text))
     };
     let _ = out.flush();
 }

@@ -103,12 +103,7 @@ fn reporter(plugin: String, bus: Arc<Bus>, records: PathBuf) -> crate::run::egre
             plugin: plugin.clone(),
             denial: denial.clone(),
         });
-        let record = DenialRecord {
-            time: crate::approval::now_secs(),
-            tool: String::new(),
-            message: denial.to_string(),
-            grant: denial.grant.clone(),
-        };
+        let record = DenialRecord::of("", denial);
         let path = records.clone();
         let keep = move || append(&path, vec![record]);
         match tokio::runtime::Handle::try_current() {

@@ -72,12 +72,15 @@ struct StopLabels {
     reason: &'static str,
 }
 
-/// What the sandbox refused: `read`, `write` or `connect`.
+/// What was refused (`read`, `write` or `connect`), and whose word it is:
+/// `recorded` (the sandbox's, seen by plughost) or `reported_by_plugin`
+/// (a permission error in the plugin's own output).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DenialLabels {
     tenant: String,
     plugin: String,
     access: &'static str,
+    evidence: &'static str,
 }
 
 /// `granted` or `declined`.
@@ -216,7 +219,7 @@ impl Prometheus {
         );
         r.register(
             "sandbox_denials",
-            "Reads and writes the sandbox refused plugins (counted when a call failed on one) and connections the egress proxy refused them",
+            "Connections the egress proxy refused plugins (evidence=\"recorded\"), and permission errors a failed call's own output reported on paths or hosts its grants do not reach (evidence=\"reported_by_plugin\")",
             metrics.denials.clone(),
         );
         r.register(
@@ -355,8 +358,9 @@ impl Observer for TenantObserver {
                     })
                     .inc();
             }
-            // What the sandbox refused, and what the egress proxy refused a
-            // plugin with host grants (`connect`).
+            // What a failed call reported it was refused, and what the
+            // egress proxy refused a plugin with host grants (`connect`),
+            // each labelled with whose word it is.
             HostEvent::SandboxDenied { plugin, denial, .. }
             | HostEvent::HostRefused { plugin, denial } => {
                 let access = match denial.access {
@@ -369,6 +373,7 @@ impl Observer for TenantObserver {
                         tenant: tenant.clone(),
                         plugin: plugin.clone(),
                         access,
+                        evidence: denial.evidence.as_str(),
                     })
                     .inc();
             }
@@ -594,7 +599,7 @@ mod tests {
         let t = text(&registry);
         assert!(
             t.contains(
-                r#"plughost_sandbox_denials_total{tenant="t",plugin="fetcher",access="connect"} 2"#
+                r#"plughost_sandbox_denials_total{tenant="t",plugin="fetcher",access="connect",evidence="recorded"} 2"#
             ),
             "{t}"
         );

@@ -1,17 +1,37 @@
-//! Sandbox denials, named: when a call or a server start fails after the
-//! sandbox refused something, the error says what was refused and the grant
-//! that would allow it.
+//! Permission errors a plugin reports, named: when a call fails and the
+//! plugin's own words say it was refused a path or a host its grants do not
+//! reach, the error says so, with the grant that would allow it.
 //!
-//! The signal is what the process said: a line of its stderr (or of its
-//! error result) that reports a permission error (`Permission denied`,
-//! `EACCES`, `EPERM`, `Operation not permitted`) or a module it could not
-//! load (`ERR_MODULE_NOT_FOUND`, which is how Node reports a file it may not
-//! read), with an absolute path in it. A path is named only when the
-//! plugin's confinement does not reach it; a path the sandbox allows is the
-//! plugin's own problem, and says nothing. So no denial is claimed that the
-//! rules could not have caused. (Landlock's own audit records would be
-//! exact, but reading them needs the audit subsystem and privileges a user's
-//! plughost does not have.)
+//! # Whose word it is
+//!
+//! Everything here is read from what the plugin wrote, and a plugin writes
+//! what it likes: `Permission denied: /home/u/.ssh/id_ed25519` on stderr
+//! costs it one `echo`. So every denial found here is
+//! [`Evidence::ReportedByPlugin`]: shown as "the plugin reported a
+//! permission error reading …, which its grants do not reach", never as
+//! "the sandbox refused …". Only a refusal plughost saw happen is
+//! [`Evidence::Recorded`] and may be called the sandbox's: today the egress
+//! proxy's (`run::egress`), which refuses each connection itself. The
+//! check against the confinement below keeps the reports plausible (a path
+//! the sandbox allows is the plugin's own problem, and names nothing); it
+//! cannot make them true.
+//!
+//! Landlock's own denials are not seen. Kernels with Landlock ABI 7 can log
+//! them to the audit subsystem, but only for a process whose ruleset asked
+//! for it across `exec`, only while auditing is enabled for the whole
+//! machine (it is off unless an audit daemon or the administrator turned it
+//! on), and reading the records needs `CAP_AUDIT_READ`: a user's plughost
+//! has none of that, and a root one would have to switch the machine's
+//! auditing on. `docs/sandbox.md` has the details.
+//!
+//! # What a line must say
+//!
+//! A line of the plugin's stderr (or of its error result) that reports a
+//! permission error (`Permission denied`, `EACCES`, `EPERM`, `Operation not
+//! permitted`) or a module it could not load (`ERR_MODULE_NOT_FOUND`, which
+//! is how Node reports a file it may not read), with an absolute path in
+//! it. A path is named only when the plugin's confinement does not reach
+//! it.
 //!
 //! A plugin granted no network at all is refused TCP connections (Landlock:
 //! `EACCES`) and every other socket (seccomp), so it cannot look a name up
@@ -25,7 +45,7 @@
 
 use std::path::{Path, PathBuf};
 
-pub(crate) use crate::error::{Access, Denial};
+pub(crate) use crate::error::{Access, Denial, Evidence};
 use crate::protect::{Kind, ProtectedPath};
 use crate::run::sandbox::Confinement;
 
@@ -33,7 +53,8 @@ use crate::run::sandbox::Confinement;
 const MAX_DENIALS: usize = 3;
 
 /// The denials `texts` (stderr, an error result) report that `confinement`
-/// explains, at most [`MAX_DENIALS`], each once.
+/// explains, at most [`MAX_DENIALS`], each once; every one
+/// [`Evidence::ReportedByPlugin`].
 pub(crate) fn find(texts: &[&str], confinement: &Confinement, home: Option<&Path>) -> Vec<Denial> {
     let offline = {
         let e = confinement.enforcement();
@@ -89,8 +110,10 @@ fn network_denial(line: &str) -> Option<Denial> {
             .filter(|(_, port)| port.parse::<u16>().is_ok())
             .map_or(target, |(host, _)| host)
             .trim_matches(['[', ']']);
-        (!host.is_empty())
-            .then(|| Denial::connect(target.to_owned(), format!("network:{target}"), None))
+        (!host.is_empty()).then(|| {
+            Denial::connect(target.to_owned(), format!("network:{target}"), None)
+                .reported_by_plugin()
+        })
     };
     // Node: "connect EACCES 10.0.0.5:443"; Go: "dial tcp 10.0.0.5:443: connect: permission denied".
     for marker in ["connect eacces ", "connect eperm ", "dial tcp "] {
@@ -129,11 +152,14 @@ fn network_denial(line: &str) -> Option<Denial> {
         let name = line[at + 22..].split_whitespace().next().unwrap_or("");
         let name = name.trim_end_matches([',', '.', ')', '\'', '"']);
         if !name.is_empty() {
-            return Some(Denial::connect(
-                name.to_owned(),
-                format!("network:{name}"),
-                Some("looking a name up needs the network".to_owned()),
-            ));
+            return Some(
+                Denial::connect(
+                    name.to_owned(),
+                    format!("network:{name}"),
+                    Some("looking a name up needs the network".to_owned()),
+                )
+                .reported_by_plugin(),
+            );
         }
     }
     None
@@ -277,6 +303,7 @@ fn explain(
         grant,
         protected,
         why: None,
+        evidence: Evidence::ReportedByPlugin,
     })
 }
 
@@ -374,6 +401,11 @@ mod tests {
                 "network:api.example.com".into(),
                 true
             ))
+        );
+        // The plugin's words: never recorded as the sandbox's.
+        assert_eq!(
+            network_denial("connect EACCES 10.0.0.5:443").map(|d| d.evidence),
+            Some(Evidence::ReportedByPlugin)
         );
         // No address, another error, or a dial that was not refused: nothing.
         assert_eq!(target("urlopen error [Errno 13] Permission denied"), None);

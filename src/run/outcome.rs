@@ -49,8 +49,9 @@ pub struct ToolOutcome {
     /// An MCP server's `_meta` on its result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
-    /// What the sandbox refused the plugin during the call, when its error
-    /// (or stderr) reports it (see `Denial`).
+    /// What the plugin was refused during the call: connections the egress
+    /// proxy refused, and permission errors its error result (or stderr)
+    /// reports on targets its grants do not reach (see `Denial::evidence`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub denials: Vec<crate::error::Denial>,
 }

@@ -34,6 +34,7 @@ use self::install::Installed;
 use self::source::{Ecosystem, Package};
 use super::Cli;
 use super::scaffold::{self, mcp::SYSTEM};
+use super::terminal::{esay, say};
 
 #[derive(Debug, clap::Args)]
 pub struct AddArgs {
@@ -122,17 +123,17 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     })?;
     std::fs::rename(&stage, &dir)
         .map_err(|e| format!("cannot move the install into {}: {e}", dir.display()))?;
-    println!(
+    say!(
         "added {name}: {} {} in {}",
         package.name,
         installed.version,
         dir.display()
     );
     if let Some(grant) = interpreter_grant(&installed.program) {
-        println!("  granted {grant} (where its interpreter is installed)");
+        say!("  granted {grant} (where its interpreter is installed)");
     }
     for g in &args.grants {
-        println!("  granted {g} (--grant)");
+        say!("  granted {g} (--grant)");
     }
     say_env(&installed.env_vars);
     approve_new(cli, &name, &dir, args.yes)
@@ -153,13 +154,13 @@ fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, St
         let text = serde_json::to_string_pretty(&manifest).expect("JSON") + "\n";
         scaffold::write(&path, &text, false)?;
     }
-    println!(
+    say!(
         "added {name}: {} in {}",
         created.command.display(),
         created.dir.display()
     );
     for (grant, why) in created.grants.iter().map(|(g, w)| (g.clone(), *w)) {
-        println!("  granted {grant} ({why})");
+        say!("  granted {grant} ({why})");
     }
     approve_new(cli, name, &created.dir, args.yes)
 }
@@ -202,14 +203,14 @@ pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
     })?;
     if current.version.as_deref() == Some(installed.version.as_str()) {
         let _ = std::fs::remove_dir_all(&stage);
-        println!(
+        say!(
             "{name} is at {} already: nothing to update",
             installed.version
         );
         return Ok(ExitCode::SUCCESS);
     }
     swap(&dir, &stage, &plugins.join(format!(".{name}.old")))?;
-    println!(
+    say!(
         "updated {name}: {} {} -> {}",
         current.name,
         current.version.as_deref().unwrap_or("?"),
@@ -219,22 +220,22 @@ pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
     let host = cli.host_with(|b| b.observer(Arc::new(super::log::Notes)))?;
     let runtime = super::runtime();
     if let Err(e) = runtime.block_on(host.list_server(name)) {
-        println!("its tools are listed when it starts: {e}");
+        say!("its tools are listed when it starts: {e}");
         return Ok(ExitCode::SUCCESS);
     }
     match host.approval_state(name) {
         Some(Ok(ApprovalState::ToolsChanged { tools })) => {
-            println!("withheld until approved again ({} changed):", tools.len());
+            say!("withheld until approved again ({} changed):", tools.len());
             for t in &tools {
-                println!("  {}: {}", t.tool, t.change);
+                say!("  {}: {}", t.tool, t.change);
             }
-            println!(
+            say!(
                 "review them and run: {}",
                 cli.command_line(&format!("approve {name}"))
             );
         }
-        Some(Ok(ApprovalState::Approved)) => println!("its tools and prompts are unchanged"),
-        Some(Ok(state)) if !state.allows_call() => println!(
+        Some(Ok(ApprovalState::Approved)) => say!("its tools and prompts are unchanged"),
+        Some(Ok(state)) if !state.allows_call() => say!(
             "it is not approved: {}; run: {}",
             state.label(),
             cli.command_line(&format!("approve {name}"))
@@ -247,7 +248,7 @@ pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
 
 /// Installs `package` with its ecosystem's tool into `stage`.
 fn install_into(stage: &Path, package: &Package, bin: Option<&str>) -> Result<Installed, String> {
-    println!("installing {package} …");
+    say!("installing {package} …");
     match package.ecosystem {
         Ecosystem::Npm => npm::install(stage, package, bin),
         Ecosystem::Pypi => pypi::install(stage, package, bin),
@@ -366,7 +367,7 @@ fn say_env(vars: &[String]) {
     if vars.is_empty() {
         return;
     }
-    println!(
+    say!(
         "its code reads {}: {}; to pass one, list it in plugin.json's \"env\" and set it where plughost runs",
         if vars.len() == 1 {
             "the variable"
@@ -404,18 +405,18 @@ fn approve_new(cli: &Cli, name: &str, dir: &Path, yes: bool) -> Result<ExitCode,
     let code = runtime.block_on(async {
         match host.list_server(name).await {
             Ok(tools) => {
-                println!("\nits server lists {} tool{} (in the sandbox):", tools.len(), plural(tools.len()));
+                say!("\nits server lists {} tool{} (in the sandbox):", tools.len(), plural(tools.len()));
                 for t in &tools {
                     let first = t.description.lines().next().unwrap_or_default();
-                    println!("  {}  {}", t.name, clip(first, 90));
+                    say!("  {}  {}", t.name, clip(first, 90));
                 }
             }
-            Err(ApproveError::NeedsApprovalFirst { .. }) => println!(
+            Err(ApproveError::NeedsApprovalFirst { .. }) => say!(
                 "\nits grants go beyond reading files: the server starts, and lists its tools, once they are approved"
             ),
             Err(e) => {
-                eprintln!("plughost: {e}");
-                println!(
+                esay!("plughost: {e}");
+                say!(
                     "\nthe plugin stays in {}: fix its {MANIFEST_FILE} (a grant the message names, a variable), then run: {approve}",
                     dir.display()
                 );
@@ -427,21 +428,21 @@ fn approve_new(cli: &Cli, name: &str, dir: &Path, yes: bool) -> Result<ExitCode,
         } else if TerminalApprover::available() {
             host.approve_with(name, &TerminalApprover).await
         } else {
-            println!("\napprove it to use it: {approve} (add --yes to approve without a terminal)");
+            say!("\napprove it to use it: {approve} (add --yes to approve without a terminal)");
             return ExitCode::SUCCESS;
         };
         let code = match approval {
             Ok(Approval::Approved | Approval::AlreadyApproved | Approval::NotNeeded) => {
-                println!("\napproved {name}");
+                say!("\napproved {name}");
                 try_it(&host, name, cli);
                 ExitCode::SUCCESS
             }
             Ok(Approval::Declined) => {
-                println!("\nnot approved; approve it later with: {approve}");
+                say!("\nnot approved; approve it later with: {approve}");
                 ExitCode::from(1)
             }
             Err(e) => {
-                eprintln!("plughost: {e}");
+                esay!("plughost: {e}");
                 ExitCode::from(1)
             }
         };
@@ -469,12 +470,12 @@ fn try_it(host: &PluginHost, name: &str, cli: &Cli) {
         (None, None) => None,
     };
     if let Some((tool, input)) = example {
-        println!(
+        say!(
             "try: {}",
             cli.command_line(&format!("call {tool} '{input}'"))
         );
     }
-    println!(
+    say!(
         "and every MCP client of plughost serve sees its tools (plughost connect CLIENT adds plughost to one)"
     );
 }
