@@ -111,6 +111,7 @@ pub mod client;
 mod error;
 pub mod events;
 pub mod export;
+mod fsat;
 mod host;
 #[cfg(feature = "mcp-server")]
 pub mod mcp;

@@ -94,7 +94,7 @@ impl PluginHost {
             .map_err(|e| manifest_error(format!("cannot resolve its folder: {e}")))?;
         let program = dir.join(entrypoint);
         let tmp = super::dirs::private_temp_folder()
-            .map(|path| TempFolder { path })
+            .map(TempFolder::new)
             .map_err(|source| CodeToolsError::Spawn {
                 command: command.clone(),
                 source,
@@ -197,13 +197,27 @@ impl PluginHost {
     }
 }
 
-/// A private temp folder, removed with what it holds when dropped.
+/// A private temp folder, removed with what it holds when dropped, through
+/// the descriptor held since it was made: a link the code left in it, or put
+/// in its place, is removed, never followed.
 struct TempFolder {
     path: PathBuf,
+    folder: Option<crate::fsat::Folder>,
+}
+
+impl TempFolder {
+    fn new(folder: crate::fsat::Folder) -> TempFolder {
+        TempFolder {
+            path: folder.path().to_owned(),
+            folder: Some(folder),
+        }
+    }
 }
 
 impl Drop for TempFolder {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        if let Some(folder) = self.folder.take() {
+            let _ = folder.remove();
+        }
     }
 }

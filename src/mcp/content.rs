@@ -29,7 +29,13 @@ pub(super) fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
         _ => outcome.result.clone(),
     };
     let mut content = vec![ContentBlock::text(text)];
-    content.extend(outcome.attachments.iter().map(attachment_content));
+    content.extend(
+        outcome
+            .attachments
+            .iter()
+            .enumerate()
+            .map(|(i, a)| attachment_content(a, outcome.opened.get(i).and_then(Option::as_deref))),
+    );
     let mut result = if outcome.is_error {
         CallToolResult::error(content)
     } else {
@@ -72,7 +78,11 @@ pub(super) fn error_result(error: &CallError, approve_command: Option<String>) -
     ))])
 }
 
-fn attachment_content(a: &Attachment) -> ContentBlock {
+/// An attachment as MCP content. An image or audio file is inlined from
+/// `opened`, the descriptor its check opened (never reopened by its path, which
+/// the plugin may have pointed elsewhere since); one too large to inline, or
+/// another kind, is linked.
+fn attachment_content(a: &Attachment, opened: Option<&std::fs::File>) -> ContentBlock {
     let mime = a
         .mime_type
         .clone()
@@ -83,16 +93,14 @@ fn attachment_content(a: &Attachment) -> ContentBlock {
             _ => ContentBlock::audio(data.clone(), mime),
         };
     }
-    if let (Some(path), MediaType::Image | MediaType::Audio) = (&a.path, a.media_type) {
-        let small =
-            std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= MAX_INLINE_BYTES);
-        if let Some(bytes) = small.then(|| std::fs::read(path).ok()).flatten() {
-            let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-            return match a.media_type {
-                MediaType::Image => ContentBlock::image(data, mime),
-                _ => ContentBlock::audio(data, mime),
-            };
-        }
+    if let (Some(file), MediaType::Image | MediaType::Audio) = (opened, a.media_type)
+        && let Ok(bytes) = crate::fsat::read_capped(file, MAX_INLINE_BYTES)
+    {
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        return match a.media_type {
+            MediaType::Image => ContentBlock::image(data, mime),
+            _ => ContentBlock::audio(data, mime),
+        };
     }
     let uri = match (&a.url, &a.path) {
         (Some(url), _) => url.clone(),

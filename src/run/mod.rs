@@ -6,6 +6,7 @@
 //! the network through, [`executor`] spawns it and enforces the limits, and
 //! [`outcome`] interprets its answer.
 
+pub(crate) mod attachments;
 pub(crate) mod denials;
 pub(crate) mod egress;
 pub(crate) mod env;

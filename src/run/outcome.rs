@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use crate::error::CallError;
 use crate::plugins::catalog::{Plugin, ToolRef};
-use crate::plugins::manifest::Permission;
 use crate::protocol::{Attachment, ToolError, parse_response};
 use crate::run::executor::Finished;
 
@@ -31,6 +30,14 @@ pub struct ToolOutcome {
     pub error: Option<ToolError>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Attachment>,
+    /// Beside each attachment, its file as opened when it was checked (for
+    /// images and audio): what is read to inline it, never its path.
+    #[serde(skip)]
+    #[cfg_attr(
+        not(feature = "mcp-server"),
+        expect(dead_code, reason = "read by the MCP front end")
+    )]
+    pub(crate) opened: Vec<super::attachments::Opened>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
     /// The plugin's exit code; `None` when a persistent worker answered (it
@@ -121,11 +128,11 @@ pub(crate) fn interpret(
             });
         }
     }
-    let attachments = response
+    let (attachments, opened) = response
         .attachments
         .iter()
-        .map(|a| check_attachment(a, &tool_ref.plugin, data_dir))
-        .collect::<Result<Vec<_>, String>>()
+        .map(|a| super::attachments::check(a, &tool_ref.plugin, data_dir))
+        .collect::<Result<(Vec<_>, Vec<_>), String>>()
         .map_err(|reason| CallError::InvalidOutput {
             tool: name.clone(),
             reason,
@@ -140,6 +147,7 @@ pub(crate) fn interpret(
         // A kind only means something on the tool's own failure.
         error: response.error.filter(|_| response.is_error),
         attachments,
+        opened,
         structured: response.structured,
         exit_code: finished.status.and_then(|s| s.code()),
         duration: finished.duration,
@@ -151,88 +159,6 @@ pub(crate) fn interpret(
         meta: mcp.and_then(|m| m.meta),
         denials: Vec::new(),
     })
-}
-
-/// Resolves an attachment's path (relative paths are in the data folder) and
-/// keeps plugins to their own files: without `filesystem:read`, an attachment
-/// must be in the plugin's data or plugin folder, after following symlinks.
-/// Otherwise a plugin the sandbox keeps from reading a file could have the
-/// host read it on its behalf.
-fn check_attachment(
-    a: &Attachment,
-    plugin: &Plugin,
-    data_dir: &Path,
-) -> Result<Attachment, String> {
-    let mut a = a.clone();
-    let Some(path) = &a.path else {
-        return Ok(a);
-    };
-    let joined = if path.is_relative() {
-        data_dir.join(path)
-    } else {
-        path.clone()
-    };
-    let real = joined
-        .canonicalize()
-        .map_err(|e| format!("attachment {} cannot be opened: {e}", path.display()))?;
-    let own = |dir: &Path| dir.canonicalize().is_ok_and(|d| real.starts_with(d));
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let permissions = &plugin.manifest.permissions;
-    let granted = permissions
-        .iter()
-        .filter_map(|p| p.folder(home.as_deref()))
-        .any(|folder| own(&folder));
-    // What no grant reaches but by naming it: the user's secrets, and the
-    // state folder (approvals, tokens, other plugins' data) but for its own
-    // data folder. The sandbox keeps the plugin from reading them; the host
-    // does not read them on its behalf either.
-    let names = |protected: &Path| {
-        permissions
-            .iter()
-            .filter_map(|p| p.folder(home.as_deref()))
-            .any(|folder| {
-                let folder = folder.canonicalize().unwrap_or(folder);
-                folder.starts_with(protected)
-            })
-    };
-    let secret = crate::protect::user_paths(home.as_deref())
-        .into_iter()
-        .filter(|p| p.kind == crate::protect::Kind::Secret)
-        .find(|p| {
-            let protected = p.path.canonicalize().unwrap_or_else(|_| p.path.clone());
-            real.starts_with(&protected) && !names(&protected)
-        });
-    let state = data_dir.parent().and_then(Path::parent);
-    let in_state = state.is_some_and(own) && !own(data_dir);
-    if let Some(p) = secret {
-        return Err(format!(
-            "attachment {} is in {}, which holds {}: no plugin attaches it unless a grant names it",
-            path.display(),
-            p.path.display(),
-            p.what
-        ));
-    }
-    if in_state {
-        return Err(format!(
-            "attachment {} is in plughost's state folder: a plugin attaches only its own data there",
-            path.display()
-        ));
-    }
-    if !permissions.contains(&Permission::FilesystemRead)
-        && !own(data_dir)
-        && !own(&plugin.dir)
-        && !granted
-    {
-        return Err(format!(
-            "attachment {} is outside the plugin's data folder; without filesystem:read a plugin attaches only its own files",
-            path.display()
-        ));
-    }
-    if a.size.is_none() {
-        a.size = std::fs::metadata(&real).ok().map(|m| m.len());
-    }
-    a.path = Some(real);
-    Ok(a)
 }
 
 /// "exited with code 3", "was killed by signal 11 (SIGSEGV)", with a hint for

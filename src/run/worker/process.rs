@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Instant;
 
+use crate::fsat::Folder;
 use crate::run::executor::{
     Answer, End, Exchange, Framing, Group, Leader, Limits, Output, Pipes, Process, Progress,
     ReadNow, Spawn, StderrCollector, Stdin, Stop, end, exchange,
@@ -25,31 +26,34 @@ pub(crate) struct WorkerSpec {
     pub tmp: TmpFolder,
 }
 
-/// A folder removed when dropped (or by [`TmpFolder::remove`], off the runtime).
+/// A worker's temp folder, removed when dropped (or by
+/// [`TmpFolder::remove`], off the runtime). It is held by the descriptor
+/// opened when it was made and removed through it: a worker that replaced
+/// it, or a folder in it, with a link has the link removed, never followed.
 #[derive(Debug)]
-pub(crate) struct TmpFolder(Option<PathBuf>);
+pub(crate) struct TmpFolder(Option<Folder>);
 
 impl TmpFolder {
-    pub(crate) fn new(path: PathBuf) -> TmpFolder {
-        TmpFolder(Some(path))
+    pub(crate) fn new(folder: Folder) -> TmpFolder {
+        TmpFolder(Some(folder))
     }
 
     pub(crate) fn path(&self) -> &std::path::Path {
-        self.0.as_deref().expect("a folder until removed")
+        self.0.as_ref().expect("a folder until removed").path()
     }
 
     /// Removes the folder on a blocking thread.
     pub(crate) async fn remove(mut self) {
-        if let Some(path) = self.0.take() {
-            let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(path)).await;
+        if let Some(folder) = self.0.take() {
+            let _ = tokio::task::spawn_blocking(move || folder.remove()).await;
         }
     }
 }
 
 impl Drop for TmpFolder {
     fn drop(&mut self) {
-        if let Some(path) = self.0.take() {
-            let _ = std::fs::remove_dir_all(path);
+        if let Some(folder) = self.0.take() {
+            let _ = folder.remove();
         }
     }
 }
