@@ -111,7 +111,7 @@ impl Step {
     fn describe(self) -> &'static str {
         match self {
             Step::Signals => "cannot reset the signal handlers",
-            Step::ProcessGroup => "cannot give the plugin a process group of its own",
+            Step::ProcessGroup => "cannot give the plugin a session of its own",
             Step::Stdio => "cannot connect the plugin's stdin, stdout and stderr",
             Step::CloseOnExec => "cannot keep the host's open files from the plugin",
             Step::Namespaces => "cannot enter the plugin's namespaces",
@@ -547,7 +547,7 @@ fn clone_on(plan: &Plan, stack: &Stack) -> io::Result<Option<(u32, OwnedFd)>> {
 
 /// Kills the process group of a child nobody took over, and reaps it.
 fn kill_and_reap(pid: u32) {
-    // The group is the child's own (it called setpgid(0, 0)) and, unreaped,
+    // The group is the child's own (it called setsid()) and, unreaped,
     // its id cannot have been reused.
     super::unix::kill_group(pid);
     reap_failed(pid as libc::pid_t);
@@ -668,7 +668,11 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                 fail(shared, Step::Signals, errno());
             }
         }
-        if libc::setpgid(0, 0) != 0 {
+        // A session of its own, which is a process group of its own too:
+        // no controlling terminal, so `/dev/tty` does not open and no
+        // terminal of the user's can be typed into (TIOCSTI needs it to be
+        // the caller's controlling terminal).
+        if libc::setsid() < 0 {
             fail(shared, Step::ProcessGroup, errno());
         }
         for (target, &fd) in (0..).zip(&plan.stdio) {
