@@ -147,11 +147,12 @@ const SYSTEM_RUNS_LATER: &[(&str, &str)] = &[("/var/spool/cron", "crontabs")];
 /// Names inside a project (a folder a plugin may write) that run code later:
 /// found by [`project_paths`].
 pub(crate) const PROJECT_RUNS_LATER: &[(&str, &str)] = &[
-    (".git/hooks", "git hooks"),
-    (
-        ".git/config",
-        "git configuration (hooks, aliases that run programs)",
-    ),
+    // The whole repository folder: git reads hooks, configuration and
+    // where to find both from many places in it (`config`, `hooks`,
+    // `commondir`, `modules/*/`, `worktrees/*/`, `info/`), and each runs
+    // code for the user later. A plugin that must commit needs a grant
+    // that names `.git`.
+    (".git", "a git repository's hooks and configuration"),
     (".mcp.json", "a project's MCP configuration"),
     (".vscode/mcp.json", "a project's MCP configuration"),
     (".vscode/settings.json", "a project's editor settings"),
@@ -309,10 +310,151 @@ pub(crate) fn project_paths(root: &Path) -> Vec<ProtectedPath> {
                     what,
                 });
             }
+            for path in git_elsewhere(&dir) {
+                if !out.iter().any(|p| p.path == path) {
+                    out.push(ProtectedPath {
+                        path,
+                        kind: Kind::RunsLater,
+                        what: GIT_ELSEWHERE,
+                    });
+                }
+            }
         }
         if depth < PROJECT_DEPTH {
             subdirs.sort();
             queue.extend(subdirs.into_iter().map(|d| (d, depth + 1)));
+        }
+    }
+    out
+}
+
+/// What the places [`git_elsewhere`] finds are, as protected paths.
+const GIT_ELSEWHERE: &str = "where a git repository keeps its hooks or configuration";
+
+/// The places outside `dir/.git` from which git, working in `dir`, reads
+/// hooks or configuration, by git's own rules: the repository a `.git`
+/// file points to (`gitdir:`, linked worktrees and submodules) and the
+/// common folder it names (`commondir`), the hooks folder the
+/// configuration names (`core.hooksPath`, as husky sets it), and the
+/// files it includes (`include.path`, `includeIf.*.path`). Followed a few
+/// levels, as git does.
+fn git_elsewhere(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let dot_git = dir.join(".git");
+    let mut git_dirs = Vec::new();
+    if dot_git.is_file() {
+        if let Some(target) = gitdir_file(&dot_git) {
+            git_dirs.push(target);
+        }
+    } else if dot_git.is_dir() {
+        git_dirs.push(dot_git.clone());
+    }
+    let mut configs = Vec::new();
+    let mut i = 0;
+    while i < git_dirs.len() && i < 8 {
+        let git_dir = git_dirs[i].clone();
+        i += 1;
+        if !git_dir.starts_with(&dot_git) && !out.contains(&git_dir) {
+            out.push(git_dir.clone());
+        }
+        if let Ok(text) = std::fs::read_to_string(git_dir.join("commondir")) {
+            let common = resolve_in(&git_dir, text.trim());
+            if !git_dirs.contains(&common) {
+                git_dirs.push(common);
+            }
+        }
+        configs.push(git_dir.join("config"));
+        configs.push(git_dir.join("config.worktree"));
+    }
+    let mut seen = 0;
+    while let Some(config) = configs.pop() {
+        seen += 1;
+        if seen > 32 {
+            break;
+        }
+        let Ok(text) = std::fs::read_to_string(&config) else {
+            continue;
+        };
+        let folder = config.parent().unwrap_or(dir).to_path_buf();
+        for (key, value) in git_config_paths(&text) {
+            let path = match key {
+                // Relative to where hooks run: the working tree.
+                GitKey::HooksPath => resolve_in(dir, &value),
+                GitKey::Include => resolve_in(&folder, &value),
+            };
+            if !path.starts_with(&dot_git) && !out.contains(&path) {
+                out.push(path.clone());
+            }
+            if key == GitKey::Include {
+                configs.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// The folder a `.git` file points to (`gitdir: PATH`).
+fn gitdir_file(file: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    Some(resolve_in(file.parent()?, target))
+}
+
+/// `value` as git reads a path: `~/` for the home folder, else relative to
+/// `base`; `..` taken lexically, as git does before the path exists.
+fn resolve_in(base: &Path, value: &str) -> PathBuf {
+    let joined = match value.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(rest),
+        None => base.join(value),
+    };
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A git configuration key whose value is a path that runs code later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GitKey {
+    HooksPath,
+    Include,
+}
+
+/// The `core.hooksPath`, `include.path` and `includeIf.*.path` values of a
+/// git configuration file (sections and keys are case-insensitive; values
+/// may be quoted).
+fn git_config_paths(text: &str) -> Vec<(GitKey, String)> {
+    let mut out = Vec::new();
+    let mut section = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix('[') {
+            let name = rest.split([']', ' ', '"']).next().unwrap_or("");
+            section = name.to_ascii_lowercase();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim().to_ascii_lowercase();
+        let value = value.trim().trim_matches('"').to_owned();
+        let kind = match (section.as_str(), key.as_str()) {
+            ("core", "hookspath") => GitKey::HooksPath,
+            ("include" | "includeif", "path") => GitKey::Include,
+            _ => continue,
+        };
+        if !value.is_empty() {
+            out.push((kind, value));
         }
     }
     out
@@ -370,7 +512,7 @@ mod tests {
         std::fs::create_dir_all(repo.join(".git/hooks")).unwrap();
         std::fs::create_dir_all(root.path().join("node_modules/dep/.git")).unwrap();
         let found = project_paths(root.path());
-        assert!(found.iter().any(|p| p.path == repo.join(".git/hooks")));
+        assert!(found.iter().any(|p| p.path == repo.join(".git")));
         assert!(found.iter().any(|p| p.path == repo.join(".mcp.json")));
         assert!(
             found
@@ -378,5 +520,45 @@ mod tests {
                 .all(|p| !p.path.starts_with(root.path().join("node_modules"))),
             "dependencies are skipped"
         );
+    }
+
+    /// Git reads hooks and configuration from places a `.git` folder names:
+    /// each is protected as the folder is.
+    #[test]
+    fn what_git_reads_from_elsewhere_is_found_by_git_rules() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        // A linked worktree: `.git` is a file naming its repository, whose
+        // `commondir` names the main one.
+        let main = r.join("main/.git");
+        std::fs::create_dir_all(main.join("worktrees/wt")).unwrap();
+        std::fs::write(main.join("worktrees/wt/commondir"), "../..\n").unwrap();
+        std::fs::create_dir_all(r.join("wt")).unwrap();
+        std::fs::write(
+            r.join("wt/.git"),
+            format!("gitdir: {}\n", main.join("worktrees/wt").display()),
+        )
+        .unwrap();
+        // The main repository's configuration: a hooks folder in the tree
+        // (husky) and an included file, itself including another.
+        std::fs::write(
+            main.join("config"),
+            "[core]\n\thooksPath = .husky\n[include]\n\tpath = ../extra.conf\n[includeIf \"gitdir:~/\"]\n  path = \"/abs/other.conf\"\n",
+        )
+        .unwrap();
+        std::fs::write(r.join("main/extra.conf"), "[include]\npath = more.conf\n").unwrap();
+        let found: Vec<PathBuf> = project_paths(r).into_iter().map(|p| p.path).collect();
+        for want in [
+            r.join("wt/.git"),
+            main.join("worktrees/wt"),
+            main.clone(),
+            r.join("wt/.husky"),
+            r.join("main/.husky"),
+            r.join("main/extra.conf"),
+            r.join("main/more.conf"),
+            PathBuf::from("/abs/other.conf"),
+        ] {
+            assert!(found.contains(&want), "{} not in {found:?}", want.display());
+        }
     }
 }

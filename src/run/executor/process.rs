@@ -157,9 +157,11 @@ impl Process {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        unix::configure(&mut cmd);
-        if let Some(sandbox) = spawn.sandbox {
-            sandbox.apply_to(&mut cmd, spawn.cwd);
+        match spawn.sandbox {
+            // The hook gives it a session of its own (no controlling
+            // terminal), which is a process group of its own too.
+            Some(sandbox) if !sandbox.is_empty() => sandbox.apply_to(&mut cmd, spawn.cwd),
+            _ => unix::configure(&mut cmd),
         }
         let mut tries = 0;
         let mut child = loop {

@@ -27,8 +27,16 @@ pub(crate) struct ChildSteps {
     pub ruleset: Option<RawFd>,
     /// Rights on its own `/proc/PID` to add to the ruleset first (0: none).
     pub proc_self: u64,
-    /// The seccomp program to install last.
+    /// The seccomp program to install last (`None` when the spawning
+    /// thread holds it already, and the child inherits it).
     pub seccomp: Option<&'static [libc::sock_filter]>,
+    /// The program that refuses namespaces, installed by the child itself
+    /// after it joined and made its own (a spawning thread cannot hold it).
+    pub seccomp_namespaces: Option<&'static [libc::sock_filter]>,
+    /// Whether the plugin starts a PID namespace of its own (after joining
+    /// the host's user namespace, where it may), so that nothing it starts
+    /// outlives it.
+    pub pid_namespace: bool,
 }
 
 /// The child's first half, before it changes to the plugin's folder:
@@ -41,8 +49,9 @@ pub(crate) fn join(steps: &ChildSteps) -> i32 {
     }
 }
 
-/// The child's half: `no_new_privs`, its own `/proc/PID`, the Landlock
-/// restriction, the seccomp program. Returns 0, or the failing call's errno.
+/// The child's half: `no_new_privs`, every capability dropped for good, its
+/// own `/proc/PID`, the Landlock restriction, the seccomp program. Returns
+/// 0, or the failing call's errno.
 ///
 /// Runs between `clone`/`fork` and `exec`: only raw system calls on data the
 /// parent built, nothing that allocates, locks or unwinds.
@@ -50,6 +59,10 @@ pub(crate) fn enforce(steps: &ChildSteps) -> i32 {
     // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments and touches no memory.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return errno();
+    }
+    let rc = drop_capabilities();
+    if rc != 0 {
+        return rc;
     }
     if let Some(fd) = steps.ruleset {
         if steps.proc_self != 0 {
@@ -65,7 +78,10 @@ pub(crate) fn enforce(steps: &ChildSteps) -> i32 {
             return errno();
         }
     }
-    if let Some(filter) = steps.seccomp {
+    for filter in [steps.seccomp, steps.seccomp_namespaces]
+        .into_iter()
+        .flatten()
+    {
         let program = libc::sock_fprog {
             len: filter.len() as libc::c_ushort,
             filter: filter.as_ptr().cast_mut(),
@@ -81,6 +97,117 @@ pub(crate) fn enforce(steps: &ChildSteps) -> i32 {
             )
         };
         if rc != 0 {
+            return errno();
+        }
+    }
+    0
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3` from `linux/capability.h`: 64-bit sets, as
+/// two 32-bit halves.
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct`, one per 32-bit half.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// `CAP_SETPCAP`: needed to change the bounding set and the securebits.
+const CAP_SETPCAP: u32 = 8;
+
+/// The securebits that keep capabilities from coming back: running a
+/// program as root (or a set-uid root one) grants none (`NOROOT`), changing
+/// uids neither grants nor keeps any (`NO_SETUID_FIXUP`, `KEEP_CAPS`), no
+/// ambient capability can be raised, and each bit is locked.
+const SECUREBITS: libc::c_ulong = {
+    const NOROOT: libc::c_ulong = 1 << 0;
+    const NO_SETUID_FIXUP: libc::c_ulong = 1 << 2;
+    const KEEP_CAPS_LOCKED: libc::c_ulong = 1 << 5;
+    const NO_CAP_AMBIENT_RAISE: libc::c_ulong = 1 << 6;
+    NOROOT
+        | NOROOT << 1
+        | NO_SETUID_FIXUP
+        | NO_SETUID_FIXUP << 1
+        | KEEP_CAPS_LOCKED
+        | NO_CAP_AMBIENT_RAISE
+        | NO_CAP_AMBIENT_RAISE << 1
+};
+
+/// Drops every capability the process holds (as root, or in the user
+/// namespace it joined), from every set: effective, permitted, inheritable,
+/// ambient and the bounding set, with the securebits that keep a later
+/// `exec` as root from granting them again. A process without
+/// capabilities has nothing to drop and makes no change. Returns 0 or the
+/// failing call's errno.
+fn drop_capabilities() -> i32 {
+    let mut header = CapHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capget writes two cap data structs into `data`, a valid local
+    // of that size, and may write the header's version, a valid local too.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+        return errno();
+    }
+    let held = data
+        .iter()
+        .any(|d| d.effective | d.permitted | d.inheritable != 0);
+    if data[0].effective & (1 << CAP_SETPCAP) != 0 {
+        // SAFETY: integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0) } != 0 {
+            return errno();
+        }
+        for cap in 0..64 {
+            // SAFETY: integer arguments only. EINVAL: past the last
+            // capability this kernel knows.
+            if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+                if errno() == libc::EINVAL {
+                    break;
+                }
+                return errno();
+            }
+        }
+    }
+    // SAFETY: integer arguments only. EINVAL: a kernel without ambient
+    // capabilities (before 4.3), where there are none to clear.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 && errno() != libc::EINVAL {
+        return errno();
+    }
+    if held {
+        header.version = CAPABILITY_VERSION_3;
+        let none = [CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        // SAFETY: capset reads the header and two cap data structs, valid
+        // locals of those sizes.
+        if unsafe { libc::syscall(libc::SYS_capset, &header, none.as_ptr()) } != 0 {
             return errno();
         }
     }

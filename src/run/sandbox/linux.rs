@@ -45,7 +45,8 @@ use landlock::{ABI, Access, AccessFs, AccessNet, BitFlags, Scope};
 use super::child::{ChildSteps, LANDLOCK_RULE_PATH_BENEATH, PathBeneathAttr, enforce, join};
 use super::namespace::{self, Joins};
 use super::paths::{self, Allow};
-use super::{Egress, Enforcement, NetLevel, Policy, SandboxError, seccomp};
+use super::seccomp::{self, Sockets};
+use super::{Egress, Enforcement, NetLevel, Policy, SandboxError};
 use crate::plugins::manifest::Permission;
 
 pub(super) use super::support::support;
@@ -82,30 +83,26 @@ struct NetPortAttr {
 static PROBES: LazyLock<(Option<i32>, bool)> =
     LazyLock::new(|| (landlock_abi(), seccomp_available()));
 
-/// The socket-denying seccomp program, assembled once.
-static DENY_SOCKETS: LazyLock<Option<Box<[libc::sock_filter]>>> =
-    LazyLock::new(|| seccomp::deny_sockets().map(Vec::into_boxed_slice));
+/// The seccomp programs, one per kind of socket a plugin may make,
+/// assembled once.
+static PROGRAMS: LazyLock<[Option<Box<[libc::sock_filter]>>; 3]> = LazyLock::new(|| {
+    [Sockets::Any, Sockets::None, Sockets::TcpOnly]
+        .map(|s| seccomp::program(s).map(Vec::into_boxed_slice))
+});
 
-/// The program that allows only TCP sockets (host grants), assembled once.
-static TCP_ONLY: LazyLock<Option<Box<[libc::sock_filter]>>> =
-    LazyLock::new(|| seccomp::tcp_only().map(Vec::into_boxed_slice));
+/// The program that refuses namespaces, assembled once.
+static NAMESPACES_PROGRAM: LazyLock<Option<Box<[libc::sock_filter]>>> =
+    LazyLock::new(|| seccomp::namespaces().map(Vec::into_boxed_slice));
 
-/// Which seccomp program a confinement's processes get.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Filter {
-    None,
-    DenySockets,
-    TcpOnly,
-}
-
-impl Filter {
-    fn program(self) -> Option<&'static [libc::sock_filter]> {
-        match self {
-            Filter::None => None,
-            Filter::DenySockets => DENY_SOCKETS.as_deref(),
-            Filter::TcpOnly => TCP_ONLY.as_deref(),
-        }
-    }
+/// The seccomp program a confinement's processes get: every one gets the
+/// refusals of `seccomp.rs`, and its sockets by its network grant.
+fn program(sockets: Sockets) -> Option<&'static [libc::sock_filter]> {
+    let i = match sockets {
+        Sockets::Any => 0,
+        Sockets::None => 1,
+        Sockets::TcpOnly => 2,
+    };
+    PROGRAMS[i].as_deref()
 }
 
 /// How many processes share a ruleset before a new one is built.
@@ -135,9 +132,12 @@ pub(crate) struct Confinement {
     proc_self: u64,
     /// TCP ports its processes may connect to (the egress proxy's).
     ports: Vec<u16>,
-    seccomp: Filter,
+    /// Which sockets its seccomp program allows (`None`: no seccomp here).
+    seccomp: Option<Sockets>,
     /// The namespaces its processes join, held open.
     namespaces: Option<Arc<Namespaces>>,
+    /// Whether each of its processes starts a PID namespace of its own.
+    pid_namespace: bool,
     /// The project files and protected paths kept read-only by its mount
     /// namespace, and who they were when they were mounted: a file replaced
     /// since is mounted again.
@@ -274,6 +274,7 @@ pub(crate) struct Prepared {
     proc_self: u64,
     seccomp: Option<&'static [libc::sock_filter]>,
     namespaces: Option<Arc<Namespaces>>,
+    pid_namespace: bool,
 }
 
 impl fmt::Debug for Prepared {
@@ -385,9 +386,10 @@ impl Confinement {
             _ => Vec::new(),
         };
         let seccomp = match (seccomp_ok, deny_network, egress) {
-            (false, _, _) | (_, false, _) => Filter::None,
-            (true, true, Some(_)) => Filter::TcpOnly,
-            (true, true, None) => Filter::DenySockets,
+            (false, _, _) => None,
+            (true, false, _) => Some(Sockets::Any),
+            (true, true, Some(_)) => Some(Sockets::TcpOnly),
+            (true, true, None) => Some(Sockets::None),
         };
         if let Some(e) = egress {
             let level = held_at(e, abi, seccomp_ok);
@@ -403,8 +405,17 @@ impl Confinement {
             }
         }
         let net = egress.and_then(|e| e.netns.clone());
-        let namespaces =
-            (mnt.is_some() || net.is_some()).then(|| Arc::new(Namespaces { mnt, net }));
+        // Every process in a PID namespace of its own, made in the host's
+        // user namespace: when it ends, so does everything it started.
+        let pid_namespace = policy.namespaces && namespace::available().is_ok();
+        enforcement.pid_namespace = pid_namespace;
+        if !pid_namespace {
+            enforcement.not_enforced.push(
+                "processes that leave the plugin's session (setsid) can outlive the call: no PID namespace (user namespaces are off or unavailable here)".into(),
+            );
+        }
+        let namespaces = (mnt.is_some() || net.is_some() || pid_namespace)
+            .then(|| Arc::new(Namespaces { mnt, net }));
         Ok(Confinement {
             handled,
             rules,
@@ -416,6 +427,7 @@ impl Confinement {
             ports,
             seccomp,
             namespaces,
+            pid_namespace,
             read_only,
             mounted,
             writable,
@@ -467,7 +479,7 @@ impl Confinement {
     /// The confinement of one process: the current ruleset, or a new one
     /// when the current one has served [`CHILDREN_PER_RULESET`] processes.
     pub(crate) fn for_call(&self) -> Result<Prepared, SandboxError> {
-        let seccomp = self.seccomp.program();
+        let seccomp = self.seccomp.and_then(program);
         let namespaces = self.namespaces.clone();
         let h = &self.handled;
         if h.handled_access_fs == 0 && h.handled_access_net == 0 && h.scoped == 0 {
@@ -476,6 +488,7 @@ impl Confinement {
                 proc_self: 0,
                 seccomp,
                 namespaces,
+                pid_namespace: self.pid_namespace,
             });
         }
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -495,6 +508,7 @@ impl Confinement {
             proc_self: self.proc_self,
             seccomp,
             namespaces,
+            pid_namespace: self.pid_namespace,
         })
     }
 
@@ -526,13 +540,17 @@ impl Prepared {
             ruleset: self.ruleset.as_deref().map(AsRawFd::as_raw_fd),
             proc_self: self.proc_self,
             seccomp: self.seccomp,
+            seccomp_namespaces: self.seccomp.and(NAMESPACES_PROGRAM.as_deref()),
+            pid_namespace: self.pid_namespace && self.namespaces.is_some(),
         }
     }
 
     /// Registers a `pre_exec` hook that confines the child: the way to apply
     /// it with the standard library's spawn (which then forks), used where
-    /// the executor's own spawn is not available. `cwd` is the child's
-    /// folder, entered again after joining a mount namespace.
+    /// the executor's own spawn is not available. The hook starts a session
+    /// of its own (so the command must not set a process group: a group
+    /// leader cannot). `cwd` is the child's folder, entered again after
+    /// joining a mount namespace.
     pub(crate) fn apply_to(self, cmd: &mut tokio::process::Command, cwd: &Path) {
         self.apply_to_std(cmd.as_std_mut(), cwd);
     }
@@ -554,6 +572,9 @@ impl Prepared {
         unsafe {
             cmd.pre_exec(move || {
                 let _held = &self;
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
                 let rc = join(&steps);
                 if rc != 0 {
                     return Err(io::Error::from_raw_os_error(rc));
@@ -793,6 +814,9 @@ impl FileRules {
                 }
             }
             access &= handled_fs;
+            // No device files are made anywhere, whatever is granted: one
+            // would reach a disk or kernel memory past every rule.
+            access &= !(AccessFs::MakeChar | AccessFs::MakeBlock);
             if access.is_empty() {
                 continue;
             }

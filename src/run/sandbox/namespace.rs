@@ -36,9 +36,9 @@
 //! owners. Network and mount namespaces are made inside it (the preparer
 //! joins it first), so one `setns` into it gives a spawned child the right
 //! to join them. A spawned child joins user, mount, then network namespace
-//! between `clone` and `exec` ([`join`]), then drops the capabilities a
-//! root plugin would otherwise hold in the user namespace (mounting,
-//! network administration) from its bounding set.
+//! between `clone` and `exec` ([`join`]); `child.rs` then drops every
+//! capability that gives it (mounting, network administration), from
+//! every set, before `exec`.
 //!
 //! # Caveats
 //! - The mount namespace is a copy of the host's at the time it was made;
@@ -69,11 +69,6 @@ struct MountAttr {
 const MOUNT_ATTR_RDONLY: u64 = 1;
 const SIOCGIFFLAGS: libc::c_ulong = 0x8913;
 const SIOCSIFFLAGS: libc::c_ulong = 0x8914;
-const PR_CAPBSET_DROP: libc::c_int = 24;
-/// Capabilities a root plugin would hold in the user namespace and must not:
-/// mounting (which would undo the read-only project files), network
-/// administration, raw sockets, `chroot`, tracing.
-const DROPPED_CAPS: [libc::c_int; 5] = [21, 12, 13, 18, 19];
 
 /// `struct ifreq` as `SIOC[GS]IFFLAGS` use it.
 #[repr(C)]
@@ -170,9 +165,9 @@ pub(crate) struct Joins {
     pub net: RawFd,
 }
 
-/// The child's half: joins `joins`' namespaces, user first, and drops
-/// [`DROPPED_CAPS`] from its bounding set. Returns 0 or the failing call's
-/// errno.
+/// The child's half: joins `joins`' namespaces, user first (the
+/// capabilities that gives it are dropped by `child::enforce` before
+/// `exec`). Returns 0 or the failing call's errno.
 ///
 /// Runs between `clone` and `exec`: raw system calls only. Joining a mount
 /// namespace moves the current folder to its root: the caller changes
@@ -189,14 +184,6 @@ pub(crate) fn join(joins: &Joins) -> i32 {
         // SAFETY: setns takes a descriptor the parent keeps open across the
         // spawn and a flag; it touches no memory of ours.
         if unsafe { libc::setns(fd, kind) } != 0 {
-            return errno();
-        }
-    }
-    for cap in DROPPED_CAPS {
-        // SAFETY: integer arguments only. EINVAL means a capability this
-        // kernel does not know, which nobody holds.
-        let rc = unsafe { libc::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) };
-        if rc != 0 && errno() != libc::EINVAL {
             return errno();
         }
     }

@@ -99,15 +99,58 @@ const PROC_GLOBAL: &[&str] = &[
     "/proc/sys",
 ];
 
-/// Devices a plugin may always read and write.
+/// Devices a plugin may always read and write: what a process needs, and
+/// nothing that reaches a terminal, a disk or the kernel. Other devices
+/// only with a grant that names them (or `/dev`), which needs approval;
+/// `/dev/shm` with `filesystem:read` or `filesystem:write`.
 const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
 ];
+
+/// Shared memory (POSIX semaphores and queues of Python's
+/// `multiprocessing`): part of what `filesystem:read` and `filesystem:write`
+/// give, not of `/dev`'s devices.
+const SHM: &str = "/dev/shm";
+
+/// The entries of `/dev` that reach a terminal or what is typed into one,
+/// by the start of their names: terminals and pseudo-terminals (`tty*`,
+/// `pts`, `ptmx`, `pty*`), consoles (`console`, `hvc*`, the virtual
+/// console memory `vcs*`), and input devices (`input` reads keystrokes,
+/// `uinput` types them). None is reachable, whatever a grant names.
+const TERMINALS: &[&str] = &[
+    "tty", "pts", "ptmx", "pty", "console", "hvc", "vcs", "input", "uinput",
+];
+
+/// The terminals in `/dev` (see [`TERMINALS`]), as they are now.
+pub(crate) fn terminals() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = TERMINALS
+        .iter()
+        .map(|t| Path::new("/dev").join(t))
+        .collect();
+    if let Ok(entries) = std::fs::read_dir("/dev") {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if TERMINALS.iter().any(|t| name.starts_with(t)) {
+                let path = entry.path();
+                if !out.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether a path a plugin may always use, past what is kept out of grants:
+/// the process's own devices, shared memory, the machine's `/proc` files.
+fn always_allowed(path: &Path) -> bool {
+    DEVICES.iter().chain([&SHM]).any(|d| path == Path::new(d)) || path.starts_with("/proc")
+}
 
 /// Interpreter-manager folders under the home folder, with the variable that
 /// moves each one. Only folders that hold interpreters and packages, never
@@ -160,14 +203,32 @@ fn wanted(policy: &Policy<'_>) -> Vec<Allow> {
     // the call with its name rather than running with less than was granted.
     let home = var(policy, "HOME").map(PathBuf::from);
     for p in policy.permissions {
-        if let Some(folder) = p.folder(home.as_deref()) {
-            push(folder, true, p.writes(), true);
+        let Some(folder) = p.folder(home.as_deref()) else {
+            continue;
+        };
+        // /proc shows a plugin its own process and the machine's files,
+        // whatever a grant names: a grant in it gives the global files it
+        // names (judged where the grant resolves).
+        let resolved = real(&folder);
+        if resolved.starts_with("/proc") {
+            for file in PROC_GLOBAL.iter().map(Path::new) {
+                if file.starts_with(&resolved) {
+                    push(file.into(), true, p.writes(), false);
+                } else if resolved.starts_with(file) {
+                    push(resolved.clone(), true, p.writes(), false);
+                }
+            }
+            continue;
         }
+        push(folder, true, p.writes(), true);
     }
     let (read_all, write_all) = (
         policy.grants(Permission::FilesystemRead),
         policy.grants(Permission::FilesystemWrite),
     );
+    if read_all || write_all {
+        push(SHM.into(), read_all, write_all, false);
+    }
     if read_all || write_all {
         // Everywhere, except the other processes' /proc entries (the host's
         // environment holds the API keys plugins must not see).
@@ -235,7 +296,7 @@ pub(crate) fn allowed(policy: &Policy<'_>, mounts: bool) -> Allowed {
         ..Allowed::default()
     };
     for a in wanted {
-        let own = a.path == policy.data_dir || a.path == policy.tmp_dir;
+        let own = a.path == policy.data_dir || a.path == policy.tmp_dir || always_allowed(&a.path);
         if own {
             out.rules.push(a);
             continue;
@@ -346,6 +407,17 @@ impl Exclusions {
                 _ => {}
             }
         }
+        // Terminals, whatever is granted; /proc but for the machine's files
+        // (allowed as they are, see `always_allowed`); /dev but for the
+        // devices every process needs, unless a grant names /dev or a
+        // device in it.
+        let mut kept_out = terminals();
+        kept_out.push("/proc".into());
+        if !named(Path::new("/dev"), false) {
+            kept_out.push("/dev".into());
+        }
+        read.extend(kept_out.iter().cloned());
+        write.extend(kept_out);
         for path in policy.private {
             read.push(real(path));
             ro.keep(path, real(path), &mut write);
@@ -598,8 +670,17 @@ fn interpreter_dirs(policy: &Policy<'_>, home: Option<&Path>) -> Vec<PathBuf> {
         else {
             break;
         };
-        let real = found.canonicalize().unwrap_or_else(|_| found.clone());
-        for exe in [&found, &real] {
+        let Ok(real) = found.canonicalize() else {
+            break;
+        };
+        // The interpreter is judged where it resolves: a path spelled with
+        // `..` (`#!../../../usr/bin/python3`) is only taken as written
+        // when it has no such part (pyenv's shims are links whose own
+        // folder is the prefix).
+        let plain = found
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        for exe in [plain.then_some(&found), Some(&real)].into_iter().flatten() {
             if let Some(dir) = install_prefix(exe, home)
                 && !under_system(&dir)
                 && !dirs.contains(&dir)

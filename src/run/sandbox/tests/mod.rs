@@ -141,8 +141,8 @@ impl Fixture {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
+        // The hook starts a session of its own (a process group too).
         prepared.apply_to(&mut cmd, &self.plugin);
         tokio::time::timeout(Duration::from_secs(30), cmd.output())
             .await
