@@ -303,7 +303,7 @@ fn validate_with_code_honours_require_sandbox() {
         c.args(args).arg(&dir);
         // SAFETY: the hook only makes two prctl calls on data it owns.
         unsafe {
-            c.pre_exec(|| no_landlock());
+            c.pre_exec(no_landlock);
         }
         run(c)
     };
