@@ -92,7 +92,6 @@ enum Step {
     Chdir,
     Sandbox,
     Exec,
-    PidNamespace,
 }
 
 impl Step {
@@ -105,7 +104,6 @@ impl Step {
             5 => Step::Namespaces,
             6 => Step::Chdir,
             7 => Step::Sandbox,
-            9 => Step::PidNamespace,
             _ => Step::Exec,
         }
     }
@@ -120,7 +118,6 @@ impl Step {
             Step::Chdir => "cannot enter the plugin's folder",
             Step::Sandbox => "cannot confine the plugin",
             Step::Exec => "cannot run the plugin",
-            Step::PidNamespace => "cannot start the plugin in a PID namespace of its own",
         }
     }
 }
@@ -132,11 +129,6 @@ struct Shared<'a> {
     plan: &'a Plan,
     errno: c_int,
     step: u32,
-    /// With a PID namespace: the top of the stack the namespace's first
-    /// process runs on before its `exec`, and that process's pid (in the
-    /// host's namespace), which the child learns.
-    inner_stack: *mut c_void,
-    inner_pid: c_int,
 }
 
 /// Starts `program` with `args`, exactly the environment `env`, in `cwd`, in a
@@ -336,8 +328,6 @@ impl FilteredSpawner {
                         ruleset: None,
                         proc_self: 0,
                         seccomp: Some(program),
-                        seccomp_namespaces: None,
-                        pid_namespace: false,
                     };
                     let ok = sandbox::enforce(&steps) == 0;
                     let _ = ready.send(ok);
@@ -476,52 +466,20 @@ fn clone_and_exec(plan: &Plan) -> io::Result<Option<(u32, OwnedFd)>> {
         .ok()
         .flatten()
         .map_or_else(Stack::new, Ok)?;
-    let pid_namespace = plan.sandbox.is_some_and(|s| s.pid_namespace);
-    let inner = if pid_namespace {
-        match SPARE_INNER_STACK
-            .try_with(|spare| spare.take())
-            .ok()
-            .flatten()
-            .map_or_else(Stack::new, Ok)
-        {
-            Ok(inner) => Some(inner),
-            Err(e) => {
-                let _ = SPARE_STACK.try_with(|spare| spare.set(Some(stack)));
-                return Err(e);
-            }
-        }
-    } else {
-        None
-    };
-    let spawned = clone_on(plan, &stack, inner.as_ref());
+    let spawned = clone_on(plan, &stack);
     let _ = SPARE_STACK.try_with(|spare| spare.set(Some(stack)));
-    if let Some(inner) = inner {
-        let _ = SPARE_INNER_STACK.try_with(|spare| spare.set(Some(inner)));
-    }
     spawned
 }
 
 thread_local! {
     static SPARE_STACK: Cell<Option<Stack>> = const { Cell::new(None) };
-    /// The stack of a PID namespace's first process, kept the same way.
-    static SPARE_INNER_STACK: Cell<Option<Stack>> = const { Cell::new(None) };
 }
 
-/// Clones the child on `stack`. With `inner` (a PID namespace), the child
-/// makes the namespace, clones its first process on `inner` as a child of
-/// this process (`CLONE_PARENT`), and exits once that one has exec'd: what
-/// is returned is that first process, and the child is reaped here.
-fn clone_on(
-    plan: &Plan,
-    stack: &Stack,
-    inner: Option<&Stack>,
-) -> io::Result<Option<(u32, OwnedFd)>> {
+fn clone_on(plan: &Plan, stack: &Stack) -> io::Result<Option<(u32, OwnedFd)>> {
     let mut shared = Shared {
         plan,
         errno: 0,
         step: 0,
-        inner_stack: inner.map_or(ptr::null_mut(), Stack::top),
-        inner_pid: -1,
     };
     // Every signal blocked in this thread across the clone: the child
     // inherits the mask, so no handler of the host can run on its stack
@@ -566,52 +524,25 @@ fn clone_on(
     // happened before this thread was resumed.
     // SAFETY: `shared` is a valid local; volatile reads keep the compiler
     // from assuming the clone call left it unchanged.
-    let (errno, step, inner_pid) = unsafe {
+    let (errno, step) = unsafe {
         (
             ptr::read_volatile(&raw const shared.errno),
             ptr::read_volatile(&raw const shared.step),
-            ptr::read_volatile(&raw const shared.inner_pid),
         )
     };
-    if inner.is_some() {
-        // The child only made the namespace and its first process, and
-        // exited; that process is ours (CLONE_PARENT), and is the plugin.
-        drop(pidfd);
-        reap_failed(pid);
-        if errno == 0 && inner_pid > 0 {
-            // Only this process can reap it, so its pid is still its own.
-            // SAFETY: pidfd_open takes a pid and flags and returns a new
-            // descriptor or -1.
-            let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, inner_pid, 0) };
-            if raw >= 0 {
-                // SAFETY: a descriptor we own, just returned by the kernel.
-                let inner_pidfd = unsafe { OwnedFd::from_raw_fd(raw as RawFd) };
-                return Ok(Some((inner_pid as u32, inner_pidfd)));
-            }
-            let error = io::Error::last_os_error();
-            kill_and_reap(inner_pid as u32);
-            return Err(error);
-        }
-        if inner_pid > 0 {
-            reap_failed(inner_pid);
-        }
-        let errno = if errno == 0 { libc::ECHILD } else { errno };
-        return Err(step_error(Step::from_u32(step), errno));
-    }
     if errno == 0 {
         return Ok(Some((pid as u32, pidfd)));
     }
     reap_failed(pid);
-    Err(step_error(Step::from_u32(step), errno))
-}
-
-/// The error of a child's failed step (a failed `exec` keeps the bare errno).
-fn step_error(step: Step, errno: c_int) -> io::Error {
+    let step = Step::from_u32(step);
     let error = io::Error::from_raw_os_error(errno);
     if step == Step::Exec {
-        return error;
+        return Err(error);
     }
-    io::Error::new(error.kind(), format!("{}: {error}", step.describe()))
+    Err(io::Error::new(
+        error.kind(),
+        format!("{}: {error}", step.describe()),
+    ))
 }
 
 /// Kills the process group of a child nobody took over, and reaps it.
@@ -772,58 +703,8 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                 fail(shared, Step::Namespaces, rc);
             }
         }
-        let inner_stack = (*shared).inner_stack;
-        if inner_stack.is_null() {
-            confine_and_exec(shared);
-        }
-        // A PID namespace: the plugin is its first process, so that when the
-        // plugin ends, the kernel kills everything it left in it, including
-        // what left its session. It must be this process's sibling, a child
-        // of the host (CLONE_PARENT): this one exits below.
-        if libc::unshare(libc::CLONE_NEWPID) != 0 {
-            fail(shared, Step::PidNamespace, errno());
-        }
-        let inner = libc::clone(
-            inner_main,
-            inner_stack,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PARENT,
-            arg,
-        );
-        if inner < 0 {
-            fail(shared, Step::PidNamespace, errno());
-        }
-        // Resumed once the first process has exec'd or failed (it wrote
-        // its step into `shared` then).
-        ptr::write_volatile(&raw mut (*shared).inner_pid, inner);
-        libc::_exit(0)
-    }
-}
-
-/// The first process of a PID namespace, cloned by [`child_main`]: the rest
-/// of the child's steps, then `exec`.
-extern "C" fn inner_main(arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is the host's `shared`, valid while the host thread is
-    // suspended, which it is until `child_main`'s process exits, after this
-    // one has exec'd or exited (CLONE_VFORK).
-    unsafe { confine_and_exec(arg.cast::<Shared<'_>>()) }
-}
-
-/// The child's last steps: its folder, the confinement, `exec`.
-///
-/// # Safety
-/// Only in the child, with `shared` the parent's [`Shared`].
-unsafe fn confine_and_exec(shared: *mut Shared<'_>) -> ! {
-    // SAFETY: as in `child_main`: libc wrappers of single system calls on
-    // the parent's live plan and locals of this frame.
-    unsafe {
-        let plan = (*shared).plan;
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             fail(shared, Step::Chdir, errno());
-        }
-        // In a PID namespace, the first process is in the session of the
-        // process that made it: a session of its own again.
-        if !(*shared).inner_stack.is_null() && libc::setsid() < 0 {
-            fail(shared, Step::ProcessGroup, errno());
         }
         if let Some(steps) = &plan.sandbox {
             let rc = sandbox::enforce(steps);

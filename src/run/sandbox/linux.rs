@@ -90,10 +90,6 @@ static PROGRAMS: LazyLock<[Option<Box<[libc::sock_filter]>>; 3]> = LazyLock::new
         .map(|s| seccomp::program(s).map(Vec::into_boxed_slice))
 });
 
-/// The program that refuses namespaces, assembled once.
-static NAMESPACES_PROGRAM: LazyLock<Option<Box<[libc::sock_filter]>>> =
-    LazyLock::new(|| seccomp::namespaces().map(Vec::into_boxed_slice));
-
 /// The seccomp program a confinement's processes get: every one gets the
 /// refusals of `seccomp.rs`, and its sockets by its network grant.
 fn program(sockets: Sockets) -> Option<&'static [libc::sock_filter]> {
@@ -136,8 +132,6 @@ pub(crate) struct Confinement {
     seccomp: Option<Sockets>,
     /// The namespaces its processes join, held open.
     namespaces: Option<Arc<Namespaces>>,
-    /// Whether each of its processes starts a PID namespace of its own.
-    pid_namespace: bool,
     /// The project files and protected paths kept read-only by its mount
     /// namespace, and who they were when they were mounted: a file replaced
     /// since is mounted again.
@@ -274,7 +268,6 @@ pub(crate) struct Prepared {
     proc_self: u64,
     seccomp: Option<&'static [libc::sock_filter]>,
     namespaces: Option<Arc<Namespaces>>,
-    pid_namespace: bool,
 }
 
 impl fmt::Debug for Prepared {
@@ -405,17 +398,8 @@ impl Confinement {
             }
         }
         let net = egress.and_then(|e| e.netns.clone());
-        // Every process in a PID namespace of its own, made in the host's
-        // user namespace: when it ends, so does everything it started.
-        let pid_namespace = policy.namespaces && namespace::available().is_ok();
-        enforcement.pid_namespace = pid_namespace;
-        if !pid_namespace {
-            enforcement.not_enforced.push(
-                "processes that leave the plugin's session (setsid) can outlive the call: no PID namespace (user namespaces are off or unavailable here)".into(),
-            );
-        }
-        let namespaces = (mnt.is_some() || net.is_some() || pid_namespace)
-            .then(|| Arc::new(Namespaces { mnt, net }));
+        let namespaces =
+            (mnt.is_some() || net.is_some()).then(|| Arc::new(Namespaces { mnt, net }));
         Ok(Confinement {
             handled,
             rules,
@@ -427,7 +411,6 @@ impl Confinement {
             ports,
             seccomp,
             namespaces,
-            pid_namespace,
             read_only,
             mounted,
             writable,
@@ -488,7 +471,6 @@ impl Confinement {
                 proc_self: 0,
                 seccomp,
                 namespaces,
-                pid_namespace: self.pid_namespace,
             });
         }
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -508,7 +490,6 @@ impl Confinement {
             proc_self: self.proc_self,
             seccomp,
             namespaces,
-            pid_namespace: self.pid_namespace,
         })
     }
 
@@ -540,8 +521,6 @@ impl Prepared {
             ruleset: self.ruleset.as_deref().map(AsRawFd::as_raw_fd),
             proc_self: self.proc_self,
             seccomp: self.seccomp,
-            seccomp_namespaces: self.seccomp.and(NAMESPACES_PROGRAM.as_deref()),
-            pid_namespace: self.pid_namespace && self.namespaces.is_some(),
         }
     }
 

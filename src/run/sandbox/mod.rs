@@ -238,9 +238,6 @@ pub(crate) struct Enforcement {
     /// The project files that run later under its write grants are
     /// read-only (a mount namespace).
     pub projects_read_only: bool,
-    /// Every process it starts ends with it, even one that left its
-    /// session (a PID namespace whose first process it is).
-    pub pid_namespace: bool,
     /// What was wanted but could not be enforced here, in words.
     pub not_enforced: Vec<String>,
 }
@@ -291,9 +288,6 @@ pub struct SandboxSupport {
     /// The project files that run later (`.git/hooks`, MCP configurations)
     /// under a write grant can be kept read-only (a mount namespace).
     pub projects_read_only: bool,
-    /// Every process a plugin starts ends with it (a PID namespace per
-    /// process); without it, one that leaves its session outlives it.
-    pub pid_namespace: bool,
     /// What is degraded or advisory, one sentence each.
     pub notes: Vec<String>,
 }

@@ -91,7 +91,6 @@ pub(crate) fn support(_namespaces: bool) -> SandboxSupport {
         user_namespaces: false,
         host_grants: NetLevel::Advisory,
         projects_read_only: false,
-        pid_namespace: false,
         notes: vec!["no sandbox on this platform: every permission is advisory".into()],
     }
 }

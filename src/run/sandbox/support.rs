@@ -27,7 +27,6 @@ pub(super) fn expected(
         signals_scoped: v >= 6,
         network_level: None,
         projects_read_only: false,
-        pid_namespace: false,
         not_enforced: Vec::new(),
     };
     if v == 0 {
@@ -102,14 +101,14 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
             Ok(()) => true,
             Err(why) => {
                 notes.push(format!(
-                    "no user namespaces here ({why}): a plugin with network:HOST grants is held to the egress proxy's port only, project files that run later (.git, MCP configurations) under a write grant are NOT protected from writes, and a process that leaves the plugin's session can outlive the call (no PID namespace)"
+                    "no user namespaces here ({why}): a plugin with network:HOST grants is held to the egress proxy's port only, and project files that run later (.git/hooks, MCP configurations) under a write grant are NOT protected from writes"
                 ));
                 false
             }
         }
     } else {
         notes.push(
-            "user namespaces are switched off (PLUGHOST_NO_NAMESPACES): a plugin with network:HOST grants is held to the egress proxy's port only, project files that run later under a write grant are NOT protected from writes, and a process that leaves the plugin's session can outlive the call (no PID namespace)"
+            "user namespaces are switched off (PLUGHOST_NO_NAMESPACES): a plugin with network:HOST grants is held to the egress proxy's port only, and project files that run later under a write grant are NOT protected from writes"
                 .into(),
         );
         false
@@ -131,7 +130,6 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
         user_namespaces,
         host_grants,
         projects_read_only: user_namespaces,
-        pid_namespace: user_namespaces,
         notes,
     }
 }
