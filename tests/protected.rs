@@ -683,7 +683,7 @@ fn git_hooks_and_project_mcp_configurations_stay_read_only_under_a_write_grant()
     });
     assert!(
         util::stdout(&out).contains(
-            "project .git/hooks and MCP configs under write grants  NOT protected from writes"
+            "project .git and MCP configs under write grants    NOT protected from writes"
         ),
         "{}",
         util::stdout(&out)

@@ -221,7 +221,7 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
     if permissions.iter().any(Permission::writes) && !here.projects_read_only {
         let _ = writeln!(
             t,
-            "On this machine (no user namespaces), the .git/hooks and MCP configurations of\nprojects in the folders it may write are NOT protected from its writes."
+            "On this machine (no user namespaces), the .git folders and MCP configurations of\nprojects in the folders it may write are NOT protected from its writes."
         );
     }
     t

@@ -80,12 +80,16 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         }
     );
     say!(
-        "  project .git/hooks and MCP configs under write grants  {}",
+        "  project .git and MCP configs under write grants    {}",
         if support.projects_read_only {
             "read-only (mount namespace)"
         } else {
             "NOT protected from writes (no user namespaces)"
         }
+    );
+    say!(
+        "  processes a plugin leaves behind                   {}",
+        "killed with its process group; NOT held: one that leaves its session (setsid) outlives the call"
     );
     for note in &support.notes {
         say!("  note: {note}");
@@ -122,7 +126,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         }
     }
     say!(
-        "  also: .git/hooks and project MCP configurations in folders a plugin may write ({})",
+        "  also: .git folders and project MCP configurations in folders a plugin may write ({})",
         if support.projects_read_only {
             "read-only in a mount namespace"
         } else {

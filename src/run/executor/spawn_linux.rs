@@ -328,6 +328,7 @@ impl FilteredSpawner {
                         ruleset: None,
                         proc_self: 0,
                         seccomp: Some(program),
+                        seccomp_namespaces: None,
                     };
                     let ok = sandbox::enforce(&steps) == 0;
                     let _ = ready.send(ok);

@@ -27,8 +27,12 @@ pub(crate) struct ChildSteps {
     pub ruleset: Option<RawFd>,
     /// Rights on its own `/proc/PID` to add to the ruleset first (0: none).
     pub proc_self: u64,
-    /// The seccomp program to install last.
+    /// The seccomp program to install last (`None` when the spawning
+    /// thread holds it already, and the child inherits it).
     pub seccomp: Option<&'static [libc::sock_filter]>,
+    /// The program that refuses namespaces, installed by the child itself
+    /// after it joined and made its own (a spawning thread cannot hold it).
+    pub seccomp_namespaces: Option<&'static [libc::sock_filter]>,
 }
 
 /// The child's first half, before it changes to the plugin's folder:
@@ -70,7 +74,10 @@ pub(crate) fn enforce(steps: &ChildSteps) -> i32 {
             return errno();
         }
     }
-    if let Some(filter) = steps.seccomp {
+    for filter in [steps.seccomp, steps.seccomp_namespaces]
+        .into_iter()
+        .flatten()
+    {
         let program = libc::sock_fprog {
             len: filter.len() as libc::c_ushort,
             filter: filter.as_ptr().cast_mut(),

@@ -90,6 +90,10 @@ static PROGRAMS: LazyLock<[Option<Box<[libc::sock_filter]>>; 3]> = LazyLock::new
         .map(|s| seccomp::program(s).map(Vec::into_boxed_slice))
 });
 
+/// The program that refuses namespaces, assembled once.
+static NAMESPACES_PROGRAM: LazyLock<Option<Box<[libc::sock_filter]>>> =
+    LazyLock::new(|| seccomp::namespaces().map(Vec::into_boxed_slice));
+
 /// The seccomp program a confinement's processes get: every one gets the
 /// refusals of `seccomp.rs`, and its sockets by its network grant.
 fn program(sockets: Sockets) -> Option<&'static [libc::sock_filter]> {
@@ -521,6 +525,7 @@ impl Prepared {
             ruleset: self.ruleset.as_deref().map(AsRawFd::as_raw_fd),
             proc_self: self.proc_self,
             seccomp: self.seccomp,
+            seccomp_namespaces: self.seccomp.and(NAMESPACES_PROGRAM.as_deref()),
         }
     }
 

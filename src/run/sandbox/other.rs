@@ -67,6 +67,11 @@ impl Confinement {
 }
 
 impl Prepared {
+    /// Always: there is nothing to enforce on this platform.
+    pub(crate) fn is_empty(&self) -> bool {
+        true
+    }
+
     /// Adds nothing: there is nothing to enforce on this platform.
     pub(crate) fn apply_to(self, _cmd: &mut tokio::process::Command, _cwd: &std::path::Path) {}
 }

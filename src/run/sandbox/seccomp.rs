@@ -85,6 +85,9 @@ const CLONE_NAMESPACES: u32 = (libc::CLONE_NEWNS
 /// `CLONE_NEWTIME` from `linux/sched.h`.
 const CLONE_NEWTIME: u32 = 0x80;
 
+/// `PRIO_USER` from `sys/resource.h`: every process of a user.
+const PRIO_USER: u32 = 2;
+
 /// `IOPRIO_WHO_USER` from `linux/ioprio.h`: every process of a user.
 const IOPRIO_WHO_USER: u32 = 3;
 
@@ -163,7 +166,6 @@ const DENIED: &[Denied] = &[
     // Namespaces and mounts: a plugin's own user namespace would give it
     // capabilities over new namespaces, and mounts could undo the read-only
     // project files.
-    eperm!(SYS_setns, "joins another process's namespaces"),
     eperm!(SYS_mount, "mounts file systems"),
     eperm!(
         SYS_umount2,
@@ -304,7 +306,7 @@ const CHECKED: &[Checked] = &[
         steps: || {
             vec![
                 (LOAD_WORD, OFFSET_ARG0, Go::Next, Go::Next),
-                (JUMP_EQ, libc::PRIO_USER as u32, Go::Eperm, Go::Next),
+                (JUMP_EQ, PRIO_USER, Go::Eperm, Go::Next),
                 (LOAD_WORD, OFFSET_ARG1, Go::Next, Go::Next),
                 (JUMP_EQ, 0, Go::Allow, Go::Eperm),
             ]
@@ -347,6 +349,19 @@ const CHECKED: &[Checked] = &[
         name: "SYS_sched_setattr",
         steps: || own_process(OFFSET_ARG0),
         why: "changes another process's scheduling",
+    },
+];
+
+/// The calls that make or join namespaces, in a program of their own: a
+/// spawned child joins the host's namespaces before it installs this one, while it already runs under the main
+/// program (which the threads that spawn it hold, see
+/// `executor/spawn_linux.rs`).
+const NAMESPACES: &[Checked] = &[
+    Checked {
+        nr: libc::SYS_setns,
+        name: "SYS_setns",
+        steps: || vec![(JUMP_GE, 0, Go::Eperm, Go::Eperm)],
+        why: "joins another process's namespaces",
     },
     Checked {
         nr: libc::SYS_clone,
@@ -414,25 +429,12 @@ pub(crate) fn supported() -> bool {
 /// The program for a confined process allowed `sockets`, or `None` on an
 /// architecture it does not know.
 pub(crate) fn program(sockets: Sockets) -> Option<Vec<sock_filter>> {
-    let arch = NATIVE_ARCH?;
-    let mut body = vec![
-        (LOAD_WORD, OFFSET_ARCH, Go::Next, Go::Next),
-        (JUMP_EQ, arch, Go::Next, Go::Kill),
-        (LOAD_WORD, OFFSET_NR, Go::Next, Go::Next),
-    ];
-    if cfg!(target_arch = "x86_64") {
-        body.push((JUMP_GE, X32_SYSCALL_BIT, Go::Kill, Go::Next));
-    }
+    let mut body = head()?;
     for d in DENIED {
         let answer = if d.enosys { Go::Enosys } else { Go::Eperm };
         body.push((JUMP_EQ, d.nr as u32, answer, Go::Next));
     }
-    for c in CHECKED {
-        let steps = (c.steps)();
-        let skip = u8::try_from(steps.len()).expect("a short check");
-        body.push((JUMP_EQ, c.nr as u32, Go::Next, Go::Skip(skip)));
-        body.extend(steps);
-    }
+    checks(&mut body, CHECKED);
     match sockets {
         Sockets::Any => {}
         Sockets::None => body.push((JUMP_EQ, libc::SYS_socket as u32, Go::Eacces, Go::Next)),
@@ -452,6 +454,40 @@ pub(crate) fn program(sockets: Sockets) -> Option<Vec<sock_filter>> {
     Some(assemble(body))
 }
 
+/// The program that refuses making and joining namespaces ([`NAMESPACES`]),
+/// installed by the child itself after it joined the host's; `None` on an
+/// architecture it does not know.
+pub(crate) fn namespaces() -> Option<Vec<sock_filter>> {
+    let mut body = head()?;
+    checks(&mut body, NAMESPACES);
+    Some(assemble(body))
+}
+
+/// What every program starts with: foreign tables killed, the call's
+/// number loaded.
+fn head() -> Option<Vec<Step>> {
+    let arch = NATIVE_ARCH?;
+    let mut body = vec![
+        (LOAD_WORD, OFFSET_ARCH, Go::Next, Go::Next),
+        (JUMP_EQ, arch, Go::Next, Go::Kill),
+        (LOAD_WORD, OFFSET_NR, Go::Next, Go::Next),
+    ];
+    if cfg!(target_arch = "x86_64") {
+        body.push((JUMP_GE, X32_SYSCALL_BIT, Go::Kill, Go::Next));
+    }
+    Some(body)
+}
+
+/// Appends each check: its steps when the number matches, else past them.
+fn checks(body: &mut Vec<Step>, checked: &[Checked]) {
+    for c in checked {
+        let steps = (c.steps)();
+        let skip = u8::try_from(steps.len()).expect("a short check");
+        body.push((JUMP_EQ, c.nr as u32, Go::Next, Go::Skip(skip)));
+        body.extend(steps);
+    }
+}
+
 /// Every system call refused always or for some arguments, by name, with
 /// why: what the documentation's table must list.
 #[cfg(test)]
@@ -459,7 +495,7 @@ fn refused() -> impl Iterator<Item = (&'static str, &'static str)> {
     DENIED
         .iter()
         .map(|d| (d.name, d.why))
-        .chain(CHECKED.iter().map(|c| (c.name, c.why)))
+        .chain(CHECKED.iter().chain(NAMESPACES).map(|c| (c.name, c.why)))
         .map(|(name, why)| (name.trim_start_matches("SYS_"), why))
 }
 
@@ -586,7 +622,7 @@ mod tests {
             assert_eq!(call(&p, libc::SYS_prlimit64, [4242, 7, 1]), EPERM);
             assert_eq!(call(&p, libc::SYS_setpriority, [0, 0, 10]), ALLOW);
             assert_eq!(call(&p, libc::SYS_setpriority, [0, 4242, 10]), EPERM);
-            let user = libc::PRIO_USER as u32;
+            let user = PRIO_USER;
             assert_eq!(call(&p, libc::SYS_setpriority, [user, 0, 10]), EPERM);
             assert_eq!(call(&p, libc::SYS_ioprio_set, [1, 0, 0]), ALLOW);
             assert_eq!(call(&p, libc::SYS_ioprio_set, [1, 4242, 0]), EPERM);
@@ -603,19 +639,13 @@ mod tests {
                 assert_eq!(call(&p, nr, [0, 0, 0]), ALLOW);
                 assert_eq!(call(&p, nr, [4242, 0, 0]), EPERM);
             }
-            // fork and threads, but no namespaces.
+            // fork and threads; namespaces are the other program's.
             let fork = libc::SIGCHLD as u32;
             let thread = (libc::CLONE_VM | libc::CLONE_THREAD | libc::CLONE_SIGHAND) as u32;
             assert_eq!(call(&p, libc::SYS_clone, [fork, 0, 0]), ALLOW);
             assert_eq!(call(&p, libc::SYS_clone, [thread, 0, 0]), ALLOW);
-            for ns in [libc::CLONE_NEWUSER, libc::CLONE_NEWNS, libc::CLONE_NEWPID] {
-                let flags = ns as u32 | fork;
-                assert_eq!(call(&p, libc::SYS_clone, [flags, 0, 0]), EPERM);
-                assert_eq!(call(&p, libc::SYS_unshare, [ns as u32, 0, 0]), EPERM);
-            }
-            assert_eq!(call(&p, libc::SYS_unshare, [CLONE_NEWTIME, 0, 0]), EPERM);
-            let files = libc::CLONE_FILES as u32;
-            assert_eq!(call(&p, libc::SYS_unshare, [files, 0, 0]), ALLOW);
+            let vfork = (libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PARENT) as u32;
+            assert_eq!(call(&p, libc::SYS_clone, [vfork, 0, 0]), ALLOW);
             // Ordinary calls, and foreign tables killed.
             for nr in [
                 libc::SYS_read,
@@ -631,6 +661,30 @@ mod tests {
             assert_eq!(call(&p, X32_SYSCALL_BIT as libc::c_long | 41, [0; 3]), KILL);
             assert_eq!(run(&p, 0x4000_0003, 102, [0; 3]), KILL);
         }
+    }
+
+    #[test]
+    fn the_namespace_program_refuses_making_and_joining_namespaces() {
+        let p = namespaces().unwrap();
+        let fork = libc::SIGCHLD as u32;
+        for ns in [
+            libc::CLONE_NEWUSER,
+            libc::CLONE_NEWNS,
+            libc::CLONE_NEWPID,
+            libc::CLONE_NEWNET,
+        ] {
+            let flags = ns as u32 | fork;
+            assert_eq!(call(&p, libc::SYS_clone, [flags, 0, 0]), EPERM);
+            assert_eq!(call(&p, libc::SYS_unshare, [ns as u32, 0, 0]), EPERM);
+        }
+        assert_eq!(call(&p, libc::SYS_unshare, [CLONE_NEWTIME, 0, 0]), EPERM);
+        assert_eq!(call(&p, libc::SYS_setns, [3, 0, 0]), EPERM);
+        let files = libc::CLONE_FILES as u32;
+        assert_eq!(call(&p, libc::SYS_unshare, [files, 0, 0]), ALLOW);
+        assert_eq!(call(&p, libc::SYS_clone, [fork, 0, 0]), ALLOW);
+        assert_eq!(call(&p, libc::SYS_read, [0; 3]), ALLOW);
+        assert_eq!(call(&p, libc::SYS_keyctl, [0; 3]), ALLOW);
+        assert_eq!(run(&p, 0x4000_0003, 102, [0; 3]), KILL);
     }
 
     #[test]
