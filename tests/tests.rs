@@ -15,6 +15,7 @@ mod cli_plugins;
 mod connect;
 mod denials;
 mod docs;
+mod escapes;
 mod executor;
 mod first_hour;
 mod followed_paths;

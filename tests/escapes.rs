@@ -1,0 +1,1331 @@
+//! Escapes, tried as a hostile plugin would: a plugin with few or no
+//! permissions reaches for a terminal, the kernel keyrings, its host's
+//! limits and priority, device files, new namespaces, other processes'
+//! `/proc` entries, the file system through a `..` interpreter path, git's
+//! configuration and hooks, and the capabilities of root. Each attack must
+//! fail; each is also tried where it should work (without the sandbox, or
+//! on a target the plugin may reach), so a test that cannot see the
+//! difference fails rather than passes.
+//!
+//! Everything runs through the real binary, per call and as a persistent
+//! worker, at each level plughost can fall back to (the namespace level and
+//! Landlock alone, `PLUGHOST_NO_NAMESPACES`), as the user running the tests
+//! and, when that is root, as `nobody` too (`setpriv`).
+
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+#[cfg(feature = "mcp-server")]
+use std::{
+    io::{BufRead, BufReader, Write},
+    process::ChildStdin,
+    sync::mpsc,
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+
+use crate::util::{self, Sandbox};
+
+/// `nobody`'s user and group.
+const NOBODY: u32 = 65534;
+
+/// How plughost confines its plugins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    /// The default: Landlock, seccomp and, where they work, namespaces.
+    Namespaces,
+    /// Namespaces switched off: Landlock and seccomp alone.
+    LandlockOnly,
+    /// `--no-sandbox`: where each attack shows it would have worked.
+    Unconfined,
+}
+
+/// Who runs plughost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum User {
+    /// The user running the tests (root in CI).
+    Me,
+    /// `nobody`, through `setpriv`, when the tests run as root.
+    Nobody,
+}
+
+/// A plugin that tries each op of its request and answers how each went:
+/// `ok` (with `:` and what it read, if anything), the errno's name, or
+/// `exit N: stderr` for a program it ran. Serves one request per call, or
+/// one per line as a persistent worker. `$DATA` and `$TMP` in a path are its
+/// data and temp folders, `$PPID` its parent's pid (plughost's).
+const PROBE: &str = r#"#!/usr/bin/python3
+import ctypes, errno, json, os, resource, stat, subprocess, sys
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+def path(p):
+    return (p.replace("$DATA", os.environ.get("PLUGHOST_DATA_DIR", ""))
+             .replace("$TMP", os.environ.get("TMPDIR", ""))
+             .replace("$PPID", str(os.getppid())))
+
+def pid(p):
+    if p != "parent":
+        return int(p)
+    if os.getppid() == 0:
+        # Its parent is outside its PID namespace: no pid names it.
+        raise OSError(errno.ESRCH, "no parent in sight")
+    return os.getppid()
+
+# The capability sets as the kernel's calls give them (a child cannot read
+# its own /proc/self: only the plugin's first process has its /proc entry).
+CAPS = """
+import ctypes
+libc = ctypes.CDLL(None)
+hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)
+d = (ctypes.c_uint32 * 6)()
+libc.capget(hdr, d)
+bnd = sum(1 << c for c in range(64) if libc.prctl(23, c, 0, 0, 0) == 1)
+amb = sum(1 << c for c in range(64) if libc.prctl(47, 1, c, 0, 0) == 1)
+print(f"CapInh={d[2] | d[5] << 32:016x};CapPrm={d[1] | d[4] << 32:016x};"
+      f"CapEff={d[0] | d[3] << 32:016x};CapBnd={bnd:016x};CapAmb={amb:016x};"
+      f"NoNewPrivs={libc.prctl(39, 0, 0, 0, 0)}", end="")
+"""
+
+def caps(text):
+    return ";".join(l.replace(":\t", "=") for l in text.splitlines()
+                    if l.startswith(("Cap", "NoNewPrivs")))
+
+def raw(*args):
+    r = libc.syscall(*[a.encode() if isinstance(a, str) else None if a is None
+                       else ctypes.c_long(a) for a in args])
+    if r == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+
+def one(op, *args):
+    if op == "read":
+        with open(path(args[0]), "rb") as f:
+            return f.read(4096).decode(errors="replace")
+    if op == "open":
+        os.close(os.open(path(args[0]), os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK))
+    elif op == "write":
+        with open(path(args[0]), "w") as f:
+            f.write("written by a plugin\n")
+    elif op == "append":
+        with open(path(args[0]), "a") as f:
+            f.write("appended by a plugin\n")
+    elif op == "tiocsti":
+        import fcntl, termios
+        fcntl.ioctl(args[0], termios.TIOCSTI, b"x")
+    elif op == "syscall":
+        return str(raw(*args))
+    elif op == "clone":
+        # fork's semantics (no new stack): the child leaves at once.
+        r = raw(args[0], args[1], 0, 0, 0, 0)
+        if r == 0:
+            os._exit(0)
+        os.waitpid(r, 0)
+    elif op == "run":
+        p = subprocess.run(args, capture_output=True, text=True)
+        if p.returncode != 0:
+            return f"exit {p.returncode}: {p.stderr.strip()}"
+    elif op == "prlimit":
+        resource.prlimit(pid(args[0]), resource.RLIMIT_NOFILE, (args[1], args[1]))
+    elif op == "setpriority":
+        os.setpriority(os.PRIO_PROCESS, pid(args[0]), args[1])
+    elif op == "mknod":
+        kind = {"chr": stat.S_IFCHR, "blk": stat.S_IFBLK}[args[0]]
+        os.mknod(path(args[1]), kind | 0o600, os.makedev(args[2], args[3]))
+    elif op == "mkfifo":
+        os.mkfifo(path(args[0]))
+    elif op == "status":
+        with open("/proc/self/status") as f:
+            return caps(f.read())
+    elif op == "child-caps":
+        p = subprocess.run(["/usr/bin/python3", "-c", CAPS], capture_output=True, text=True)
+        if p.returncode != 0:
+            return f"exit {p.returncode}: {p.stderr.strip()}"
+        return p.stdout
+    else:
+        raise ValueError(op)
+
+def attempt(op):
+    try:
+        v = one(*op)
+        if v is not None and v.startswith("exit "):
+            return v
+        return "ok" + (":" + v if v else "")
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno)) if e.errno else f"OSError: {e}"
+
+def answer(req):
+    results = [attempt(op) for op in req["input"]["ops"]]
+    return {"result": json.dumps(results), "structured": {"results": results}}
+
+if os.environ.get("PLUGHOST_PERSISTENT") == "1":
+    for line in sys.stdin:
+        if line.strip():
+            print(json.dumps(answer(json.loads(line))), flush=True)
+else:
+    print(json.dumps(answer(json.load(sys.stdin))))
+"#;
+
+/// What an op must give.
+#[derive(Clone, Copy, Debug)]
+enum Want {
+    /// Any refusal (an errno, or a program that failed).
+    Refused,
+    /// A refusal with one of these errno names.
+    RefusedWith(&'static [&'static str]),
+    /// Success.
+    Ok,
+    /// Success, with this in what it read.
+    OkWith(&'static str),
+}
+
+impl Want {
+    fn holds(self, got: &str) -> bool {
+        let ok = got == "ok" || got.starts_with("ok:");
+        match self {
+            Want::Refused => !ok,
+            Want::RefusedWith(names) => names.contains(&got),
+            Want::Ok => ok,
+            Want::OkWith(text) => ok && got.contains(text),
+        }
+    }
+}
+
+/// One attack: the op, what it must give when confined, and what it gives
+/// without the sandbox (`None` where that proves nothing for this user).
+struct Case {
+    what: &'static str,
+    op: Value,
+    confined: Want,
+    unconfined: Option<Want>,
+}
+
+fn case(what: &'static str, op: Value, confined: Want, unconfined: Option<Want>) -> Case {
+    Case {
+        what,
+        op,
+        confined,
+        unconfined,
+    }
+}
+
+/// A throwaway plugins and state folder (the home folder too), and who runs
+/// plughost over it.
+struct Lab {
+    sandbox: Sandbox,
+    user: User,
+    bin: PathBuf,
+}
+
+impl Lab {
+    fn new(user: User) -> Lab {
+        let sandbox = Sandbox::new();
+        let mut bin = PathBuf::from(env!("CARGO_BIN_EXE_plughost"));
+        if user == User::Nobody {
+            std::fs::set_permissions(sandbox.root.path(), PermissionsExt::from_mode(0o755))
+                .unwrap();
+            if !nobody_runs(&bin) {
+                // The build folder is out of nobody's reach: a copy beside the plugins.
+                let copy = sandbox.root.path().join("plughost");
+                std::fs::copy(&bin, &copy).unwrap();
+                bin = copy;
+            }
+        }
+        Lab { sandbox, user, bin }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.sandbox.root.path().canonicalize().unwrap()
+    }
+
+    fn root_user(&self) -> bool {
+        self.user == User::Me && util::is_root()
+    }
+
+    /// plughost's command line at `level` with `args`.
+    fn argv(&self, level: Level, args: &[&str]) -> Vec<OsString> {
+        let mut argv: Vec<OsString> = vec![
+            self.bin.clone().into(),
+            "--plugins-dir".into(),
+            self.sandbox.plugins().into(),
+            "--state-dir".into(),
+            self.sandbox.state().into(),
+        ];
+        if level == Level::Unconfined {
+            argv.push("--no-sandbox".into());
+        }
+        argv.extend(args.iter().map(OsString::from));
+        argv
+    }
+
+    /// plughost with `args` at `level`, as this lab's user, on a terminal
+    /// of its own (util-linux `script`) if `terminal`.
+    fn command(&self, level: Level, args: &[&str], terminal: bool) -> Command {
+        self.hand_over();
+        let mut argv = self.argv(level, args);
+        if terminal {
+            let line = argv
+                .iter()
+                .map(|a| format!("'{}'", a.to_string_lossy().replace('\'', r"'\''")))
+                .collect::<Vec<_>>()
+                .join(" ");
+            argv = ["script", "-qec", &line, "/dev/null"]
+                .iter()
+                .map(OsString::from)
+                .collect();
+        }
+        if self.user == User::Nobody {
+            let mut prefixed: Vec<OsString> = [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+            ]
+            .iter()
+            .map(OsString::from)
+            .collect();
+            prefixed.extend(argv);
+            argv = prefixed;
+        }
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..])
+            .env("HOME", self.root())
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("PLUGHOST_PLUGINS_DIR")
+            .env_remove("PLUGHOST_STATE_DIR");
+        if level == Level::LandlockOnly {
+            c.env("PLUGHOST_NO_NAMESPACES", "1");
+        } else {
+            c.env_remove("PLUGHOST_NO_NAMESPACES");
+        }
+        c.stdin(Stdio::null());
+        c
+    }
+
+    /// Everything in the lab owned by nobody, when nobody runs plughost.
+    fn hand_over(&self) {
+        fn chown_all(p: &Path) {
+            std::os::unix::fs::lchown(p, Some(NOBODY), Some(NOBODY)).unwrap();
+            if p.is_dir() && !p.is_symlink() {
+                for e in std::fs::read_dir(p).unwrap() {
+                    chown_all(&e.unwrap().path());
+                }
+            }
+        }
+        if self.user == User::Nobody {
+            chown_all(self.sandbox.root.path());
+        }
+    }
+
+    /// Installs the probe as `name` (per call) and `name-w` (a persistent
+    /// worker), with `permissions`.
+    fn install(&self, name: &str, permissions: &[&str]) {
+        self.install_text(name, permissions, PROBE);
+    }
+
+    fn install_text(&self, name: &str, permissions: &[&str], text: &str) {
+        for (folder, persistent) in [(name.to_owned(), false), (format!("{name}-w"), true)] {
+            let mut m = util::manifest(&folder, &folder.replace('-', "_"));
+            m["entrypoint"] = json!("main.py");
+            m["permissions"] = json!(permissions);
+            if persistent {
+                m["persistent"] = json!({});
+            }
+            let dir = self.sandbox.plugins().join(&folder);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("plugin.json"), m.to_string()).unwrap();
+            util::write_executable(&dir.join("main.py"), text);
+        }
+    }
+
+    /// `plughost approve` for both of `name`'s plugins.
+    fn approve(&self, name: &str) {
+        for folder in [name.to_owned(), format!("{name}-w")] {
+            let out =
+                util::run(self.command(Level::Namespaces, &["approve", &folder, "--yes"], false));
+            assert!(out.status.success(), "{}", util::stderr(&out));
+        }
+    }
+
+    /// Runs `ops` through `name` per call and through its worker; the
+    /// results of each, labelled.
+    fn try_ops(
+        &self,
+        level: Level,
+        name: &str,
+        ops: &[Value],
+        terminal: bool,
+    ) -> Vec<(&'static str, Vec<String>)> {
+        let input = json!({ "ops": ops }).to_string();
+        [
+            ("per call", name.to_owned()),
+            ("worker", format!("{name}-w")),
+        ]
+        .into_iter()
+        .map(|(how, folder)| {
+            let tool = folder.replace('-', "_");
+            let out = util::run(self.command(level, &["--json", "call", &tool, &input], terminal));
+            (how, results(&out))
+        })
+        .collect()
+    }
+
+    /// Tries each case through `name` at `level` (each must be refused),
+    /// then without the sandbox (where it shows the attack is real).
+    fn attack(&self, level: Level, name: &str, cases: &[Case]) {
+        self.confined(level, name, cases, false);
+        self.unconfined(name, cases);
+    }
+
+    /// Each case through `name` at `level`, per call and as a worker.
+    fn confined(&self, level: Level, name: &str, cases: &[Case], terminal: bool) {
+        let ops: Vec<Value> = cases.iter().map(|c| c.op.clone()).collect();
+        for (how, got) in self.try_ops(level, name, &ops, terminal) {
+            for (c, r) in cases.iter().zip(&got) {
+                assert!(
+                    c.confined.holds(r),
+                    "{} ({name}, {how}, {level:?}, {:?}): want {:?}, got {r:?}; all: {got:?}",
+                    c.what,
+                    self.user,
+                    c.confined
+                );
+            }
+        }
+    }
+
+    /// The cases that show something without the sandbox, through `name`.
+    fn unconfined(&self, name: &str, cases: &[Case]) {
+        let controls: Vec<&Case> = cases.iter().filter(|c| c.unconfined.is_some()).collect();
+        if controls.is_empty() {
+            return;
+        }
+        let ops: Vec<Value> = controls.iter().map(|c| c.op.clone()).collect();
+        for (how, got) in self.try_ops(Level::Unconfined, name, &ops, false) {
+            self.check_controls(name, how, &controls, &got);
+        }
+    }
+
+    /// `got` from the cases that show something without the sandbox.
+    fn check_controls(&self, name: &str, how: &str, controls: &[&Case], got: &[String]) {
+        for (c, r) in controls.iter().zip(got) {
+            let want = c.unconfined.unwrap();
+            assert!(
+                want.holds(r),
+                "without the sandbox, {} ({name}, {how}, {:?}): want {want:?}, got {r:?}; \
+                 the attack proves nothing here",
+                c.what,
+                self.user
+            );
+        }
+    }
+
+    /// The cases that show something without the sandbox, through `name`'s
+    /// code run directly (not by plughost) on a terminal of its own, as
+    /// this lab's user.
+    fn on_terminal_outside(&self, name: &str, cases: &[Case]) {
+        let controls: Vec<&Case> = cases.iter().filter(|c| c.unconfined.is_some()).collect();
+        let ops: Vec<Value> = controls.iter().map(|c| c.op.clone()).collect();
+        let input = self.root().join("input.json");
+        std::fs::write(&input, json!({"input": {"ops": ops}}).to_string()).unwrap();
+        let code = self.sandbox.plugins().join(name).join("main.py");
+        let line = format!("{} < {}", code.display(), input.display());
+        self.hand_over();
+        let mut c = if self.user == User::Nobody {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "script"]);
+            c
+        } else {
+            Command::new("script")
+        };
+        c.args(["-qec", &line, "/dev/null"]).stdin(Stdio::null());
+        let got = results(&util::run(c));
+        self.check_controls(name, "run directly", &controls, &got);
+    }
+
+    /// `plughost serve` at `level`, initialized.
+    #[cfg(feature = "mcp-server")]
+    fn serve(&self, level: Level) -> Serve {
+        let mut child = self
+            .command(level, &["serve"], false)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Serve {
+            child,
+            stdin,
+            lines,
+            next: 0,
+        };
+        s.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "escapes", "version": "1"}}),
+        );
+        s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+}
+
+/// A `plughost serve` on stdio, spoken to line by line.
+#[cfg(feature = "mcp-server")]
+struct Serve {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    next: u64,
+}
+
+#[cfg(feature = "mcp-server")]
+impl Serve {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("plughost serve answers in time");
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// Calls the probe tool `tool` with `ops`; its results.
+    fn try_ops(&mut self, tool: &str, ops: &[Value]) -> Vec<String> {
+        let v = self.request(
+            "tools/call",
+            json!({"name": tool, "arguments": {"ops": ops}}),
+        );
+        v["result"]["structuredContent"]["results"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{v:#}"))
+            .iter()
+            .map(|r| r.as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+#[cfg(feature = "mcp-server")]
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The probe's results from `plughost --json call`'s output (through
+/// `script`, the terminal's output: the JSON is the first `{` to the last `}`).
+fn results(out: &Output) -> Vec<String> {
+    let text = util::stdout(out);
+    let json = match (text.find('{'), text.rfind('}')) {
+        (Some(a), Some(b)) if a < b => &text[a..=b],
+        _ => panic!("no answer: {text}\n{}", util::stderr(out)),
+    };
+    let v: Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {text}\n{}", util::stderr(out)));
+    v["structured"]["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v:#}\n{}", util::stderr(out)))
+        .iter()
+        .map(|r| r.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Whether nobody can run the binary where it was built.
+fn nobody_runs(bin: &Path) -> bool {
+    static RUNS: OnceLock<bool> = OnceLock::new();
+    *RUNS.get_or_init(|| {
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "test",
+                "-x",
+            ])
+            .arg(bin)
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+fn landlock() -> bool {
+    util::prerequisite(
+        "Landlock (file system confinement)",
+        plughost::report::SandboxSupport::here().filesystem,
+    ) && util::prerequisite(
+        "python3 at /usr/bin/python3 (the hostile plugins)",
+        Path::new("/usr/bin/python3").exists(),
+    )
+}
+
+/// The levels plughost falls back through; the namespace level only where
+/// user namespaces work (in CI they must).
+fn levels() -> Vec<Level> {
+    let mut levels = Vec::new();
+    if util::prerequisite(
+        "user namespaces (the namespace level)",
+        plughost::report::SandboxSupport::here().user_namespaces,
+    ) {
+        levels.push(Level::Namespaces);
+    }
+    levels.push(Level::LandlockOnly);
+    levels
+}
+
+/// The user running the tests, and nobody too when that is root.
+fn users() -> Vec<User> {
+    let mut users = vec![User::Me];
+    if util::is_root()
+        && util::prerequisite(
+            "setpriv (util-linux), to run plughost as nobody",
+            Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+                .status()
+                .is_ok_and(|s| s.success()),
+        )
+    {
+        users.push(User::Nobody);
+    }
+    users
+}
+
+/// Runs `attack` in a fresh lab at every level, as every user.
+fn at_every_level(attack: impl Fn(&Lab, Level)) {
+    if !landlock() {
+        return;
+    }
+    for user in users() {
+        for level in levels() {
+            eprintln!("at {level:?} as {user:?}");
+            attack(&Lab::new(user), level);
+        }
+    }
+}
+
+/// No controlling terminal: `/dev/tty` does not open, even when plughost
+/// runs on one (which it does here, through `script`), nor does plughost's
+/// own terminal through `/proc/PPID/fd/0`; typing into a terminal is
+/// refused by the filter (on a pipe: `EPERM`, not the `ENOTTY` the kernel
+/// gives). The same code run directly on a terminal opens both. (plughost
+/// gives every plugin a session of its own, `--no-sandbox` too, so the
+/// comparison is with the code run outside plughost.)
+#[test]
+fn a_plugin_has_no_terminal_to_type_into() {
+    if !util::prerequisite(
+        "script (util-linux), to run plughost on a terminal",
+        Command::new("script")
+            .args(["-qec", "true", "/dev/null"])
+            .stdin(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success()),
+    ) {
+        return;
+    }
+    at_every_level(|lab, level| {
+        let cases = [
+            case(
+                "opening /dev/tty",
+                json!(["open", "/dev/tty"]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "TIOCSTI on stdin",
+                json!(["tiocsti", 0]),
+                Want::RefusedWith(&["EPERM"]),
+                Some(Want::RefusedWith(&["ENOTTY"])),
+            ),
+            case(
+                "plughost's terminal, through /proc",
+                json!(["open", "/proc/$PPID/fd/0"]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "opening /dev/null",
+                json!(["open", "/dev/null"]),
+                Want::Ok,
+                Some(Want::Ok),
+            ),
+        ];
+        lab.install("no-perms", &[]);
+        lab.confined(level, "no-perms", &cases, true);
+        lab.install("reader", &["filesystem:read"]);
+        lab.confined(level, "reader", &cases, true);
+        lab.on_terminal_outside("no-perms", &cases);
+    });
+}
+
+/// A pseudo-terminal of this process's, as another terminal of the user's,
+/// owned by whoever runs plughost. Its master closes on drop.
+struct Pty {
+    master: std::fs::File,
+    slave: PathBuf,
+}
+
+fn pty(owner: User) -> Pty {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain libc calls on a descriptor this function owns; ptsname_r
+    // writes a NUL-terminated name into the local buffer of the size given.
+    unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(fd >= 0, "posix_openpt");
+        let master = std::fs::File::from_raw_fd(fd);
+        assert_eq!(libc::grantpt(fd), 0);
+        assert_eq!(libc::unlockpt(fd), 0);
+        let mut name = [0 as libc::c_char; 64];
+        assert_eq!(libc::ptsname_r(fd, name.as_mut_ptr(), name.len()), 0);
+        let slave = PathBuf::from(
+            std::ffi::CStr::from_ptr(name.as_ptr())
+                .to_string_lossy()
+                .into_owned(),
+        );
+        if owner == User::Nobody {
+            std::os::unix::fs::chown(&slave, Some(NOBODY), Some(NOBODY)).unwrap();
+        }
+        Pty { master, slave }
+    }
+}
+
+/// Another terminal's `/dev/pts/N`, the console and `/dev/ptmx` stay
+/// closed to a plugin that may read everything, and to one whose grant
+/// names `/dev`; the devices every process needs open.
+#[test]
+fn other_terminals_and_the_console_stay_closed_whatever_is_granted() {
+    at_every_level(|lab, level| {
+        let pty = pty(lab.user);
+        let slave = pty.slave.display().to_string();
+        let root = lab.root_user();
+        let cases = [
+            case(
+                "another terminal",
+                json!(["open", slave]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "the console",
+                json!(["open", "/dev/console"]),
+                Want::Refused,
+                // Only root may open it anyway.
+                root.then_some(Want::Ok),
+            ),
+            case(
+                "a new pseudo-terminal",
+                json!(["open", "/dev/ptmx"]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "/dev/zero",
+                json!(["read", "/dev/zero"]),
+                Want::Ok,
+                Some(Want::Ok),
+            ),
+        ];
+        lab.install("reader", &["filesystem:read"]);
+        lab.attack(level, "reader", &cases);
+        lab.install("dev-reader", &["filesystem:read:/dev"]);
+        lab.approve("dev-reader");
+        lab.attack(level, "dev-reader", &cases);
+        drop(pty.master);
+    });
+}
+
+/// The kernel keyrings: the filter refuses `keyctl`, `request_key` and
+/// `add_key` (`EPERM`), which without the sandbox reach the user's
+/// session keyring.
+#[test]
+fn the_kernel_keyrings_are_out_of_reach() {
+    // SAFETY: integer arguments only; KEYCTL_GET_KEYRING_ID, the session keyring.
+    let here = unsafe { libc::syscall(libc::SYS_keyctl, 0, -3, 0) } >= 0;
+    if !util::prerequisite(
+        "the kernel keyrings (keyctl; a container's own filter may refuse it)",
+        here,
+    ) {
+        return;
+    }
+    at_every_level(|lab, level| {
+        const KEYCTL_GET_KEYRING_ID: i64 = 0;
+        const KEY_SPEC_SESSION_KEYRING: i64 = -3;
+        const KEY_SPEC_USER_KEYRING: i64 = -4;
+        let eperm = Want::RefusedWith(&["EPERM"]);
+        let cases = [
+            case(
+                "keyctl: the session keyring",
+                json!([
+                    "syscall",
+                    libc::SYS_keyctl,
+                    KEYCTL_GET_KEYRING_ID,
+                    KEY_SPEC_SESSION_KEYRING,
+                    0
+                ]),
+                eperm,
+                Some(Want::Ok),
+            ),
+            case(
+                "keyctl: the user keyring",
+                json!([
+                    "syscall",
+                    libc::SYS_keyctl,
+                    KEYCTL_GET_KEYRING_ID,
+                    KEY_SPEC_USER_KEYRING,
+                    0
+                ]),
+                eperm,
+                Some(Want::Ok),
+            ),
+            case(
+                "request_key",
+                json!([
+                    "syscall",
+                    libc::SYS_request_key,
+                    "user",
+                    "plughost-no-such-key",
+                    null,
+                    0
+                ]),
+                eperm,
+                Some(Want::RefusedWith(&["ENOKEY"])),
+            ),
+            // A key type that does not exist: no key is added without the sandbox.
+            case(
+                "add_key",
+                json!([
+                    "syscall",
+                    libc::SYS_add_key,
+                    "plughost-no-such-type",
+                    "d",
+                    "x",
+                    1,
+                    KEY_SPEC_SESSION_KEYRING
+                ]),
+                eperm,
+                Some(Want::RefusedWith(&["ENODEV"])),
+            ),
+        ];
+        lab.install("no-perms", &[]);
+        lab.attack(level, "no-perms", &cases);
+    });
+}
+
+#[cfg(feature = "mcp-server")]
+/// The open-files limit of a `/proc/PID/limits`, soft and hard.
+fn open_files_limit(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/limits"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .to_owned()
+}
+
+#[cfg(feature = "mcp-server")]
+/// The nice value of a process (`/proc/PID/stat`, field 19).
+fn nice(pid: u32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    fields[16].parse().unwrap()
+}
+
+/// A plugin under `plughost serve` lowers neither its host's open-files
+/// limit nor its priority (by its parent's pid or by the pid plughost has),
+/// per call or as a worker, and the host goes on serving; its own limits
+/// and priority it may change. Without the sandbox the same call lowers
+/// the host's limit to 8.
+#[cfg(feature = "mcp-server")]
+#[test]
+fn a_plugin_changes_neither_the_limits_nor_the_priority_of_its_host() {
+    at_every_level(|lab, level| {
+        lab.install("no-perms", &[]);
+        let mut serve = lab.serve(level);
+        let pid = serve.pid();
+        let (limit, niceness) = (open_files_limit(pid), nice(pid));
+        let who = format!("{level:?} as {:?}", lab.user);
+        for tool in ["no_perms", "no_perms_w"] {
+            let got = serve.try_ops(
+                tool,
+                &[
+                    json!(["prlimit", "parent", 8]),
+                    json!(["prlimit", pid.to_string(), 8]),
+                    json!(["setpriority", "parent", 19]),
+                    json!(["setpriority", pid.to_string(), 19]),
+                    json!(["prlimit", "0", 32]),
+                    json!(["setpriority", "0", 19]),
+                ],
+            );
+            for (r, what) in got[..4].iter().zip([
+                "prlimit on the parent",
+                "prlimit on plughost's pid",
+                "setpriority on the parent",
+                "setpriority on plughost's pid",
+            ]) {
+                assert!(!Want::Ok.holds(r), "{what} ({tool}, {who}): {got:?}");
+            }
+            assert_eq!(got[4..], ["ok", "ok"], "its own ({tool}, {who})");
+            assert_eq!(open_files_limit(pid), limit, "{tool}, {who}");
+            assert_eq!(nice(pid), niceness, "{tool}, {who}");
+        }
+        // The host goes on serving, with every file it needs.
+        for _ in 0..3 {
+            for tool in ["no_perms", "no_perms_w"] {
+                let got = serve.try_ops(tool, &[json!(["open", "/dev/null"])]);
+                assert_eq!(got, ["ok"], "{who}");
+            }
+        }
+        drop(serve);
+        // Without the sandbox, the same call reaches the host.
+        let mut serve = lab.serve(Level::Unconfined);
+        let pid = serve.pid();
+        let got = serve.try_ops(
+            "no_perms",
+            &[
+                json!(["prlimit", pid.to_string(), 8]),
+                json!(["setpriority", pid.to_string(), 19]),
+            ],
+        );
+        assert_eq!(got, ["ok", "ok"], "without the sandbox ({who})");
+        assert!(
+            open_files_limit(pid)
+                .split_whitespace()
+                .filter(|w| *w == "8")
+                .count()
+                == 2,
+            "{}",
+            open_files_limit(pid)
+        );
+        assert_eq!(nice(pid), 19);
+    });
+}
+
+/// No device files: a character or block device in the data or temp folder
+/// is refused (as root too, where the kernel alone would allow it), a fifo
+/// is made.
+#[test]
+fn a_plugin_makes_no_device_files() {
+    at_every_level(|lab, level| {
+        let root = lab.root_user();
+        let made = |what| Some(if root { Want::Ok } else { what });
+        let cases = [
+            case(
+                "a character device in the data folder",
+                json!(["mknod", "chr", "$DATA/null", 1, 3]),
+                Want::Refused,
+                made(Want::RefusedWith(&["EPERM"])),
+            ),
+            case(
+                "a block device in the data folder",
+                json!(["mknod", "blk", "$DATA/loop", 7, 0]),
+                Want::Refused,
+                made(Want::RefusedWith(&["EPERM"])),
+            ),
+            case(
+                "a character device in the temp folder",
+                json!(["mknod", "chr", "$TMP/mem", 1, 1]),
+                Want::Refused,
+                made(Want::RefusedWith(&["EPERM"])),
+            ),
+            case(
+                "a fifo in the data folder",
+                json!(["mkfifo", "$DATA/fifo"]),
+                Want::Ok,
+                None,
+            ),
+        ];
+        lab.install("no-perms", &[]);
+        lab.confined(level, "no-perms", &cases, false);
+        let devices = devices_in(&lab.sandbox.state());
+        assert!(devices.is_empty(), "{level:?}, {:?}: {devices:?}", lab.user);
+        lab.unconfined("no-perms", &cases);
+    });
+}
+
+/// Character and block devices under `dir`.
+fn devices_in(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let kind = e.file_type().unwrap();
+        if kind.is_dir() {
+            found.extend(devices_in(&e.path()));
+        } else if kind.is_char_device() || kind.is_block_device() {
+            found.push(e.path());
+        }
+    }
+    found
+}
+
+/// No new namespaces: `unshare -U`, `clone(CLONE_NEWUSER)` and `clone3`
+/// (whose flags a filter cannot read) are refused; a plain fork works.
+#[test]
+fn a_plugin_makes_no_namespaces() {
+    at_every_level(|lab, level| {
+        let sigchld = libc::SIGCHLD as i64;
+        let new_user = libc::CLONE_NEWUSER as i64;
+        let cases = [
+            case(
+                "unshare -U",
+                json!(["run", "unshare", "-U", "true"]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "unshare(CLONE_NEWUSER)",
+                json!(["syscall", libc::SYS_unshare, new_user]),
+                Want::RefusedWith(&["EPERM"]),
+                None,
+            ),
+            case(
+                "clone(CLONE_NEWUSER)",
+                json!(["clone", libc::SYS_clone, new_user | sigchld]),
+                Want::RefusedWith(&["EPERM"]),
+                Some(Want::Ok),
+            ),
+            case(
+                "clone(CLONE_NEWNS)",
+                json!(["clone", libc::SYS_clone, libc::CLONE_NEWNS as i64 | sigchld]),
+                Want::RefusedWith(&["EPERM"]),
+                None,
+            ),
+            case(
+                "clone3",
+                json!(["syscall", libc::SYS_clone3, null, 0]),
+                Want::RefusedWith(&["ENOSYS"]),
+                Some(Want::RefusedWith(&["EINVAL"])),
+            ),
+            case(
+                "a plain fork",
+                json!(["clone", libc::SYS_clone, sigchld]),
+                Want::Ok,
+                Some(Want::Ok),
+            ),
+        ];
+        lab.install("no-perms", &[]);
+        lab.attack(level, "no-perms", &cases);
+    });
+}
+
+/// A sleeping process of the tests', whose command line a plugin must not
+/// read; killed on drop.
+struct Sleeper(Child);
+
+impl Sleeper {
+    fn new() -> Sleeper {
+        Sleeper(
+            Command::new("sleep")
+                .arg("1000.271828")
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `/proc` shows a plugin its own process and the machine's files, even
+/// with a grant that names `/proc`: not pid 1's command line, not its
+/// parent's environment (plughost's), not another process's command line.
+#[test]
+fn proc_shows_a_plugin_only_itself_and_the_machine() {
+    let sleeper = Sleeper::new();
+    let other = format!("/proc/{}/cmdline", sleeper.0.id());
+    at_every_level(|lab, level| {
+        let cases = [
+            case(
+                "pid 1's command line",
+                json!(["read", "/proc/1/cmdline"]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "another process's command line",
+                json!(["read", other]),
+                Want::Refused,
+                Some(Want::OkWith("1000.271828")),
+            ),
+            case(
+                "its parent's (plughost's) environment",
+                json!(["read", "/proc/$PPID/environ"]),
+                Want::Refused,
+                Some(Want::OkWith("HOME=")),
+            ),
+            case(
+                "/proc/cpuinfo",
+                json!(["read", "/proc/cpuinfo"]),
+                Want::Ok,
+                Some(Want::Ok),
+            ),
+            case(
+                "its own status",
+                json!(["read", "/proc/self/status"]),
+                Want::Ok,
+                Some(Want::Ok),
+            ),
+        ];
+        lab.install("proc-reader", &["filesystem:read:/proc"]);
+        lab.approve("proc-reader");
+        lab.attack(level, "proc-reader", &cases);
+        lab.install("reader", &["filesystem:read"]);
+        lab.attack(level, "reader", &cases);
+    });
+}
+
+/// An interpreter path spelled with `..` (`#!../../../usr/bin/python3`) is
+/// judged where it resolves: it opens nothing outside to a plugin without
+/// permissions.
+#[test]
+fn an_interpreter_spelled_with_dots_opens_nothing_outside() {
+    at_every_level(|lab, level| {
+        let secret = lab.root().join("secret.txt");
+        std::fs::write(&secret, "TOPSECRET").unwrap();
+        let shebang = format!("#!{}usr/bin/python3", "../".repeat(32));
+        let text = PROBE.replacen("#!/usr/bin/python3", &shebang, 1);
+        lab.install_text("dots", &[], &text);
+        let cases = [
+            case(
+                "a file outside its folders",
+                json!(["read", secret.display().to_string()]),
+                Want::Refused,
+                Some(Want::OkWith("TOPSECRET")),
+            ),
+            case(
+                "its data folder",
+                json!(["write", "$DATA/note"]),
+                Want::Ok,
+                Some(Want::Ok),
+            ),
+        ];
+        lab.attack(level, "dots", &cases);
+    });
+}
+
+fn git(args: &[&str]) {
+    let out = util::run({
+        let mut c = Command::new("git");
+        c.args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1");
+        c
+    });
+    assert!(out.status.success(), "git {args:?}: {}", util::stderr(&out));
+}
+
+/// Under a write grant over a git repository, nothing git reads for its
+/// configuration or hooks can be written: the `.git` folder (its config,
+/// hooks, a `commondir` that would move it, a submodule's hooks), the
+/// folder `core.hooksPath` names, a file `include.path` names, and the
+/// git folder a `.git` file points to; an ordinary file in the project can.
+/// That is the namespace level's (a read-only mount); with Landlock alone,
+/// `doctor` says the project files are not protected.
+#[test]
+fn git_configuration_and_hooks_stay_read_only_under_a_write_grant() {
+    if !util::prerequisite(
+        "git",
+        Command::new("git")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success()),
+    ) {
+        return;
+    }
+    at_every_level(|lab, level| {
+        let root = lab.root();
+        let proj = root.join("proj");
+        let p = |rel: &str| proj.join(rel).display().to_string();
+        git(&["init", "-q", &p("")]);
+        git(&["-C", &p(""), "config", "core.hooksPath", ".husky"]);
+        git(&["-C", &p(""), "config", "include.path", "../extra.gitconfig"]);
+        std::fs::create_dir_all(proj.join(".husky")).unwrap();
+        std::fs::write(proj.join("extra.gitconfig"), "[user]\n").unwrap();
+        std::fs::create_dir_all(proj.join(".git/modules/m/hooks")).unwrap();
+        // A checkout whose `.git` is a file naming its git folder.
+        let linked = root.join("linked");
+        let l = |rel: &str| linked.join(rel).display().to_string();
+        git(&["init", "-q", "--separate-git-dir", &l(".realgit"), &l("")]);
+        assert!(linked.join(".git").is_file());
+
+        let doctor = util::stdout(&util::run(lab.command(level, &["doctor"], false)));
+        let line = doctor
+            .lines()
+            .find(|l| l.contains("project .git/hooks"))
+            .unwrap_or_else(|| panic!("{doctor}"))
+            .to_owned();
+        lab.install("proj-writer", &[&format!("filesystem:write:{}", p(""))]);
+        lab.approve("proj-writer");
+        lab.install("linked-writer", &[&format!("filesystem:write:{}", l(""))]);
+        lab.approve("linked-writer");
+        let ordinary = [case(
+            "an ordinary file",
+            json!(["write", p("ordinary.txt")]),
+            Want::Ok,
+            Some(Want::Ok),
+        )];
+        if level == Level::LandlockOnly {
+            assert!(line.contains("NOT protected"), "{line}");
+            lab.confined(level, "proj-writer", &ordinary, false);
+            return;
+        }
+        assert!(line.contains("read-only"), "{line}");
+        let cases = [
+            case(
+                ".git/commondir",
+                json!(["write", p(".git/commondir")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                ".git/config",
+                json!(["append", p(".git/config")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "a new hook in .git/hooks",
+                json!(["write", p(".git/hooks/x")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "a submodule's hook",
+                json!(["write", p(".git/modules/m/hooks/x")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "a hook in core.hooksPath",
+                json!(["write", p(".husky/pre-commit")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "the file include.path names",
+                json!(["append", p("extra.gitconfig")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "an ordinary file",
+                json!(["write", p("ordinary.txt")]),
+                Want::Ok,
+                Some(Want::Ok),
+            ),
+        ];
+        lab.attack(level, "proj-writer", &cases);
+        let cases = [
+            case(
+                "a hook in the git folder a .git file names",
+                json!(["write", l(".realgit/hooks/pre-commit")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "the config in the git folder a .git file names",
+                json!(["append", l(".realgit/config")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "the .git file",
+                json!(["write", l(".git")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "an ordinary file",
+                json!(["write", l("ordinary.txt")]),
+                Want::Ok,
+                Some(Want::Ok),
+            ),
+        ];
+        lab.attack(level, "linked-writer", &cases);
+    });
+}
+
+/// The capability sets of a probe's `status` answer, by name.
+fn capabilities(status: &str) -> Vec<(String, String)> {
+    status
+        .trim_start_matches("ok:")
+        .split(';')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+/// As root, a plugin holds no capability in any set, nor does a program it
+/// runs (root's programs get none back), and `no_new_privs` is set; without
+/// the sandbox root's plugin holds them all.
+#[test]
+fn a_plugin_run_by_root_holds_no_capability() {
+    at_every_level(|lab, level| {
+        let root = lab.root_user();
+        lab.install("no-perms", &[]);
+        let ops = [json!(["status"]), json!(["child-caps"])];
+        for (how, got) in lab.try_ops(level, "no-perms", &ops, false) {
+            for (status, who) in got.iter().zip(["the plugin", "a program it runs"]) {
+                let caps = capabilities(status);
+                assert_eq!(caps.len(), 6, "{status}");
+                for (k, v) in &caps {
+                    let want = match k.as_str() {
+                        "NoNewPrivs" => "1",
+                        // Without capabilities, nobody's bounding set is
+                        // not its to drop (and no_new_privs keeps it unused).
+                        "CapBnd" if !root => continue,
+                        _ => "0000000000000000",
+                    };
+                    assert_eq!(v, want, "{k} of {who} ({how}, {level:?}, {:?})", lab.user);
+                }
+            }
+        }
+        if root {
+            for (how, got) in lab.try_ops(Level::Unconfined, "no-perms", &ops[..1], false) {
+                let caps = capabilities(&got[0]);
+                let eff = caps.iter().find(|(k, _)| k == "CapEff").unwrap();
+                assert_ne!(eff.1, "0000000000000000", "without the sandbox ({how})");
+            }
+        }
+    });
+}
