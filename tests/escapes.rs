@@ -1191,7 +1191,7 @@ fn git_configuration_and_hooks_stay_read_only_under_a_write_grant() {
         let doctor = util::stdout(&util::run(lab.command(level, &["doctor"], false)));
         let line = doctor
             .lines()
-            .find(|l| l.contains("project .git/hooks"))
+            .find(|l| l.contains("project .git and MCP configs"))
             .unwrap_or_else(|| panic!("{doctor}"))
             .to_owned();
         lab.install("proj-writer", &[&format!("filesystem:write:{}", p(""))]);
