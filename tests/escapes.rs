@@ -138,6 +138,12 @@ def one(op, *args):
         os.mknod(path(args[1]), kind | 0o600, os.makedev(args[2], args[3]))
     elif op == "mkfifo":
         os.mkfifo(path(args[0]))
+    elif op == "daemon":
+        # A shell in a session of its own that appends to the file every
+        # 20 ms, left running.
+        subprocess.Popen(["/bin/sh", "-c", 'while :; do echo x >> "$0"; sleep 0.02; done',
+                          path(args[0])], start_new_session=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     elif op == "status":
         with open("/proc/self/status") as f:
             return caps(f.read())
@@ -450,8 +456,53 @@ impl Lab {
     /// `plughost serve` at `level`, initialized.
     #[cfg(feature = "mcp-server")]
     fn serve(&self, level: Level) -> Serve {
-        let mut child = self
-            .command(level, &["serve"], false)
+        self.serve_with(self.command(level, &["serve"], false))
+    }
+
+    /// `plughost serve` at `level` under a reaper of its own: a process
+    /// that adopts and reaps whatever plughost leaves when it is killed
+    /// (this test process is a child subreaper for other tests, whose
+    /// zombies those would become). The reaper's pid is `Serve::pid`; the
+    /// second value is plughost's.
+    #[cfg(feature = "mcp-server")]
+    fn serve_under_reaper(&self, level: Level) -> (Serve, i32) {
+        const REAPER: &str = "import ctypes, os, sys
+ctypes.CDLL(None).prctl(36, 1)
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+open(sys.argv[1], 'w').write(str(pid))
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+";
+        let inner = self.command(level, &["serve"], false);
+        let pidfile = self.root().join("plughost.pid");
+        let mut c = Command::new("/usr/bin/python3");
+        c.args(["-c", REAPER])
+            .arg(&pidfile)
+            .arg(inner.get_program())
+            .args(inner.get_args());
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        let serve = self.serve_with(c);
+        let pid = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        (serve, pid)
+    }
+
+    #[cfg(feature = "mcp-server")]
+    fn serve_with(&self, mut command: Command) -> Serve {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -497,6 +548,19 @@ struct Serve {
 impl Serve {
     fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Waits for the reaper of [`Lab::serve_under_reaper`] to exit, which
+    /// it does once everything plughost left has ended.
+    fn wait_for_reaper(mut self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "plughost left processes that do not end"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     fn send(&mut self, message: Value) {
@@ -1326,6 +1390,124 @@ fn a_plugin_run_by_root_holds_no_capability() {
                 let eff = caps.iter().find(|(k, _)| k == "CapEff").unwrap();
                 assert_ne!(eff.1, "0000000000000000", "without the sandbox ({how})");
             }
+        }
+    });
+}
+
+/// Whether `file` grows within 300 ms.
+fn grows(file: &Path) -> bool {
+    let size = || std::fs::metadata(file).map_or(0, |m| m.len());
+    let before = size();
+    std::thread::sleep(Duration::from_millis(300));
+    size() > before
+}
+
+/// The (pid, parent, process group) of every process.
+fn processes() -> Vec<(i32, i32, i32)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<i32>().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+            Some((
+                pid,
+                fields.get(1)?.parse().ok()?,
+                fields.get(2)?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Kills the process group of every process whose command line names
+/// `file` (the daemons an attack left where nothing stops them), and reaps
+/// the members that became this process's children: it is a child
+/// subreaper while other tests run, whose zombies they would be.
+fn kill_writers_of(file: &Path) {
+    let name = file.to_string_lossy().into_owned();
+    let mut groups = Vec::new();
+    for (pid, _, pgid) in processes() {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&name) {
+            // SAFETY: killpg takes integers and touches no memory.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+            groups.push(pgid);
+        }
+    }
+    let me = std::process::id() as i32;
+    for _ in 0..100 {
+        let ours: Vec<i32> = processes()
+            .into_iter()
+            .filter(|(_, parent, pgid)| *parent == me && groups.contains(pgid))
+            .map(|(pid, ..)| pid)
+            .collect();
+        if ours.is_empty() {
+            return;
+        }
+        for pid in ours {
+            // SAFETY: waitpid takes an integer and a null status pointer;
+            // it returns at once for a child that has not exited.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Nothing a plugin starts outlives what started it, even in a session of
+/// its own: not a call (per call, and through `serve`), and not plughost
+/// itself, killed with SIGKILL while a worker's daemon runs. That holds at
+/// the namespace level (a PID namespace per process); with Landlock alone
+/// the daemon lives on, as `doctor` and docs/sandbox.md say, and this shows
+/// it (and without the sandbox).
+#[cfg(feature = "mcp-server")]
+#[test]
+fn nothing_a_plugin_starts_outlives_its_call_or_its_host() {
+    at_every_level(|lab, level| {
+        lab.install("no-perms", &[]);
+        let who = format!("{level:?} as {:?}", lab.user);
+        let data = |folder: &str| lab.sandbox.state().join("data").join(folder);
+        let held = level == Level::Namespaces;
+        for level in [level, Level::Unconfined] {
+            let held = held && level != Level::Unconfined;
+            // Per call, through `plughost call`.
+            let beat = data("no-perms").join("beat-call");
+            let input = json!({"ops": [["daemon", "$DATA/beat-call"]]}).to_string();
+            let out = util::run(lab.command(level, &["--json", "call", "no_perms", &input], false));
+            assert_eq!(results(&out), ["ok"], "{who}");
+            assert_eq!(
+                !grows(&beat),
+                held,
+                "a daemon after its call ({level:?}, {who})"
+            );
+            kill_writers_of(&beat);
+            // Per call and as a worker, through `serve`; then plughost dies.
+            let (mut serve, plughost) = lab.serve_under_reaper(level);
+            let got = serve.try_ops("no_perms", &[json!(["daemon", "$DATA/beat-serve"])]);
+            assert_eq!(got, ["ok"], "{who}");
+            let beat = data("no-perms").join("beat-serve");
+            assert_eq!(
+                !grows(&beat),
+                held,
+                "a daemon after its call in serve ({level:?}, {who})"
+            );
+            kill_writers_of(&beat);
+            let got = serve.try_ops("no_perms_w", &[json!(["daemon", "$DATA/beat-worker"])]);
+            assert_eq!(got, ["ok"], "{who}");
+            let beat = data("no-perms-w").join("beat-worker");
+            assert!(
+                grows(&beat),
+                "the worker's daemon runs while its worker does ({who})"
+            );
+            // SAFETY: kill takes integers and touches no memory.
+            unsafe { libc::kill(plughost, libc::SIGKILL) };
+            assert_eq!(
+                !grows(&beat),
+                held,
+                "a worker's daemon after plughost was killed ({level:?}, {who})"
+            );
+            kill_writers_of(&beat);
+            serve.wait_for_reaper();
         }
     });
 }

@@ -35,7 +35,9 @@ use crate::plugins::manifest::{EnvVarName, Manifest, Permission, Protocol, ToolS
 
 pub use crate::error::Requirement;
 pub use approver::{Approver, BoxFuture, TerminalApprover};
-pub(crate) use decide::{Standing, Tier, may_list_before_approval, protected_note, tier};
+#[cfg(feature = "mcp-plugins")]
+pub(crate) use decide::may_list_before_approval;
+pub(crate) use decide::{Standing, Tier, protected_note, tier};
 pub use store::ApprovalError;
 pub(crate) use store::ApprovalStore;
 pub(crate) use view::{ApprovalView, Offer};

@@ -89,7 +89,11 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     );
     say!(
         "  processes a plugin leaves behind                   {}",
-        "killed with its process group; NOT held: one that leaves its session (setsid) outlives the call"
+        if support.processes_contained {
+            "killed with the call, even one that left its session, and when plughost exits (a PID namespace per process)"
+        } else {
+            "killed with its process group; NOT held: one that leaves its session (setsid) outlives the call, and plughost"
+        }
     );
     for note in &support.notes {
         say!("  note: {note}");

@@ -22,8 +22,10 @@
 //!   through the group guard.
 //!
 //! # Caveats
-//! - A process that leaves the group (`setsid`, `setpgid`) escapes the kill; the
-//!   sandbox is the place to prevent that.
+//! - A process that leaves the group (`setsid`, `setpgid`) escapes the group
+//!   kill. Where the sandbox joins a user namespace, every confined process
+//!   is in a PID namespace of its own, which ends with it (`spawn_linux.rs`);
+//!   elsewhere such a process outlives the call.
 //! - Killed grandchildren are reaped by the host only when it is a child
 //!   subreaper ([`become_subreaper`], Linux only); otherwise by init.
 

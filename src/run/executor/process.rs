@@ -65,6 +65,9 @@ pub(crate) struct Process {
 /// The real leader: a child in its own process group.
 pub(crate) struct Group {
     pgid: u32,
+    /// The plugin's own pid (the group's leader may be its PID namespace's
+    /// init, see `spawn_linux.rs`).
+    pid: u32,
     reaper: Reaper,
     watch: ExitWatch,
     guard: GroupGuard,
@@ -77,7 +80,11 @@ enum Reaper {
         not(target_os = "linux"),
         expect(dead_code, reason = "Linux's spawn only")
     )]
-    Pid,
+    Pid {
+        /// The leader is a PID namespace's init: the plugin's own status
+        /// comes on this pipe (see `spawn_linux.rs`).
+        status: Option<std::os::fd::OwnedFd>,
+    },
     /// The runtime does (the standard library's spawn).
     Runtime(tokio::process::Child),
 }
@@ -141,7 +148,8 @@ impl Process {
             },
             group: Group {
                 pgid: s.pid,
-                reaper: Reaper::Pid,
+                pid: s.plugin_pid,
+                reaper: Reaper::Pid { status: s.status },
                 watch,
                 guard,
             },
@@ -179,6 +187,7 @@ impl Process {
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let group = Group {
             pgid,
+            pid: pgid,
             reaper: Reaper::Runtime(child),
             watch: ExitWatch::new(pgid),
             guard,
@@ -201,7 +210,18 @@ impl Process {
 }
 
 impl Group {
+    /// The plugin's pid, as this host's `/proc` names it.
     pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The id of the group the host signals (its leader may be the
+    /// plugin's PID namespace's init, not the plugin).
+    #[cfg_attr(
+        not(feature = "mcp-plugins"),
+        expect(dead_code, reason = "used by MCP servers run as plugins")
+    )]
+    pub(crate) fn id(&self) -> u32 {
         self.pgid
     }
 }
@@ -222,9 +242,15 @@ impl Leader for Group {
     async fn reap(&mut self) -> io::Result<ExitStatus> {
         match &mut self.reaper {
             Reaper::Runtime(child) => child.wait().await,
-            Reaper::Pid => {
+            Reaper::Pid { status } => {
                 self.watch.exited().await;
-                unix::reap_exited(self.pgid).await
+                let own = unix::reap_exited(self.pgid).await?;
+                // The plugin's status when its init reported it; the init's
+                // own (killed by the host) otherwise.
+                Ok(status
+                    .take()
+                    .and_then(|fd| unix::read_status(&fd))
+                    .unwrap_or(own))
             }
         }
     }

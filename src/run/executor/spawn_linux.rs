@@ -23,6 +23,13 @@
 //!
 //! Kernels without `CLONE_PIDFD` (before 5.2) refuse the flags; the caller then
 //! falls back to the standard library's spawn (see `process.rs`).
+//!
+//! Where the sandbox joins a user namespace, the plugin also gets a PID
+//! namespace of its own, so that nothing it starts outlives it (not even a
+//! process that left its session): the child makes the namespace and clones
+//! its first process as the host's child (`CLONE_PARENT`), which clones the
+//! plugin, then `exec`s `plughost-init` (see `init.rs`). The host watches and
+//! signals that first process; the plugin's status comes back on a pipe.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -36,7 +43,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
 
-use crate::run::sandbox::{self, ChildSteps};
+use crate::run::sandbox::{self, ChildSteps, init};
 
 /// The child's stack. It runs a few dozen system calls in one frame.
 const CHILD_STACK: usize = 64 * 1024;
@@ -47,11 +54,18 @@ static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
 /// A child that has exec'd: its pid, a pidfd for it, and the parent's ends of
 /// its stdin, stdout and stderr pipes.
 pub(super) struct Spawned {
+    /// The process the host watches and signals (its group's id).
     pub pid: u32,
+    /// The plugin's own pid, as the host sees it: `pid` unless that is
+    /// the init of the plugin's PID namespace.
+    pub plugin_pid: u32,
     pub pidfd: OwnedFd,
     pub stdin: OwnedFd,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
+    /// In a PID namespace, `pid` is the namespace's init: this pipe brings
+    /// the plugin's wait status (4 bytes, written as the plugin ends).
+    pub status: Option<OwnedFd>,
 }
 
 /// What the child does, built by the parent before `clone`. It owns what
@@ -72,6 +86,17 @@ struct Plan {
     _child_ends: [OwnedFd; 3],
     /// Keeps the ruleset and namespace descriptors `sandbox` names open.
     _confinement: Option<sandbox::Prepared>,
+    /// A PID namespace of its own, under `plughost-init`.
+    init: Option<InitPlan>,
+}
+
+/// What the namespace's first process needs: descriptors that stay open
+/// across the spawn (the image and lifeline are the host's for good).
+struct InitPlan {
+    image: RawFd,
+    lifeline: RawFd,
+    /// The write end of the status pipe, which the init gets as descriptor 3.
+    status: OwnedFd,
 }
 
 // SAFETY: the raw pointers in `argv` and `envp` point into heap buffers the
@@ -92,6 +117,8 @@ enum Step {
     Chdir,
     Sandbox,
     Exec,
+    PidNamespace,
+    Init,
 }
 
 impl Step {
@@ -104,6 +131,8 @@ impl Step {
             5 => Step::Namespaces,
             6 => Step::Chdir,
             7 => Step::Sandbox,
+            9 => Step::PidNamespace,
+            10 => Step::Init,
             _ => Step::Exec,
         }
     }
@@ -118,6 +147,8 @@ impl Step {
             Step::Chdir => "cannot enter the plugin's folder",
             Step::Sandbox => "cannot confine the plugin",
             Step::Exec => "cannot run the plugin",
+            Step::PidNamespace => "cannot give the plugin a PID namespace of its own",
+            Step::Init => "cannot start plughost-init in the plugin's PID namespace",
         }
     }
 }
@@ -129,6 +160,12 @@ struct Shared<'a> {
     plan: &'a Plan,
     errno: c_int,
     step: u32,
+    /// With a PID namespace: the tops of the stacks its first process and
+    /// the plugin run on before their `exec`, and the first process's pid
+    /// (in the host's namespace), which the child learns.
+    init_stack: *mut c_void,
+    plugin_stack: *mut c_void,
+    init_pid: c_int,
 }
 
 /// Starts `program` with `args`, exactly the environment `env`, in `cwd`, in a
@@ -187,6 +224,22 @@ pub(super) async fn spawn(
     let (stdout, stdout_child) = pipe()?;
     let (stderr, stderr_child) = pipe()?;
     let confinement = sandbox.filter(|s| !s.is_empty()).cloned();
+    let steps = confinement.as_ref().map(sandbox::Prepared::child_steps);
+    let joins_user = steps
+        .and_then(|s| s.joins)
+        .is_some_and(|joins| joins.user >= 0);
+    let (status, init) = match init::get() {
+        Ok(init) if joins_user => {
+            let (read, write) = pipe()?;
+            let plan = InitPlan {
+                image: init.image(),
+                lifeline: init.lifeline(),
+                status: write,
+            };
+            (Some(read), Some(plan))
+        }
+        _ => (None, None),
+    };
     let mut plan = Plan {
         program,
         argv,
@@ -197,10 +250,11 @@ pub(super) async fn spawn(
             stdout_child.as_raw_fd(),
             stderr_child.as_raw_fd(),
         ],
-        sandbox: confinement.as_ref().map(sandbox::Prepared::child_steps),
+        sandbox: steps,
         _strings: strings,
         _child_ends: [stdin_child, stdout_child, stderr_child],
         _confinement: confinement,
+        init,
     };
     let spawned = match filtered_spawner(&mut plan) {
         Some(spawner) => spawner.run(plan).await?,
@@ -209,13 +263,28 @@ pub(super) async fn spawn(
     let Some((pid, pidfd)) = spawned else {
         return Ok(None);
     };
+    let plugin_pid = if status.is_some() {
+        only_child(pid).unwrap_or(pid)
+    } else {
+        pid
+    };
     Ok(Some(Spawned {
         pid,
+        plugin_pid,
         pidfd,
         stdin,
         stdout,
         stderr,
+        status,
     }))
+}
+
+/// The one child of `pid` (an init that has started the plugin and nothing
+/// else yet), from `/proc`; `None` if the plugin is already gone or this
+/// kernel does not list children.
+fn only_child(pid: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    children.split_whitespace().next()?.parse().ok()
 }
 
 /// Threads that spawn children which inherit their seccomp filter.
@@ -458,29 +527,38 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 /// and pidfd) or failed (reaped, the failing step as the error). `Ok(None)`:
 /// the kernel does not know `CLONE_PIDFD`.
 fn clone_and_exec(plan: &Plan) -> io::Result<Option<(u32, OwnedFd)>> {
-    // Each thread keeps its stack for the next spawn: mapping and unmapping
+    // Each thread keeps its stacks for the next spawn: mapping and unmapping
     // one per spawn costs page faults and, in a multi-threaded host, a TLB
     // shootdown on every CPU. A thread spawns one child at a time (it waits
-    // until the child has exec'd), so the stack is free again on return.
-    let stack = SPARE_STACK
-        .try_with(|spare| spare.take())
-        .ok()
-        .flatten()
-        .map_or_else(Stack::new, Ok)?;
-    let spawned = clone_on(plan, &stack);
-    let _ = SPARE_STACK.try_with(|spare| spare.set(Some(stack)));
+    // until the child has exec'd), so the stacks are free again on return.
+    let stacks = if plan.init.is_some() { 3 } else { 1 };
+    let mut spare = SPARE_STACKS.try_with(Cell::take).unwrap_or_default();
+    while spare.len() < stacks {
+        spare.push(Stack::new()?);
+    }
+    let spawned = clone_on(plan, &spare[..stacks]);
+    let _ = SPARE_STACKS.try_with(|cell| cell.set(spare));
     spawned
 }
 
 thread_local! {
-    static SPARE_STACK: Cell<Option<Stack>> = const { Cell::new(None) };
+    static SPARE_STACKS: Cell<Vec<Stack>> = const { Cell::new(Vec::new()) };
 }
 
-fn clone_on(plan: &Plan, stack: &Stack) -> io::Result<Option<(u32, OwnedFd)>> {
+/// Clones the child on `stacks[0]`. With three stacks (a PID namespace), the
+/// child makes the namespace, clones its first process on `stacks[1]` as a
+/// child of this process (`CLONE_PARENT`), which clones the plugin on
+/// `stacks[2]`; the child exits once the first process has exec'd
+/// `plughost-init`. What is returned is that first process; the child is
+/// reaped here.
+fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<(u32, OwnedFd)>> {
     let mut shared = Shared {
         plan,
         errno: 0,
         step: 0,
+        init_stack: stacks.get(1).map_or(ptr::null_mut(), Stack::top),
+        plugin_stack: stacks.get(2).map_or(ptr::null_mut(), Stack::top),
+        init_pid: -1,
     };
     // Every signal blocked in this thread across the clone: the child
     // inherits the mask, so no handler of the host can run on its stack
@@ -496,14 +574,14 @@ fn clone_on(plan: &Plan, stack: &Stack) -> io::Result<Option<(u32, OwnedFd)>> {
     let mut pidfd: c_int = -1;
     // SAFETY: `child_main` gets a pointer to `shared`, which lives until this
     // function returns; CLONE_VFORK suspends this thread until the child has
-    // exec'd or exited, so the child's use of `shared`, `plan` and the stack
+    // exec'd or exited, so the child's use of `shared`, `plan` and the stacks
     // ends before either is touched again or freed. The stack pointer is the
     // top of a mapping the child alone uses. With CLONE_PIDFD, clone(2)
     // stores the pidfd through the parent_tid argument, which is `pidfd`.
     let pid = unsafe {
         libc::clone(
             child_main,
-            stack.top(),
+            stacks[0].top(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
             (&raw mut shared).cast(),
             &raw mut pidfd,
@@ -525,25 +603,53 @@ fn clone_on(plan: &Plan, stack: &Stack) -> io::Result<Option<(u32, OwnedFd)>> {
     // happened before this thread was resumed.
     // SAFETY: `shared` is a valid local; volatile reads keep the compiler
     // from assuming the clone call left it unchanged.
-    let (errno, step) = unsafe {
+    let (errno, step, init_pid) = unsafe {
         (
             ptr::read_volatile(&raw const shared.errno),
             ptr::read_volatile(&raw const shared.step),
+            ptr::read_volatile(&raw const shared.init_pid),
         )
     };
+    if plan.init.is_some() {
+        // The child only made the namespace and its first process, and
+        // exited; that process is ours (CLONE_PARENT).
+        drop(pidfd);
+        reap_failed(pid);
+        if errno == 0 && init_pid > 0 {
+            // Only this process can reap it, so its pid is still its own.
+            // SAFETY: pidfd_open takes a pid and flags and returns a new
+            // descriptor or -1.
+            let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, init_pid, 0) };
+            if raw >= 0 {
+                // SAFETY: a descriptor we own, just returned by the kernel.
+                let init_pidfd = unsafe { OwnedFd::from_raw_fd(raw as RawFd) };
+                return Ok(Some((init_pid as u32, init_pidfd)));
+            }
+            let error = io::Error::last_os_error();
+            kill_and_reap(init_pid as u32);
+            return Err(error);
+        }
+        if init_pid > 0 {
+            reap_failed(init_pid);
+        }
+        let errno = if errno == 0 { libc::ECHILD } else { errno };
+        return Err(step_error(Step::from_u32(step), errno));
+    }
     if errno == 0 {
         return Ok(Some((pid as u32, pidfd)));
     }
     reap_failed(pid);
-    let step = Step::from_u32(step);
+    Err(step_error(Step::from_u32(step), errno))
+}
+
+/// The error of a child's failed step (a failed `exec` keeps the bare errno,
+/// so `ETXTBSY` and `ENOENT` read as they do from the standard library).
+fn step_error(step: Step, errno: c_int) -> io::Error {
     let error = io::Error::from_raw_os_error(errno);
     if step == Step::Exec {
-        return Err(error);
+        return error;
     }
-    Err(io::Error::new(
-        error.kind(),
-        format!("{}: {error}", step.describe()),
-    ))
+    io::Error::new(error.kind(), format!("{}: {error}", step.describe()))
 }
 
 /// Kills the process group of a child nobody took over, and reaps it.
@@ -704,6 +810,153 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                 fail(shared, Step::Namespaces, rc);
             }
         }
+        let init_stack = (*shared).init_stack;
+        if init_stack.is_null() {
+            confine_and_exec(shared);
+        }
+        // A PID namespace (this process stays in the host's; its children
+        // are made in the new one). Its first process must be this one's
+        // sibling, a child of the host (CLONE_PARENT): this one exits below.
+        if libc::unshare(libc::CLONE_NEWPID) != 0 {
+            fail(shared, Step::PidNamespace, errno());
+        }
+        let init = libc::clone(
+            init_main,
+            init_stack,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PARENT | libc::SIGCHLD,
+            arg,
+        );
+        if init < 0 {
+            fail(shared, Step::PidNamespace, errno());
+        }
+        // Resumed once the first process has exec'd or failed (it wrote
+        // its step into `shared` then).
+        ptr::write_volatile(&raw mut (*shared).init_pid, init);
+        libc::_exit(0)
+    }
+}
+
+/// The first process of the plugin's PID namespace, cloned by
+/// [`child_main`]: a session of its own (the host signals its group), the
+/// plugin as its child, then `plughost-init` with the plugin's pid.
+extern "C" fn init_main(arg: *mut c_void) -> c_int {
+    let shared = arg.cast::<Shared<'_>>();
+    // SAFETY: `arg` is the host's `shared`, valid while the host thread is
+    // suspended, which it is until `child_main`'s process exits, after this
+    // one has exec'd or exited (CLONE_VFORK). Every call is a libc wrapper
+    // of one system call on the plan, which the host keeps alive, or on
+    // locals of this frame.
+    unsafe {
+        let plan = (*shared).plan;
+        let Some(init) = &plan.init else {
+            fail(shared, Step::Init, libc::EINVAL)
+        };
+        if libc::setsid() < 0 {
+            fail(shared, Step::ProcessGroup, errno());
+        }
+        let plugin = libc::clone(
+            plugin_main,
+            (*shared).plugin_stack,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            arg,
+        );
+        if plugin < 0 {
+            fail(shared, Step::PidNamespace, errno());
+        }
+        if ptr::read_volatile(&raw const (*shared).errno) != 0 {
+            // The plugin failed a step and said which; its namespace ends
+            // with this process.
+            libc::_exit(127);
+        }
+        // The plugin has its stdio; the init has the status pipe as 3 and
+        // the lifeline as 4, and nothing else (the rest is close-on-exec).
+        // Each copied above 4 first: any of them may be at 3 or 4 already
+        // (and be overwritten by the `dup2`s), and `dup2` onto the same
+        // number would leave it close-on-exec.
+        let status = libc::fcntl(init.status.as_raw_fd(), libc::F_DUPFD, 5);
+        let lifeline = libc::fcntl(init.lifeline, libc::F_DUPFD, 5);
+        let image = libc::fcntl(init.image, libc::F_DUPFD_CLOEXEC, 5);
+        if status < 0
+            || lifeline < 0
+            || image < 0
+            || libc::dup2(status, 3) < 0
+            || libc::dup2(lifeline, 4) < 0
+        {
+            fail(shared, Step::Init, errno());
+        }
+        libc::close(status);
+        libc::close(lifeline);
+        for fd in 0..3 {
+            libc::close(fd);
+        }
+        // The init's own confinement: no capability, no new privileges, no
+        // namespace; not the plugin's Landlock domain, so the plugin cannot
+        // trace it (Landlock refuses tracing a process outside its domain).
+        if let Some(steps) = &plan.sandbox {
+            let own = ChildSteps {
+                ruleset: None,
+                proc_self: 0,
+                ..*steps
+            };
+            let rc = sandbox::enforce(&own);
+            if rc != 0 {
+                fail(shared, Step::Sandbox, rc);
+            }
+        }
+        // argv: the name, and the plugin's pid in the namespace.
+        let mut digits = [0u8; 12];
+        let mut start = digits.len() - 1;
+        let mut n = plugin as u32;
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let argv = [
+            c"plughost-init".as_ptr(),
+            digits[start..].as_ptr().cast(),
+            ptr::null(),
+        ];
+        let envp = [ptr::null::<libc::c_char>()];
+        libc::syscall(
+            libc::SYS_execveat,
+            image,
+            c"".as_ptr(),
+            argv.as_ptr(),
+            envp.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        );
+        fail(shared, Step::Init, errno())
+    }
+}
+
+/// The plugin in a PID namespace, cloned by [`init_main`].
+extern "C" fn plugin_main(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the host's `shared`, valid while the host thread is
+    // suspended, which it is until this process has exec'd or exited
+    // (CLONE_VFORK, twice over).
+    unsafe {
+        let shared = arg.cast::<Shared<'_>>();
+        // In the session of the init until now: one of its own again.
+        if libc::setsid() < 0 {
+            fail(shared, Step::ProcessGroup, errno());
+        }
+        confine_and_exec(shared)
+    }
+}
+
+/// The child's last steps: its folder, the confinement, `exec`.
+///
+/// # Safety
+/// Only in the child, with `shared` the parent's [`Shared`].
+unsafe fn confine_and_exec(shared: *mut Shared<'_>) -> ! {
+    // SAFETY: as in `child_main`: libc wrappers of single system calls on
+    // the parent's live plan and locals of this frame.
+    unsafe {
+        let plan = (*shared).plan;
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             fail(shared, Step::Chdir, errno());
         }

@@ -142,6 +142,32 @@ pub(super) async fn reap_exited(pid: u32) -> io::Result<std::process::ExitStatus
     }
 }
 
+/// The wait status a PID namespace's init wrote on `fd` before it exited,
+/// if it wrote one.
+#[cfg_attr(
+    not(target_os = "linux"),
+    expect(dead_code, reason = "Linux's spawn only")
+)]
+pub(super) fn read_status(fd: &std::os::fd::OwnedFd) -> Option<std::process::ExitStatus> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = [0u8; 4];
+    loop {
+        // SAFETY: `status` is valid for writes of 4 bytes; the init exited,
+        // so the read does not wait.
+        let n = unsafe { libc::read(fd.as_raw_fd(), status.as_mut_ptr().cast(), 4) };
+        if n == 4 {
+            return Some(std::process::ExitStatus::from_raw(i32::from_ne_bytes(
+                status,
+            )));
+        }
+        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        return None;
+    }
+}
+
 /// Kills group `pgid` with SIGKILL and reaps what it can, repeating briefly so a
 /// process forked during the first signal is caught by the next. Bounded to a
 /// few tens of milliseconds; children of ours still dying then are left to the

@@ -402,8 +402,12 @@ impl Confinement {
             }
         }
         let net = egress.and_then(|e| e.netns.clone());
-        let namespaces =
-            (mnt.is_some() || net.is_some()).then(|| Arc::new(Namespaces { mnt, net }));
+        // A PID namespace for each process wherever the user namespace
+        // works: the processes join it even when they need no other.
+        enforcement.processes_contained =
+            policy.namespaces && namespace::user().is_ok() && super::init::available().is_ok();
+        let namespaces = (mnt.is_some() || net.is_some() || enforcement.processes_contained)
+            .then(|| Arc::new(Namespaces { mnt, net }));
         Ok(Confinement {
             handled,
             rules,

@@ -15,7 +15,7 @@
 //! | when | on Linux | mechanism |
 //! |---|---|---|
 //! | no `filesystem:read` | reads only the system (`/usr`, `/etc`, `/lib*`, `/opt`, `/nix`, `/sys`, a few global `/proc` files), the `#!` interpreter's install prefix, interpreter managers under the home folder (`~/.pyenv`, `~/.nvm`, …), its own `/proc/PID`, and the plugin, data and temp folders | Landlock (ABI 1+) |
-//! | no `filesystem:write` | writes only the data and temp folders and `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom`, `/dev/tty` | Landlock (ABI 1+) |
+//! | no `filesystem:write` | writes only the data and temp folders and `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom` (never a terminal) | Landlock (ABI 1+) |
 //! | no `filesystem:write` (even with `filesystem:read`) | cannot read other processes' `/proc/PID` files: the host's environment holds the API keys plugins must not see | Landlock (ABI 1+) |
 //! | no `network` | no TCP connect or bind | Landlock (ABI 4+) |
 //! | no `network` | `socket(2)` fails for every family (UDP, raw, unix, netlink); no `io_uring` | seccomp filter |
@@ -65,7 +65,9 @@
 //! - Namespaces are made once (the host's user namespace), once per plugin
 //!   version (the egress proxy's network namespace) or once per
 //!   confinement (the mount namespace), never per process: a child only
-//!   joins them (`setns`), see `namespace.rs`. Where user namespaces do not
+//!   joins them (`setns`), see `namespace.rs`. The exception is the PID
+//!   namespace each process gets where the user namespace works, under
+//!   `plughost-init` ([`init`]), so that nothing it starts outlives it. Where user namespaces do not
 //!   work (some distributions forbid them) or are switched off
 //!   (`PLUGHOST_NO_NAMESPACES`), host grants fall back to the proxy's port
 //!   and project files are not protected; [`Enforcement`] and [`support`]
@@ -85,6 +87,8 @@ use crate::plugins::manifest::Permission;
 
 #[cfg(target_os = "linux")]
 mod child;
+#[cfg(target_os = "linux")]
+pub(crate) mod init;
 #[cfg(target_os = "linux")]
 mod namespace;
 #[cfg(target_os = "linux")]
@@ -238,6 +242,9 @@ pub(crate) struct Enforcement {
     /// The project files that run later under its write grants are
     /// read-only (a mount namespace).
     pub projects_read_only: bool,
+    /// Its processes are in a PID namespace of their own, so nothing it
+    /// starts outlives it (user namespaces and `plughost-init`).
+    pub processes_contained: bool,
     /// What was wanted but could not be enforced here, in words.
     pub not_enforced: Vec<String>,
 }
@@ -288,6 +295,10 @@ pub struct SandboxSupport {
     /// The project files that run later (`.git/hooks`, MCP configurations)
     /// under a write grant can be kept read-only (a mount namespace).
     pub projects_read_only: bool,
+    /// Each plugin's processes are in a PID namespace of their own: what a
+    /// call starts ends with it, even what left its session, and also when
+    /// the host exits.
+    pub processes_contained: bool,
     /// What is degraded or advisory, one sentence each.
     pub notes: Vec<String>,
 }

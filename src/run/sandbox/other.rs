@@ -96,6 +96,7 @@ pub(crate) fn support(_namespaces: bool) -> SandboxSupport {
         user_namespaces: false,
         host_grants: NetLevel::Advisory,
         projects_read_only: false,
+        processes_contained: false,
         notes: vec!["no sandbox on this platform: every permission is advisory".into()],
     }
 }

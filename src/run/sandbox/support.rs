@@ -27,6 +27,7 @@ pub(super) fn expected(
         signals_scoped: v >= 6,
         network_level: None,
         projects_read_only: false,
+        processes_contained: false,
         not_enforced: Vec::new(),
     };
     if v == 0 {
@@ -120,6 +121,16 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
     } else {
         NetLevel::Advisory
     };
+    let processes_contained = user_namespaces
+        && match super::init::available() {
+            Ok(()) => true,
+            Err(why) => {
+                notes.push(format!(
+                    "{why}: a process a plugin starts that leaves its session outlives the call"
+                ));
+                false
+            }
+        };
     notes.push("shell:exec, clipboard and notifications are advisory".into());
     SandboxSupport {
         landlock_abi: abi,
@@ -130,6 +141,7 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
         user_namespaces,
         host_grants,
         projects_read_only: user_namespaces,
+        processes_contained,
         notes,
     }
 }

@@ -64,6 +64,8 @@ pub(crate) struct Slot {
 pub(crate) struct Server {
     session: McpSession,
     pid: u32,
+    /// The process group the host signals (see `Group::id`).
+    group_id: u32,
     /// Cancelled once the process has exited (or is being ended).
     died: CancellationToken,
     /// Tells the keeper how to end the process.
@@ -325,6 +327,7 @@ impl Slot {
             }
         };
         let pid = group.pid();
+        let group_id = group.id();
         let died = CancellationToken::new();
         let (stop_tx, stop_rx) = oneshot::channel();
         let ending = Arc::new(Mutex::new(false));
@@ -339,6 +342,7 @@ impl Slot {
         let server = Arc::new(Server {
             session,
             pid,
+            group_id,
             died,
             stop: Mutex::new(Some(stop_tx)),
             ending,
@@ -536,11 +540,11 @@ impl Server {
     fn kill_now(&self) {
         let ending = self.ending.lock().unwrap_or_else(|e| e.into_inner());
         if !*ending {
-            crate::run::executor::kill_group(self.pid);
+            crate::run::executor::kill_group(self.group_id);
         }
     }
 
-    /// The server's pid (its process group's id).
+    /// The server's pid, as the host's `/proc` names it.
     pub(crate) fn pid(&self) -> u32 {
         self.pid
     }

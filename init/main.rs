@@ -1,0 +1,281 @@
+//! `plughost-init`: the first process of a confined plugin's PID namespace.
+//!
+//! When the first process of a PID namespace exits, the kernel kills every
+//! other process in it. So the executor starts each confined plugin as the
+//! second process of a namespace of its own, under this one, and every
+//! process the plugin starts, even one that left its session, ends with the
+//! call. The plugin cannot be that first process itself: the first process
+//! of a namespace ignores the signals it has no handler for (a plugin's
+//! `SIGTERM`), and its status is not the plugin's.
+//!
+//! What it does, and nothing else:
+//! - waits for its children (the plugin, and what the plugin leaves when it
+//!   dies: the namespace's orphans come here) and reaps them;
+//! - when the plugin exits, writes its wait status (4 bytes) to descriptor 3
+//!   for the host, and exits, which ends the namespace;
+//! - passes on to the plugin's process group every signal it gets (the
+//!   host's `SIGTERM`), except `SIGCHLD`;
+//! - exits when descriptor 4, the read end of a pipe only the host writes to,
+//!   reports that the host is gone, so that nothing outlives the host either.
+//!
+//! `argv[1]` is the plugin's pid, in the namespace. It has no libc: raw
+//! system calls on a static binary of a few kilobytes, built by `build.rs`
+//! and run from memory, so that starting it costs one small `exec`.
+#![no_std]
+#![no_main]
+
+use core::arch::{asm, global_asm};
+
+/// Where the host reads the plugin's wait status.
+const STATUS_FD: usize = 3;
+/// The read end of the host's lifeline: end of file when the host is gone.
+const LIFELINE_FD: usize = 4;
+
+const SIGCHLD: u32 = 17;
+const SIG_BLOCK: usize = 0;
+const WNOHANG: usize = 1;
+const EINTR: isize = 4;
+const SFD_NONBLOCK: usize = 0o4000;
+const SFD_CLOEXEC: usize = 0o2000000;
+const POLLIN: i16 = 1;
+/// Exit codes: the plugin's pid was missing, or the host is gone.
+const BAD_ARGUMENTS: usize = 125;
+const HOST_GONE: usize = 124;
+
+#[cfg(target_arch = "x86_64")]
+mod nr {
+    pub const READ: usize = 0;
+    pub const WRITE: usize = 1;
+    pub const RT_SIGPROCMASK: usize = 14;
+    pub const WAIT4: usize = 61;
+    pub const KILL: usize = 62;
+    pub const EXIT_GROUP: usize = 231;
+    pub const PPOLL: usize = 271;
+    pub const SIGNALFD4: usize = 289;
+}
+
+#[cfg(target_arch = "aarch64")]
+mod nr {
+    pub const READ: usize = 63;
+    pub const WRITE: usize = 64;
+    pub const RT_SIGPROCMASK: usize = 135;
+    pub const WAIT4: usize = 260;
+    pub const KILL: usize = 129;
+    pub const EXIT_GROUP: usize = 94;
+    pub const PPOLL: usize = 73;
+    pub const SIGNALFD4: usize = 74;
+}
+
+// The entry point: the kernel leaves argc, then argv, at the stack pointer.
+#[cfg(target_arch = "x86_64")]
+global_asm!(
+    ".globl _start",
+    "_start:",
+    "xor ebp, ebp",
+    "mov rdi, rsp",
+    "and rsp, -16",
+    "call {main}",
+    "ud2",
+    main = sym start,
+);
+
+#[cfg(target_arch = "aarch64")]
+global_asm!(
+    ".globl _start",
+    "_start:",
+    "mov x29, xzr",
+    "mov x30, xzr",
+    "mov x0, sp",
+    "bl {main}",
+    "brk #0",
+    main = sym start,
+);
+
+/// One system call with up to four arguments; a negative result is `-errno`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn syscall(n: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
+    let ret: isize;
+    // SAFETY: the caller passes a valid system call and arguments; the
+    // kernel clobbers rcx and r11 only.
+    unsafe {
+        asm!(
+            "syscall",
+            inlateout("rax") n as isize => ret,
+            in("rdi") a, in("rsi") b, in("rdx") c, in("r10") d,
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// One system call with up to four arguments; a negative result is `-errno`.
+#[cfg(target_arch = "aarch64")]
+unsafe fn syscall(n: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
+    let ret: isize;
+    // SAFETY: the caller passes a valid system call and arguments.
+    unsafe {
+        asm!(
+            "svc 0",
+            inlateout("x0") a as isize => ret,
+            in("x1") b, in("x2") c, in("x3") d,
+            in("x8") n,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+fn exit(code: usize) -> ! {
+    // SAFETY: exit_group takes an integer and does not return.
+    unsafe { syscall(nr::EXIT_GROUP, code, 0, 0, 0) };
+    loop {}
+}
+
+/// The decimal number at `s`, a NUL-terminated string; 0 if it is not one.
+///
+/// # Safety
+/// `s` is null or a NUL-terminated string.
+unsafe fn parse_pid(s: *const u8) -> usize {
+    if s.is_null() {
+        return 0;
+    }
+    let mut n: usize = 0;
+    let mut i = 0;
+    loop {
+        // SAFETY: within the string, up to and including its NUL.
+        let c = unsafe { *s.add(i) };
+        match c {
+            0 => return if i == 0 { 0 } else { n },
+            b'0'..=b'9' if i < 10 => n = n * 10 + usize::from(c - b'0'),
+            _ => return 0,
+        }
+        i += 1;
+    }
+}
+
+#[repr(C)]
+struct PollFd {
+    fd: i32,
+    events: i16,
+    revents: i16,
+}
+
+/// # Safety
+/// Called once, by `_start`, with the initial stack pointer.
+unsafe extern "C" fn start(sp: *const usize) -> ! {
+    // SAFETY: the kernel's initial stack: argc, then argc pointers.
+    let child = unsafe {
+        let argc = *sp;
+        let argv = sp.add(1).cast::<*const u8>();
+        if argc < 2 { 0 } else { parse_pid(*argv.add(1)) }
+    };
+    if child < 2 {
+        exit(BAD_ARGUMENTS);
+    }
+    let all: u64 = !0;
+    // SAFETY: blocks every signal (the kernel ignores SIGKILL and SIGSTOP
+    // in the set); they are taken from the signalfd instead. A blocked
+    // signal is queued even for the first process of a namespace.
+    let sfd = unsafe {
+        syscall(
+            nr::RT_SIGPROCMASK,
+            SIG_BLOCK,
+            (&raw const all) as usize,
+            0,
+            8,
+        );
+        syscall(
+            nr::SIGNALFD4,
+            usize::MAX,
+            (&raw const all) as usize,
+            8,
+            SFD_NONBLOCK | SFD_CLOEXEC,
+        )
+    };
+    if sfd < 0 {
+        exit(BAD_ARGUMENTS);
+    }
+    let mut info = [0u32; 32];
+    loop {
+        // Reap whatever has exited; the plugin's end is the namespace's.
+        loop {
+            let mut status: i32 = 0;
+            // SAFETY: wait4 writes the status into a valid local.
+            let pid = unsafe {
+                syscall(
+                    nr::WAIT4,
+                    usize::MAX,
+                    (&raw mut status) as usize,
+                    WNOHANG,
+                    0,
+                )
+            };
+            if pid == child as isize {
+                // SAFETY: writes the 4 bytes of a valid local.
+                unsafe { syscall(nr::WRITE, STATUS_FD, (&raw const status) as usize, 4, 0) };
+                exit(0);
+            }
+            if pid == -EINTR {
+                continue;
+            }
+            if pid < 0 {
+                // No child left, and the plugin was not reaped here: nothing to wait for.
+                exit(BAD_ARGUMENTS);
+            }
+            if pid == 0 {
+                break;
+            }
+        }
+        let mut fds = [
+            PollFd {
+                fd: sfd as i32,
+                events: POLLIN,
+                revents: 0,
+            },
+            PollFd {
+                fd: LIFELINE_FD as i32,
+                events: POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two valid pollfds, no timeout, no signal mask.
+        let n = unsafe { syscall(nr::PPOLL, (&raw mut fds) as usize, 2, 0, 0) };
+        if n < 0 {
+            continue;
+        }
+        if fds[1].revents != 0 {
+            // End of file, an error, or not open at all: no host to answer to.
+            exit(HOST_GONE);
+        }
+        loop {
+            // SAFETY: reads one 128-byte signalfd_siginfo into a valid local.
+            let got = unsafe { syscall(nr::READ, sfd as usize, (&raw mut info) as usize, 128, 0) };
+            if got != 128 {
+                break;
+            }
+            let signal = info[0];
+            if signal != SIGCHLD {
+                // SAFETY: kill takes integers; to the plugin's group, or the
+                // plugin alone if it left its group.
+                unsafe {
+                    if syscall(
+                        nr::KILL,
+                        (child as isize).wrapping_neg() as usize,
+                        signal as usize,
+                        0,
+                        0,
+                    ) < 0
+                    {
+                        syscall(nr::KILL, child, signal as usize, 0, 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    exit(BAD_ARGUMENTS)
+}
