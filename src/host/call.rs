@@ -3,7 +3,6 @@
 //! plugin (a process per call, or a persistent worker), interpret its answer,
 //! and tell the observers.
 
-use std::ffi::OsString;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
@@ -11,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::Value;
 
 use super::dirs::data_dir;
+use super::launch::{Launch, Role};
 use super::{CallOptions, Inner};
 use crate::error::{CallError, RejectedTool};
 use crate::observe::phases::{Phases, Start as StartKind, Step};
@@ -20,8 +20,7 @@ use crate::plugins::catalog::{Catalog, Plugin, ToolRef};
 #[cfg(feature = "mcp-plugins")]
 use crate::plugins::manifest::Protocol;
 use crate::protocol::{Context, Request, TraceContext};
-use crate::run::env::plugin_env;
-use crate::run::executor::{self, Finished, Limits, Process, Progress, RunError, Spawn};
+use crate::run::executor::{self, Finished, Limits, Process, Progress, RunError};
 use crate::run::outcome::{ToolOutcome, explain_spawn_error, interpret};
 use crate::run::worker::{TmpFolder, WorkerSpec};
 
@@ -243,20 +242,14 @@ impl Inner {
                     format!("cannot prepare the call's temp folder: {e}"),
                 )))
             })?;
-        let mut env = plugin_env(call.plugin, &call.data, tmp.path(), self.config.inherit_env);
-        let sandbox = self
-            .sandbox_for(call.plugin, &call.data, &mut env)
-            .map_err(Failure::Refused)?;
-        trace_env(&mut env, call.trace);
-        let spawn = Spawn {
-            program: &call.plugin.entrypoint,
-            args: &call.plugin.manifest.args,
-            cwd: &call.plugin.dir,
-            env: &env,
-            sandbox,
+        let role = Role::Call {
+            plugin: call.plugin,
+            data: &call.data,
+            trace: call.trace,
         };
+        let launch = self.launch(role, tmp.path()).map_err(Failure::Refused)?;
         let start = Instant::now();
-        let spawned = Process::spawn(spawn).await;
+        let spawned = Process::spawn(launch.spawn()).await;
         phases.start = Some((StartKind::Process, Step::since(start, spawned.is_ok())));
         let process = spawned.map_err(|e| Failure::Run(RunError::Spawn(e)))?;
         executor::run_spawned(
@@ -333,15 +326,22 @@ impl Inner {
                 ))
             })?;
         let tmp = TmpFolder::new(tmp);
-        let mut env = plugin_env(plugin, data, tmp.path(), self.config.inherit_env);
-        if lines {
-            env.push(("PLUGHOST_PERSISTENT".into(), "1".into()));
-        }
-        let sandbox = self.sandbox_for(plugin, data, &mut env).map_err(Err)?;
+        let role = Role::Worker {
+            plugin,
+            data,
+            lines,
+        };
+        let Launch {
+            program,
+            args,
+            cwd,
+            env,
+            sandbox,
+        } = self.launch(role, tmp.path()).map_err(Err)?;
         Ok(WorkerSpec {
-            program: plugin.entrypoint.clone(),
-            args: plugin.manifest.args.clone(),
-            cwd: plugin.dir.clone(),
+            program,
+            args,
+            cwd,
             env,
             sandbox,
             tmp,
@@ -373,17 +373,6 @@ impl Inner {
                 }
             }
         });
-    }
-}
-
-/// Gives a process started for one call the trace context it continues:
-/// `TRACEPARENT` and `TRACESTATE`, which OpenTelemetry SDKs read.
-fn trace_env(env: &mut Vec<(OsString, OsString)>, trace: Option<&TraceContext>) {
-    if let Some(t) = trace {
-        env.push(("TRACEPARENT".into(), t.traceparent.clone().into()));
-        if let Some(state) = &t.tracestate {
-            env.push(("TRACESTATE".into(), state.clone().into()));
-        }
     }
 }
 

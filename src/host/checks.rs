@@ -4,7 +4,6 @@
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,7 +13,7 @@ use super::{Inner, SandboxMode};
 use crate::approval::{self, ApprovalError, Approver, Tier};
 use crate::approval::{Approval, ApproveError};
 use crate::error::{CallError, Refusal};
-use crate::events::{HostEvent, Notice, WorkerStop};
+use crate::events::WorkerStop;
 use crate::observe::phases::{Phases, Step};
 use crate::plugins::catalog::Plugin;
 use crate::run::sandbox::{self, SandboxLevel};
@@ -116,12 +115,7 @@ impl Inner {
         if self.config.sandbox == SandboxMode::Off {
             return Ok(None);
         }
-        let failed = |e: sandbox::SandboxError| CallError::NotAllowed {
-            refusal: Refusal::SandboxFailed {
-                plugin: plugin.name().to_owned(),
-                reason: e.to_string(),
-            },
-        };
+        let failed = |e| super::launch::sandbox_failed(plugin.name(), e);
         let outlet = self.outlet(plugin).map_err(failed)?;
         if let Some(outlet) = &outlet {
             env.retain(|(k, _)| {
@@ -142,24 +136,7 @@ impl Inner {
         let confinement = self
             .confinement(plugin, data_dir, &tmp_root, env, egress)
             .map_err(failed)?;
-        let missing = &confinement.enforcement().not_enforced;
-        if !missing.is_empty() {
-            if self.config.sandbox == SandboxMode::Required {
-                return Err(CallError::NotAllowed {
-                    refusal: Refusal::SandboxUnavailable {
-                        plugin: plugin.name().to_owned(),
-                        missing: missing.clone(),
-                    },
-                });
-            }
-            if !self.sandbox_warned.swap(true, Ordering::Relaxed) {
-                self.bus.publish(HostEvent::Notice(Notice::SandboxDegraded {
-                    missing: missing.clone(),
-                }));
-            }
-        }
-        let prepared = confinement.for_call().map_err(failed)?;
-        Ok(Some(prepared))
+        self.confine(plugin.name(), &confinement).map(Some)
     }
 
     /// The cached confinement of this version of `plugin`, prepared again

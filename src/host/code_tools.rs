@@ -8,7 +8,7 @@
 //! environment allowlist, and confined as a plugin granted nothing (it reads
 //! the system, its interpreter and its own folder; it writes only a private
 //! temp folder; no network). The host's sandbox mode holds as for a call:
-//! with [`SandboxMode::Required`] (`--require-sandbox`) nothing runs when
+//! with [`SandboxMode::Required`](crate::SandboxMode::Required) (`--require-sandbox`) nothing runs when
 //! this system cannot enforce all of that confinement.
 
 use std::path::{Path, PathBuf};
@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{PluginHost, SandboxMode};
+use super::PluginHost;
+use super::launch::Role;
+use crate::error::{CallError, Refusal};
 use crate::plugins::manifest::MANIFEST_FILE;
-use crate::run::env::base_env;
-use crate::run::executor::{self, Limits, RunError, Spawn};
-use crate::run::sandbox;
+use crate::run::executor::{self, Limits, RunError};
 
 /// More output than any tools array needs.
 const MAX_OUTPUT: usize = 16 << 20;
@@ -99,39 +99,24 @@ impl PluginHost {
                 command: command.clone(),
                 source,
             })?;
-        let mut env = base_env(self.inner.config.inherit_env, &[]);
-        env.push(("TMPDIR".into(), tmp.path.clone().into()));
-        let sandbox = match self.inner.config.sandbox {
-            SandboxMode::Off => None,
-            _ => {
-                let (trust, private) = self.inner.protected_by_host();
-                let policy = sandbox::Policy {
-                    plugin_dir: &dir,
-                    data_dir: &tmp.path,
-                    tmp_dir: &tmp.path,
-                    entrypoint: &program,
-                    permissions: &[],
-                    trust: &trust,
-                    private: &private,
-                    env: &env,
-                    egress: None,
-                    namespaces: self.inner.config.namespaces,
-                };
-                let failed = |e: sandbox::SandboxError| CodeToolsError::Spawn {
-                    command: command.clone(),
-                    source: std::io::Error::other(e.to_string()),
-                };
-                let confinement = sandbox::Confinement::new(&policy).map_err(failed)?;
-                let missing = &confinement.enforcement().not_enforced;
-                if self.inner.config.sandbox == SandboxMode::Required && !missing.is_empty() {
-                    return Err(CodeToolsError::SandboxUnavailable {
-                        command,
-                        missing: missing.clone(),
-                    });
-                }
-                Some(confinement.for_call().map_err(failed)?)
-            }
+        let args = ["--manifest-tools".to_owned()];
+        let role = Role::Code {
+            dir: &dir,
+            program: &program,
+            args: &args,
         };
+        let launch = self.inner.launch(role, &tmp.path).map_err(|e| match e {
+            CallError::NotAllowed {
+                refusal: Refusal::SandboxUnavailable { missing, .. },
+            } => CodeToolsError::SandboxUnavailable {
+                command: command.clone(),
+                missing,
+            },
+            other => CodeToolsError::Spawn {
+                command: command.clone(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        })?;
         let limits = Limits {
             timeout: self
                 .inner
@@ -141,15 +126,8 @@ impl PluginHost {
             max_stdout: MAX_OUTPUT,
             ..self.inner.config.limits
         };
-        let spawn = Spawn {
-            program: &program,
-            args: &["--manifest-tools".to_owned()],
-            cwd: &dir,
-            env: &env,
-            sandbox,
-        };
         let stop = self.inner.shutdown.cancelled();
-        let finished = executor::run_once(spawn, b"", &limits, stop, &|_| {})
+        let finished = executor::run_once(launch.spawn(), b"", &limits, stop, &|_| {})
             .await
             .map_err(|e| match e {
                 RunError::Timeout { .. } => CodeToolsError::Timeout {

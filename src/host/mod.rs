@@ -16,6 +16,7 @@ mod dirs;
 mod egress;
 #[cfg(feature = "mcp-plugins")]
 mod gateway;
+mod launch;
 #[cfg(feature = "mcp-plugins")]
 mod mcp;
 mod reload;

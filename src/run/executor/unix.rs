@@ -28,8 +28,6 @@ pub(super) fn configure(cmd: &mut Command) {
     cmd.process_group(0);
 }
 
-/// Sends `signal` to every process in group `pgid`. Returns false when the group
-/// no longer exists.
 /// Whether a process with this pid exists now (it may belong to another
 /// user: `EPERM` still says it exists).
 pub(crate) fn process_exists(pid: u32) -> bool {
@@ -55,6 +53,8 @@ pub(crate) fn kill_group(pgid: u32) {
     signal_group(pgid, SIGKILL);
 }
 
+/// Sends `signal` to every process in group `pgid`. Returns false when the group
+/// no longer exists.
 pub(super) fn signal_group(pgid: u32, signal: i32) -> bool {
     // SAFETY: killpg takes plain integers and has no memory effects.
     let rc = unsafe { libc::killpg(pgid as libc::pid_t, signal) };

@@ -77,7 +77,8 @@
 //!
 //! The host keeps one [`Confinement`] per plugin version (`host/checks.rs`,
 //! `sandbox_for`), asks it for each process's [`Prepared`] once the approval
-//! check has passed, and the executor applies that in the child
+//! check has passed and what it enforces meets the host's sandbox mode
+//! (`host/launch.rs`, the one place a plugin process is prepared), and the executor applies that in the child
 //! (`executor::Spawn::sandbox`). `plughost doctor` prints [`support`].
 
 use std::ffi::OsString;

@@ -1,0 +1,194 @@
+//! The one way a plugin process is prepared, whatever runs it: a process
+//! per call, a persistent worker, an MCP server, and a plugin's code asked
+//! for its tools (`validate --with-code`). It sets the environment (the
+//! allowlist, the plugin's folders, what its role needs), prepares the
+//! confinement and checks what it enforces against the host's sandbox mode.
+//! The temp folder is the caller's: each role keeps it in its own way (a
+//! pooled one per call, one per worker, a private one for the code).
+//!
+//! Every attack on a plugin process goes through here, so there is no
+//! weaker copy to aim at.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use super::{Inner, SandboxMode};
+use crate::error::{CallError, Refusal};
+use crate::events::{HostEvent, Notice};
+use crate::plugins::catalog::Plugin;
+use crate::protocol::TraceContext;
+use crate::run::env::{base_env, plugin_env};
+use crate::run::executor::Spawn;
+use crate::run::sandbox;
+
+/// Whose process it is, and the role it plays.
+pub(super) enum Role<'a> {
+    /// An approved plugin's process for one call, continuing `trace`.
+    Call {
+        plugin: &'a Plugin,
+        data: &'a Path,
+        trace: Option<&'a TraceContext>,
+    },
+    /// An approved plugin's long-lived process: a worker answering a line
+    /// per request (`lines`, with `PLUGHOST_PERSISTENT=1`), or an MCP server.
+    Worker {
+        plugin: &'a Plugin,
+        data: &'a Path,
+        lines: bool,
+    },
+    /// A plugin's code, not necessarily approved, run with `args` in `dir`:
+    /// confined as a plugin granted nothing, with no data folder of its own.
+    Code {
+        dir: &'a Path,
+        program: &'a Path,
+        args: &'a [String],
+    },
+}
+
+/// A plugin process ready to spawn.
+pub(super) struct Launch {
+    pub(super) program: PathBuf,
+    pub(super) args: Vec<String>,
+    pub(super) cwd: PathBuf,
+    pub(super) env: Vec<(OsString, OsString)>,
+    pub(super) sandbox: Option<sandbox::Prepared>,
+}
+
+impl Launch {
+    /// What the executor starts.
+    pub(super) fn spawn(&self) -> Spawn<'_> {
+        Spawn {
+            program: &self.program,
+            args: &self.args,
+            cwd: &self.cwd,
+            env: &self.env,
+            sandbox: self.sandbox.clone(),
+        }
+    }
+}
+
+impl Inner {
+    /// Prepares the process `role` describes, with `tmp` as its `TMPDIR`.
+    /// Refused (`not_allowed`) when its confinement cannot be prepared, or
+    /// the sandbox is required and this system cannot enforce all of it.
+    pub(super) fn launch(&self, role: Role<'_>, tmp: &Path) -> Result<Launch, CallError> {
+        match role {
+            Role::Call {
+                plugin,
+                data,
+                trace,
+            } => {
+                let mut env = plugin_env(plugin, data, tmp, self.config.inherit_env);
+                let sandbox = self.sandbox_for(plugin, data, &mut env)?;
+                if let Some(t) = trace {
+                    // The trace context OpenTelemetry SDKs read.
+                    env.push(("TRACEPARENT".into(), t.traceparent.clone().into()));
+                    if let Some(state) = &t.tracestate {
+                        env.push(("TRACESTATE".into(), state.clone().into()));
+                    }
+                }
+                Ok(Launch::of(plugin, env, sandbox))
+            }
+            Role::Worker {
+                plugin,
+                data,
+                lines,
+            } => {
+                let mut env = plugin_env(plugin, data, tmp, self.config.inherit_env);
+                if lines {
+                    env.push(("PLUGHOST_PERSISTENT".into(), "1".into()));
+                }
+                let sandbox = self.sandbox_for(plugin, data, &mut env)?;
+                Ok(Launch::of(plugin, env, sandbox))
+            }
+            Role::Code { dir, program, args } => {
+                let mut env = base_env(self.config.inherit_env, &[]);
+                env.push(("TMPDIR".into(), tmp.into()));
+                let who = dir.display().to_string();
+                let sandbox = match self.config.sandbox {
+                    SandboxMode::Off => None,
+                    _ => {
+                        let (trust, private) = self.protected_by_host();
+                        let policy = sandbox::Policy {
+                            plugin_dir: dir,
+                            data_dir: tmp,
+                            tmp_dir: tmp,
+                            entrypoint: program,
+                            permissions: &[],
+                            trust: &trust,
+                            private: &private,
+                            env: &env,
+                            egress: None,
+                            namespaces: self.config.namespaces,
+                        };
+                        let confinement = sandbox::Confinement::new(&policy)
+                            .map_err(|e| sandbox_failed(&who, e))?;
+                        Some(self.confine(&who, &confinement)?)
+                    }
+                };
+                Ok(Launch {
+                    program: program.to_owned(),
+                    args: args.to_vec(),
+                    cwd: dir.to_owned(),
+                    env,
+                    sandbox,
+                })
+            }
+        }
+    }
+
+    /// One process's share of `confinement`, once what it enforces here
+    /// passes the host's sandbox mode: with [`SandboxMode::Required`],
+    /// anything it cannot enforce refuses the process; otherwise the first
+    /// degraded confinement is announced once.
+    pub(super) fn confine(
+        &self,
+        who: &str,
+        confinement: &sandbox::Confinement,
+    ) -> Result<sandbox::Prepared, CallError> {
+        let missing = &confinement.enforcement().not_enforced;
+        if !missing.is_empty() {
+            if self.config.sandbox == SandboxMode::Required {
+                return Err(CallError::NotAllowed {
+                    refusal: Refusal::SandboxUnavailable {
+                        plugin: who.to_owned(),
+                        missing: missing.clone(),
+                    },
+                });
+            }
+            if !self.sandbox_warned.swap(true, Ordering::Relaxed) {
+                self.bus.publish(HostEvent::Notice(Notice::SandboxDegraded {
+                    missing: missing.clone(),
+                }));
+            }
+        }
+        confinement.for_call().map_err(|e| sandbox_failed(who, e))
+    }
+}
+
+impl Launch {
+    fn of(
+        plugin: &Plugin,
+        env: Vec<(OsString, OsString)>,
+        sandbox: Option<sandbox::Prepared>,
+    ) -> Launch {
+        Launch {
+            program: plugin.entrypoint.clone(),
+            args: plugin.manifest.args.clone(),
+            cwd: plugin.dir.clone(),
+            env,
+            sandbox,
+        }
+    }
+}
+
+/// The refusal of a process whose confinement could not be prepared.
+pub(super) fn sandbox_failed(who: &str, e: sandbox::SandboxError) -> CallError {
+    CallError::NotAllowed {
+        refusal: Refusal::SandboxFailed {
+            plugin: who.to_owned(),
+            reason: e.to_string(),
+        },
+    }
+}
