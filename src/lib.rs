@@ -89,12 +89,13 @@
 //!
 //! - `mcp-server`: the `mcp` module, which serves a host over MCP on stdio
 //!   and streamable HTTP (rmcp, hyper).
-//! - `mcp-plugins`: MCP servers as plugins (`"protocol": "mcp"`), spoken to
-//!   with rmcp's client. Without it such plugins load but cannot be called.
-//! - `cli`: the `plughost` binary (clap); it needs both of the above.
+//! - `otel`: the OTLP/HTTP exporter of traces; `prometheus`: the Prometheus
+//!   registry of metrics.
+//! - `cli`: the `plughost` binary (clap); it needs all of the above.
 //!
-//! All three are on by default; `default-features = false` gives the host
-//! alone.
+//! All are on by default; `default-features = false` gives the host alone,
+//! which still runs MCP servers as plugins (`"protocol": "mcp"`, spoken to
+//! with rmcp's client): they are plugins like any other.
 //!
 //! # How it is built
 //!
@@ -143,7 +144,6 @@ pub mod sandbox {
 /// data, for a front end to print.
 pub mod report {
     pub use crate::error::RejectedTool;
-    #[cfg(feature = "mcp-plugins")]
     pub use crate::host::Offered;
     pub use crate::host::{Doctor, Listing, PluginListing, ToolListing, Validation};
     pub use crate::plugins::catalog::{Collision, Precedence, Rejected};

@@ -3,7 +3,7 @@
 //! a second add is refused; `update` to a version whose tools changed
 //! withholds them. And the small things around MCP plugins: a tool of an
 //! unapproved server, a deleted server command, a missing variable.
-#![cfg(all(feature = "mcp-server", feature = "mcp-plugins"))]
+#![cfg(feature = "mcp-server")]
 
 use crate::util;
 

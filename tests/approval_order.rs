@@ -246,7 +246,6 @@ fn a_read_grant_of_proc_needs_approval_even_through_a_link() {
 /// An MCP server that is not approved is started to list its tools only
 /// when its grants alone need no approval: not when its read grant names a
 /// secret. The server writes a marker when it starts.
-#[cfg(feature = "mcp-plugins")]
 #[tokio::test]
 async fn a_server_whose_read_grant_names_a_secret_is_not_started_before_approval() {
     let sandbox = Sandbox::new();

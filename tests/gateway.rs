@@ -5,7 +5,7 @@
 //! client and back; resources, templates, prompts, completions and logs
 //! come through; an embedded blob keeps its bytes; three slow calls share
 //! the server's connection.
-#![cfg(all(feature = "mcp-server", feature = "mcp-plugins"))]
+#![cfg(feature = "mcp-server")]
 
 use crate::util;
 

@@ -4,7 +4,7 @@
 //! progress, cancellation, timeouts and the answer cap hold, tools the server
 //! adds or changes are withheld until approved again, the sandbox confines the
 //! server, and later hosts list the tools from the cache.
-#![cfg(all(feature = "mcp-server", feature = "mcp-plugins"))]
+#![cfg(feature = "mcp-server")]
 
 use crate::mcp_client;
 use crate::util;

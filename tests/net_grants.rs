@@ -585,7 +585,6 @@ fn the_namespace_level_holds_for_an_unprivileged_user() {
 /// An MCP server written with the official Python SDK, granted A: its
 /// urllib fetches reach A through the proxy, B is refused (an event says so,
 /// with the grant), its own sockets get nowhere; at both levels.
-#[cfg(feature = "mcp-plugins")]
 #[tokio::test]
 async fn an_mcp_server_is_held_the_same() {
     if !prerequisites() {

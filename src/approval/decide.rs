@@ -78,13 +78,6 @@ fn grants_tier(manifest: &Manifest) -> Tier {
 /// it offers (`PluginHost::list_server`, `plughost add`): only when its
 /// grants alone would need no approval, so that the sandbox it starts in
 /// lets it read what a tier-1 plugin reads and nothing else.
-#[cfg_attr(
-    not(feature = "mcp-plugins"),
-    expect(
-        dead_code,
-        reason = "MCP servers run as plugins are listed before approval"
-    )
-)]
 pub(crate) fn may_list_before_approval(manifest: &Manifest) -> bool {
     grants_tier(manifest) == Tier::Automatic
 }

@@ -35,7 +35,6 @@ use crate::plugins::manifest::{EnvVarName, Manifest, Permission, Protocol, ToolS
 
 pub use crate::error::Requirement;
 pub use approver::{Approver, BoxFuture, TerminalApprover};
-#[cfg(feature = "mcp-plugins")]
 pub(crate) use decide::may_list_before_approval;
 pub(crate) use decide::{Standing, Tier, protected_note, tier};
 pub use store::ApprovalError;

@@ -45,7 +45,6 @@ fn hex(bytes: &[u8]) -> String {
     out
 }
 
-#[cfg(feature = "mcp-plugins")]
 /// A prompt as pinned: its name (with the plugin's `tool_prefix`), its
 /// description, and its arguments and title in the place of a tool's input
 /// schema, so a change of either withholds it.
@@ -73,7 +72,6 @@ pub(crate) fn prompt_spec(
 }
 
 /// The prompts of an MCP server's plugin, as pinned.
-#[cfg(feature = "mcp-plugins")]
 pub(crate) fn prompt_specs(plugin: &crate::plugins::catalog::Plugin) -> Vec<ToolSpec> {
     plugin
         .prompts()
@@ -83,16 +81,11 @@ pub(crate) fn prompt_specs(plugin: &crate::plugins::catalog::Plugin) -> Vec<Tool
 }
 
 /// The pins of an MCP server's prompts.
-#[cfg(feature = "mcp-plugins")]
 pub(crate) fn pin_prompts(plugin: &crate::plugins::catalog::Plugin) -> Pins {
     pin_all(&prompt_specs(plugin))
 }
 
 /// The pins of every tool in `specs`.
-#[cfg_attr(
-    all(not(feature = "mcp-plugins"), not(test)),
-    expect(dead_code, reason = "used by MCP server plugins")
-)]
 pub(crate) fn pin_all<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> Pins {
     specs
         .into_iter()

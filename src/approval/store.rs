@@ -189,10 +189,6 @@ impl ApprovalStore {
     /// Pins an MCP server's tools and prompts in the grant of `plugin`,
     /// replacing any earlier pins. Returns whether the plugin has a grant to
     /// pin them in.
-    #[cfg_attr(
-        not(feature = "mcp-plugins"),
-        expect(dead_code, reason = "used by MCP server plugins")
-    )]
     pub(crate) fn set_pins(
         &self,
         plugin: &str,

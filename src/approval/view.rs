@@ -84,7 +84,6 @@ impl ApprovalView {
     /// whether it may be asked anything ([`ApprovalState::allows_call`]
     /// holds for a server with changed tools too), without hashing every
     /// tool of a server on each request.
-    #[cfg(feature = "mcp-plugins")]
     pub(crate) fn grant_state(&self, plugin: &Plugin) -> Result<ApprovalState, ApprovalError> {
         if tier(&plugin.manifest) == Tier::Automatic {
             return Ok(ApprovalState::Automatic);
@@ -106,13 +105,10 @@ impl ApprovalView {
         let approvals = self.approvals.as_ref().map_err(Clone::clone)?;
         let tools = plugin.tools.iter().map(|t| &t.spec);
         // A call of a tool measures that tool alone; a listing, the prompts too.
-        #[cfg(feature = "mcp-plugins")]
         let prompts = match tool {
             Some(_) => Vec::new(),
             None => super::pins::prompt_specs(plugin),
         };
-        #[cfg(not(feature = "mcp-plugins"))]
-        let prompts = Vec::new();
         Ok(super::state_with_tools(
             &plugin.manifest,
             approvals.get(plugin.name()),
@@ -144,7 +140,6 @@ impl ApprovalView {
     /// Whether the prompt `prompt` (its offered name) of `plugin` is offered:
     /// its plugin is approved (prompts only come from approved servers) and
     /// the prompt is as pinned.
-    #[cfg(feature = "mcp-plugins")]
     pub(crate) fn prompt_offered(&self, plugin: &Plugin, prompt: &str) -> bool {
         match self.state(plugin) {
             Ok(state) => state.allows_call() && state.withheld_prompt(prompt).is_none(),

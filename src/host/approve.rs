@@ -46,14 +46,9 @@ impl PluginHost {
         plugin: &str,
         approver: &dyn Approver,
     ) -> Result<Approval, ApproveError> {
-        #[cfg_attr(
-            not(feature = "mcp-plugins"),
-            expect(unused_mut, reason = "MCP servers relist")
-        )]
         let mut p = self.loaded(plugin)?;
         // An approved MCP server may run: the question shows, and the
         // approval pins, what it offers now, never a cached list.
-        #[cfg(feature = "mcp-plugins")]
         if p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp
             && matches!(
                 self.inner.approval_state_of(&p, None).await,
@@ -84,12 +79,7 @@ impl PluginHost {
     /// sandbox that lets it read and nothing else (`plughost add` shows the
     /// tools before asking). For other plugins, the tools of their manifest.
     pub async fn list_server(&self, plugin: &str) -> Result<Vec<ToolInfo>, ApproveError> {
-        #[cfg_attr(
-            not(feature = "mcp-plugins"),
-            expect(unused_mut, reason = "MCP servers list")
-        )]
         let mut p = self.loaded(plugin)?;
-        #[cfg(feature = "mcp-plugins")]
         if p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp {
             let before_approval = approval::may_list_before_approval(&p.manifest);
             let approved = matches!(
@@ -217,12 +207,9 @@ impl Inner {
     async fn grant(&self, plugin: &Arc<Plugin>, seen: &ApprovalState) -> Result<(), ApproveError> {
         let (store, granted) = (self.approvals.clone(), plugin.clone());
         blocking(move || store.grant(&granted.manifest)).await?;
-        #[cfg(feature = "mcp-plugins")]
         if plugin.manifest.protocol == crate::plugins::manifest::Protocol::Mcp {
             self.pin_tools(plugin, seen).await?;
         }
-        #[cfg(not(feature = "mcp-plugins"))]
-        let _ = seen;
         self.bus.publish(HostEvent::ApprovalGranted {
             plugin: plugin.name().to_owned(),
         });

@@ -280,7 +280,6 @@ impl PluginHostBuilder {
                 confinements: Default::default(),
                 outlets: Default::default(),
                 temp_pool: Default::default(),
-                #[cfg(feature = "mcp-plugins")]
                 gateway: Default::default(),
                 config: self,
             }),
@@ -301,25 +300,7 @@ pub(super) fn load_catalog(dir: &Path, state_dir: &Path) -> std::io::Result<Cata
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Catalog::default(),
         other => other?,
     };
-    #[cfg(feature = "mcp-plugins")]
-    {
-        use crate::plugins::manifest::Protocol;
-        use crate::plugins::mcp_plugin::attach_cached;
-        let servers: Vec<_> = catalog
-            .plugins()
-            .filter(|p| p.manifest.protocol == Protocol::Mcp)
-            .map(|p| {
-                (
-                    p.name().to_owned(),
-                    Some(attach_cached(Ok(p.clone()), state_dir)),
-                )
-            })
-            .collect();
-        if !servers.is_empty() {
-            return Ok(catalog.with_folders(servers));
-        }
-    }
-    #[cfg(not(feature = "mcp-plugins"))]
-    let _ = state_dir;
-    Ok(catalog)
+    Ok(crate::plugins::mcp_plugin::with_cached_listings(
+        catalog, state_dir,
+    ))
 }

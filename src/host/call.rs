@@ -17,7 +17,6 @@ use crate::observe::phases::{Phases, Start as StartKind, Step};
 use crate::observe::trace::CallTrace;
 use crate::observe::{CallInfo, CallSummary};
 use crate::plugins::catalog::{Catalog, Plugin, ToolRef};
-#[cfg(feature = "mcp-plugins")]
 use crate::plugins::manifest::Protocol;
 use crate::protocol::{Context, Request, TraceContext};
 use crate::run::executor::{self, Finished, Limits, Process, Progress, RunError};
@@ -110,7 +109,6 @@ impl Inner {
     ) -> Result<ToolOutcome, CallError> {
         let since = Instant::now();
         let Some(tool_ref) = catalog.tool(tool) else {
-            #[cfg(feature = "mcp-plugins")]
             if let Some(plugin) = unlisted_server_for(catalog, tool) {
                 return Err(CallError::NotAllowed {
                     refusal: crate::error::Refusal::ServerNotApproved {
@@ -180,7 +178,6 @@ impl Inner {
             trace,
         };
 
-        #[cfg(feature = "mcp-plugins")]
         let client = options.client.clone();
         let user_cancel = options.cancel.unwrap_or_default();
         let stop = async {
@@ -200,7 +197,6 @@ impl Inner {
             }
         };
         let reply = match (plugin.manifest.protocol, plugin.manifest.worker_settings()) {
-            #[cfg(feature = "mcp-plugins")]
             (Protocol::Mcp, _) => {
                 self.run_on_mcp(&call, tool_ref, input, stop, &on_progress, phases, client)
                     .await
@@ -385,7 +381,6 @@ pub(super) enum Failure {
 /// The MCP server that may offer `tool` once approved: one whose tools are
 /// not known yet (never listed), whose `tool_prefix` starts the name, or one
 /// without a prefix when no prefix matches.
-#[cfg(feature = "mcp-plugins")]
 fn unlisted_server_for(catalog: &Catalog, tool: &str) -> Option<String> {
     let unlisted = || {
         catalog

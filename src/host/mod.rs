@@ -14,10 +14,8 @@ mod denials;
 mod diff;
 mod dirs;
 mod egress;
-#[cfg(feature = "mcp-plugins")]
 mod gateway;
 mod launch;
-#[cfg(feature = "mcp-plugins")]
 mod mcp;
 mod reload;
 mod reports;
@@ -38,7 +36,6 @@ use tokio_util::sync::CancellationToken;
 pub use builder::PluginHostBuilder;
 pub use code_tools::CodeToolsError;
 pub use denials::DenialRecord;
-#[cfg(feature = "mcp-plugins")]
 pub use gateway::Offered;
 pub use reports::{Doctor, Listing, PluginListing, ToolListing, Validation};
 
@@ -125,7 +122,6 @@ struct Inner {
     outlets: Mutex<std::collections::HashMap<u64, Arc<egress::Outlet>>>,
     temp_pool: Arc<dirs::TempPool>,
     /// What the MCP gateway keeps across requests (log level, subscriptions).
-    #[cfg(feature = "mcp-plugins")]
     gateway: gateway::Gateway,
 }
 

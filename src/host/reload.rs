@@ -111,10 +111,7 @@ impl Inner {
     /// One plugin folder as the catalog holds it: an MCP server's tools come
     /// from its cached listing.
     fn load_folder(&self, dir: &std::path::Path) -> FolderResult {
-        let loaded = load_guarded(dir);
-        #[cfg(feature = "mcp-plugins")]
-        let loaded = crate::plugins::mcp_plugin::attach_cached(loaded, &self.config.state_dir);
-        loaded
+        crate::plugins::mcp_plugin::attach_cached(load_guarded(dir), &self.config.state_dir)
     }
 
     fn publish(&self, events: &[HostEvent]) {

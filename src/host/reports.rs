@@ -123,7 +123,10 @@ impl PluginHost {
     /// plugins folder (one that holds plugin folders). A folder that is
     /// neither is reported as a plugin folder without a `plugin.json`.
     pub fn validate(&self, dir: &Path) -> Validation {
-        let catalog = with_cached_listings(validate_catalog(dir), &self.inner.config.state_dir);
+        let catalog = crate::plugins::mcp_plugin::with_cached_listings(
+            validate_catalog(dir),
+            &self.inner.config.state_dir,
+        );
         let approvals = self.inner.approvals.current();
         let catalog = catalog.ranked(Arc::new(crate::approval::Standing::new(approvals.clone())));
         let ok = catalog.rejected().next().is_none() && catalog.collisions().is_empty();
@@ -286,32 +289,6 @@ fn validate_catalog(dir: &Path) -> Catalog {
         ))
     };
     Catalog::new([(folder, result)])
-}
-
-/// The catalog with each MCP server's cached listing attached, as the host
-/// loads it, so that its tools are counted and checked.
-fn with_cached_listings(catalog: Catalog, state_dir: &Path) -> Catalog {
-    #[cfg(feature = "mcp-plugins")]
-    {
-        use crate::plugins::manifest::Protocol;
-        let servers: Vec<(String, Option<crate::plugins::catalog::FolderResult>)> = catalog
-            .plugins()
-            .filter(|p| p.manifest.protocol == Protocol::Mcp)
-            .map(|p| {
-                let attached = crate::plugins::mcp_plugin::attach_cached(Ok(p.clone()), state_dir);
-                (crate::plugins::loader::folder_name(&p.dir), Some(attached))
-            })
-            .collect();
-        if servers.is_empty() {
-            return catalog;
-        }
-        catalog.with_folders(servers)
-    }
-    #[cfg(not(feature = "mcp-plugins"))]
-    {
-        let _ = state_dir;
-        catalog
-    }
 }
 
 fn listing(view: &ApprovalView, dir: &Path, host: &PluginHost) -> Listing {

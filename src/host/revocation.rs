@@ -38,7 +38,6 @@ impl Inner {
 
     /// The MCP server slot of `plugin` under the grant it runs under now;
     /// starts the watch that stops it when that grant goes away.
-    #[cfg(feature = "mcp-plugins")]
     pub(super) async fn slot_for(&self, plugin: &Arc<Plugin>) -> Arc<crate::run::worker::Slot> {
         self.watch_approvals();
         let key = self

@@ -20,12 +20,9 @@
 //! to its client (a call whose client went away is cancelled after a resume
 //! window) and gives each session its share of the call slots; `tenants`
 //! serves one host per bearer token.
-#![cfg_attr(
-    feature = "mcp-plugins",
-    expect(
-        deprecated,
-        reason = "logging and resources/subscribe are the 2025-11-25 protocol's, which MCP clients and servers speak; rmcp marks them for its successor"
-    )
+#![expect(
+    deprecated,
+    reason = "logging and resources/subscribe are the 2025-11-25 protocol's, which MCP clients and servers speak; rmcp marks them for its successor"
 )]
 
 mod content;
@@ -33,7 +30,6 @@ mod downstream;
 mod elicit;
 mod gateway;
 mod http;
-#[cfg(feature = "mcp-plugins")]
 mod offered;
 mod sessions;
 mod stdio;
@@ -149,7 +145,6 @@ impl McpServer {
                 self.host.approve_command(t.plugin.name())
             ));
         }
-        #[cfg(feature = "mcp-plugins")]
         if let Some(tool) = self.listed_tool(t, description.clone()) {
             return tool;
         }
@@ -205,19 +200,13 @@ impl ServerHandler for McpServer {
     }
 
     fn get_info(&self) -> ServerConfig {
-        #[cfg_attr(
-            not(feature = "mcp-plugins"),
-            expect(unused_mut, reason = "servers add theirs")
-        )]
         let mut instructions =
             String::from("Tools provided by the plugins in the plughost plugins folder.");
-        #[cfg(feature = "mcp-plugins")]
         for (plugin, text) in self.host.server_instructions() {
             instructions.push_str(&format!(
                 "\n\nThe MCP server of plugin \"{plugin}\" says:\n{text}"
             ));
         }
-        #[cfg(feature = "mcp-plugins")]
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
@@ -228,11 +217,6 @@ impl ServerHandler for McpServer {
             .enable_prompts_list_changed()
             .enable_logging()
             .enable_completions()
-            .build();
-        #[cfg(not(feature = "mcp-plugins"))]
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("plughost", env!("CARGO_PKG_VERSION")))
@@ -265,7 +249,6 @@ impl ServerHandler for McpServer {
         self.register(context.peer);
     }
 
-    #[cfg(feature = "mcp-plugins")]
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -274,7 +257,6 @@ impl ServerHandler for McpServer {
         self.list_resources_page(request)
     }
 
-    #[cfg(feature = "mcp-plugins")]
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -283,7 +265,6 @@ impl ServerHandler for McpServer {
         self.list_templates_page(request)
     }
 
-    #[cfg(feature = "mcp-plugins")]
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
@@ -294,7 +275,6 @@ impl ServerHandler for McpServer {
             .map(rmcp::model::ReadResourceResponse::Complete)
     }
 
-    #[cfg(feature = "mcp-plugins")]
     async fn subscribe(
         &self,
         request: rmcp::model::SubscribeRequestParams,
@@ -303,7 +283,6 @@ impl ServerHandler for McpServer {
         self.subscribe_to(request.uri).await
     }
 
-    #[cfg(feature = "mcp-plugins")]
     async fn unsubscribe(
         &self,
         request: rmcp::model::UnsubscribeRequestParams,
@@ -312,7 +291,6 @@ impl ServerHandler for McpServer {
         self.unsubscribe_from(request.uri).await
     }
 
-    #[cfg(feature = "mcp-plugins")]
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -321,7 +299,6 @@ impl ServerHandler for McpServer {
         self.list_prompts_page(request)
     }
 
-    #[cfg(feature = "mcp-plugins")]
     async fn get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
@@ -332,7 +309,6 @@ impl ServerHandler for McpServer {
             .map(rmcp::model::GetPromptResponse::Complete)
     }
 
-    #[cfg(feature = "mcp-plugins")]
     async fn complete(
         &self,
         request: rmcp::model::CompleteRequestParams,
@@ -341,7 +317,6 @@ impl ServerHandler for McpServer {
         self.completion(request, context).await
     }
 
-    #[cfg(feature = "mcp-plugins")]
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,

@@ -30,10 +30,6 @@ pub(crate) enum Start {
     /// A persistent plugin's worker.
     Worker,
     /// An MCP server: its process, handshake and first listing.
-    #[cfg_attr(
-        not(feature = "mcp-plugins"),
-        expect(dead_code, reason = "MCP servers run as plugins with `mcp-plugins`")
-    )]
     Server,
 }
 

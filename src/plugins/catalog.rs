@@ -59,7 +59,6 @@ pub(crate) struct Plugin {
     pub tool_notes: Vec<String>,
     /// What an MCP server offers, as it last listed it (its tools are
     /// `tools`, checked); `None` for other plugins and before a first listing.
-    #[cfg(feature = "mcp-plugins")]
     pub listing: Option<Arc<crate::plugins::mcp_listing::Listing>>,
     /// When its folder was created, where the file system says: of two
     /// plugins that claim one tool name, the older folder keeps it.
@@ -73,10 +72,6 @@ pub(crate) struct Tool {
     pub input: Validator,
     pub output: Option<Validator>,
     /// For an MCP server's tool: its name on the server (without `tool_prefix`).
-    #[cfg_attr(
-        not(feature = "mcp-plugins"),
-        expect(dead_code, reason = "used by MCP server plugins")
-    )]
     pub remote_name: Option<String>,
 }
 
@@ -100,7 +95,6 @@ impl Plugin {
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
             notes,
             tool_notes: Vec::new(),
-            #[cfg(feature = "mcp-plugins")]
             listing: None,
             arrived,
         }
@@ -112,7 +106,6 @@ impl Plugin {
     }
 
     /// The same load of the plugin with what its MCP server listed.
-    #[cfg(feature = "mcp-plugins")]
     pub(crate) fn with_listing(
         &self,
         listing: Option<Arc<crate::plugins::mcp_listing::Listing>>,
@@ -135,7 +128,6 @@ impl Plugin {
     /// The prompts of an MCP server as offered: named with the plugin's
     /// `tool_prefix` (unless they carry it), each with its name on the server. A prompt without a
     /// name is left out.
-    #[cfg(feature = "mcp-plugins")]
     pub(crate) fn prompts(&self) -> Vec<(String, &serde_json::Map<String, serde_json::Value>)> {
         let Some(listing) = self.listing.as_deref() else {
             return Vec::new();
@@ -153,7 +145,6 @@ impl Plugin {
     /// What the plugin claims by name besides its tools: an MCP server's
     /// prompts, resource URIs and resource templates.
     fn offerings(&self) -> Vec<(Offering, String)> {
-        #[cfg(feature = "mcp-plugins")]
         if let Some(listing) = self.listing.as_deref() {
             let key = |items: &[serde_json::Map<String, serde_json::Value>], key: &str| {
                 items

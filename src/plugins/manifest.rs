@@ -454,7 +454,6 @@ impl fmt::Display for ToolChange {
 impl Manifest {
     /// The name under which a tool or prompt an MCP server calls `remote` is
     /// offered: with the `tool_prefix`, unless it already carries it.
-    #[cfg(feature = "mcp-plugins")]
     pub(crate) fn offered_name(&self, remote: &str) -> String {
         match self.tool_prefix.as_deref() {
             Some(prefix) if !remote.starts_with(prefix) => format!("{prefix}{remote}"),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::plugins::catalog::{FolderResult, Plugin, Tool};
+use crate::plugins::catalog::{Catalog, FolderResult, Plugin, Tool};
 use crate::plugins::manifest::{Protocol, ToolSpec};
 use crate::plugins::mcp_listing::{ListedTool, cache_path, read_cache};
 use crate::plugins::validate::compile_schema_at;
@@ -79,6 +79,24 @@ pub(crate) fn tools_of(plugin: &Plugin, listed: &[ListedTool]) -> (Vec<Tool>, Ve
         });
     }
     (tools, notes)
+}
+
+/// `catalog` with each MCP server's cached listing attached, as the host
+/// loads it: its tools are known (and counted, and checked) before the
+/// server runs.
+pub(crate) fn with_cached_listings(catalog: Catalog, state_dir: &Path) -> Catalog {
+    let servers: Vec<(String, Option<FolderResult>)> = catalog
+        .plugins()
+        .filter(|p| p.manifest.protocol == Protocol::Mcp)
+        .map(|p| {
+            let attached = attach_cached(Ok(p.clone()), state_dir);
+            (super::loader::folder_name(&p.dir), Some(attached))
+        })
+        .collect();
+    if servers.is_empty() {
+        return catalog;
+    }
+    catalog.with_folders(servers)
 }
 
 /// For an MCP plugin just loaded from its folder: its tools from the cached

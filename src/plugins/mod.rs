@@ -10,9 +10,7 @@ pub(crate) mod catalog;
 pub(crate) mod host_grant;
 pub(crate) mod loader;
 pub(crate) mod manifest;
-#[cfg(feature = "mcp-plugins")]
 pub(crate) mod mcp_listing;
-#[cfg(feature = "mcp-plugins")]
 pub(crate) mod mcp_plugin;
 pub(crate) mod shebang;
 #[cfg(test)]

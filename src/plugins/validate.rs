@@ -180,11 +180,6 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
             "/tools",
             "an MCP server's tools come from the server itself: remove \"tools\" (plughost lists them when you approve the plugin)",
         )),
-        #[cfg(not(feature = "mcp-plugins"))]
-        Protocol::Mcp => errors.push(ManifestError::new(
-            "/protocol",
-            "this plughost was built without MCP support (the \"mcp\" feature): it cannot run MCP servers",
-        )),
         Protocol::StdioJson if manifest.tool_prefix.is_some() => errors.push(ManifestError::new(
             "/tool_prefix",
             "only an MCP server's tools get a prefix: remove \"tool_prefix\", or add \"protocol\": \"mcp\"",

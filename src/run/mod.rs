@@ -11,7 +11,6 @@ pub(crate) mod denials;
 pub(crate) mod egress;
 pub(crate) mod env;
 pub(crate) mod executor;
-#[cfg(feature = "mcp-plugins")]
 pub(crate) mod mcp;
 pub(crate) mod outcome;
 pub(crate) mod sandbox;

@@ -195,7 +195,6 @@ fn a_broken_plugin_does_not_stop_the_others() {
 /// first plugin by name keeps each, the collisions are reported, and a
 /// server listing one URI twice collides with nothing.
 #[test]
-#[cfg(feature = "mcp-plugins")]
 fn prompts_resources_and_templates_collide_like_tools() {
     use crate::plugins::catalog::Offering;
     use crate::plugins::mcp_listing::Listing;

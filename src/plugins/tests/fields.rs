@@ -622,7 +622,6 @@ fn persistent_settings_are_bounded() {
 /// server's `git_status` stays `git_status` under the prefix `git_`), and
 /// `source` takes what `plughost add` writes and nothing else.
 #[test]
-#[cfg(feature = "mcp-plugins")]
 fn the_prefix_is_not_doubled_and_source_names_a_package() {
     let (_sb, dir) = plugin_with(|m| {
         m["protocol"] = json!("mcp");

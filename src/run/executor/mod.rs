@@ -56,7 +56,6 @@ pub(crate) use os::become_subreaper;
 pub(crate) use process::{End, Group, Leader, Output, Pipes, Process, Spawn, Stdin, end};
 pub use stderr::Progress;
 pub(crate) use stderr::StderrCollector;
-#[cfg(feature = "mcp-plugins")]
 pub(crate) use unix::kill_group;
 pub(crate) use unix::process_exists;
 
@@ -136,10 +135,6 @@ pub(crate) enum RunError {
     /// its backoff ends.
     Backoff(String),
     /// An MCP server answered with a JSON-RPC error instead of a result.
-    #[cfg_attr(
-        not(feature = "mcp-plugins"),
-        expect(dead_code, reason = "used by MCP server plugins")
-    )]
     ServerError {
         code: i32,
         message: String,

@@ -217,10 +217,6 @@ impl Group {
 
     /// The id of the group the host signals (its leader may be the
     /// plugin's PID namespace's init, not the plugin).
-    #[cfg_attr(
-        not(feature = "mcp-plugins"),
-        expect(dead_code, reason = "used by MCP servers run as plugins")
-    )]
     pub(crate) fn id(&self) -> u32 {
         self.pgid
     }

@@ -42,13 +42,6 @@ pub(crate) fn process_exists(pid: u32) -> bool {
 /// Sends SIGKILL to group `pgid` now. The caller must know the group's
 /// leader is not reaped (its id is still the group's): see `servers.rs`
 /// and `spawn_linux.rs`.
-#[cfg_attr(
-    not(any(feature = "mcp-plugins", target_os = "linux")),
-    expect(
-        dead_code,
-        reason = "used by MCP servers run as plugins and the Linux spawn"
-    )
-)]
 pub(crate) fn kill_group(pgid: u32) {
     signal_group(pgid, SIGKILL);
 }

@@ -23,7 +23,6 @@ mod backoff;
 mod load;
 mod pool;
 mod process;
-#[cfg(feature = "mcp-plugins")]
 mod servers;
 
 #[cfg(feature = "prometheus")]
@@ -31,5 +30,4 @@ pub(crate) use load::Load;
 pub use pool::WorkerInfo;
 pub(crate) use pool::{Pool, Workers};
 pub(crate) use process::{TmpFolder, WorkerSpec};
-#[cfg(feature = "mcp-plugins")]
 pub(crate) use servers::{Server, Slot, StartError};

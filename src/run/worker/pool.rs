@@ -26,7 +26,6 @@ pub(crate) struct Workers {
     pools: Mutex<HashMap<String, Arc<Pool>>>,
     events: EventSink,
     /// MCP servers run as plugins: shared by every call (`servers.rs`).
-    #[cfg(feature = "mcp-plugins")]
     pub(crate) servers: super::servers::Servers,
 }
 
@@ -43,7 +42,6 @@ impl Workers {
     pub(crate) fn new(events: EventSink) -> Workers {
         Workers {
             pools: Mutex::default(),
-            #[cfg(feature = "mcp-plugins")]
             servers: super::servers::Servers::new(events.clone()),
             events,
         }
@@ -91,7 +89,6 @@ impl Workers {
     /// are told to finish (stdin closed, a grace, then the group kill) in the
     /// background, busy ones after their call.
     pub(crate) fn retire(&self, plugin: &str, reason: WorkerStop) {
-        #[cfg(feature = "mcp-plugins")]
         self.servers.retire(plugin, reason.clone());
         if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
             pool.retire(reason);
@@ -101,7 +98,6 @@ impl Workers {
     /// Retires the pool of `plugin` and kills its idle workers' process
     /// groups before returning: for a revoked approval, which must not wait.
     pub(crate) fn kill(&self, plugin: &str, reason: WorkerStop) {
-        #[cfg(feature = "mcp-plugins")]
         self.servers.kill(plugin, reason.clone());
         if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
             pool.kill_idle(reason);
@@ -111,7 +107,6 @@ impl Workers {
     /// Retires every pool and kills every idle worker before returning (host
     /// shutdown, which may happen with no runtime left to wait on).
     pub(crate) fn kill_all(&self, reason: WorkerStop) {
-        #[cfg(feature = "mcp-plugins")]
         self.servers.kill_all(reason.clone());
         let pools: Vec<Arc<Pool>> = self
             .pools
@@ -128,7 +123,6 @@ impl Workers {
     /// Stops every idle worker and waits until they are gone; busy ones stop
     /// after their call.
     pub(crate) async fn stop_all(&self, reason: WorkerStop) {
-        #[cfg(feature = "mcp-plugins")]
         self.servers.stop_all(reason.clone()).await;
         let pools: Vec<Arc<Pool>> = self
             .pools
@@ -148,10 +142,6 @@ impl Workers {
     /// Each pool's plugin, its load (generation) and the grant key its
     /// workers were started under.
     pub(crate) fn pools(&self) -> Vec<(String, u64, String)> {
-        #[cfg_attr(
-            not(feature = "mcp-plugins"),
-            expect(unused_mut, reason = "servers add theirs")
-        )]
         let mut all: Vec<_> = self
             .pools
             .lock()
@@ -159,7 +149,6 @@ impl Workers {
             .iter()
             .map(|(name, pool)| (name.clone(), pool.plugin.generation, pool.grant.clone()))
             .collect();
-        #[cfg(feature = "mcp-plugins")]
         all.extend(self.servers.slots());
         all
     }
@@ -168,10 +157,6 @@ impl Workers {
     /// backing off.
     #[cfg(feature = "prometheus")]
     pub(crate) fn loads(&self) -> Vec<Load> {
-        #[cfg_attr(
-            not(feature = "mcp-plugins"),
-            expect(unused_mut, reason = "servers add theirs")
-        )]
         let mut loads: Vec<Load> = self
             .pools
             .lock()
@@ -179,7 +164,6 @@ impl Workers {
             .values()
             .map(|pool| pool.load())
             .collect();
-        #[cfg(feature = "mcp-plugins")]
         loads.extend(self.servers.loads());
         loads
     }
@@ -187,16 +171,11 @@ impl Workers {
     /// The running workers of each plugin.
     pub(crate) fn running(&self) -> HashMap<String, Vec<WorkerInfo>> {
         let pools = self.pools.lock().expect("pools lock");
-        #[cfg_attr(
-            not(feature = "mcp-plugins"),
-            expect(unused_mut, reason = "servers add theirs")
-        )]
         let mut running: HashMap<_, _> = pools
             .iter()
             .map(|(name, pool)| (name.clone(), pool.running()))
             .filter(|(_, w)| !w.is_empty())
             .collect();
-        #[cfg(feature = "mcp-plugins")]
         running.extend(self.servers.running());
         running
     }
