@@ -11,7 +11,6 @@ use crate::host::ToolInfo;
 
 /// The function-calling dialects `plughost export` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Format {
     /// OpenAI Chat Completions `tools`: `[{"type":"function","function":{name,description,parameters}}]`.
     Openai,
@@ -23,6 +22,27 @@ pub enum Format {
     Mcp,
     /// A text block for a system prompt, with the `<tool_call>` convention.
     Prompt,
+}
+
+impl Format {
+    pub const ALL: [Format; 5] = [
+        Format::Openai,
+        Format::Anthropic,
+        Format::Gemini,
+        Format::Mcp,
+        Format::Prompt,
+    ];
+
+    /// Its name, as `plughost export --format` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Openai => "openai",
+            Format::Anthropic => "anthropic",
+            Format::Gemini => "gemini",
+            Format::Mcp => "mcp",
+            Format::Prompt => "prompt",
+        }
+    }
 }
 
 /// The name a provider accepts for a tool. plughost's names may use MCP's

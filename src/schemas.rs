@@ -9,7 +9,6 @@ use crate::protocol::{Request, Response};
 
 /// The schemas by name, as `plughost schema NAME` knows them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum SchemaName {
     /// `plugin.json`.
     Manifest,
@@ -25,6 +24,15 @@ impl SchemaName {
         SchemaName::Request,
         SchemaName::Response,
     ];
+
+    /// Its name, as `plughost schema` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchemaName::Manifest => "manifest",
+            SchemaName::Request => "request",
+            SchemaName::Response => "response",
+        }
+    }
 
     /// The committed file's name, e.g. `plugin.schema.json`.
     pub fn file_name(self) -> &'static str {

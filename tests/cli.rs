@@ -467,7 +467,7 @@ fn progress_shows_on_a_terminal() {
     let sandbox = Sandbox::new().with_fixtures(&["progress-reporter"]);
     let line = format!(
         "{} --plugins-dir '{}' --state-dir '{}' call report_progress",
-        env!("CARGO_BIN_EXE_plughost"),
+        crate::util::plughost().display(),
         sandbox.plugins().display(),
         sandbox.state().display()
     );

@@ -13,7 +13,7 @@ use util::{Sandbox, example_manifests, manifest, tool_names};
 const SCRIPT: &str = "#!/bin/sh\ncat >/dev/null\necho '{\"result\":\"ok\"}'\n";
 
 fn plughost() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_plughost"));
+    let mut c = Command::new(crate::util::plughost());
     c.env_remove("PLUGHOST_PLUGINS_DIR")
         .env_remove("PLUGHOST_STATE_DIR");
     c
@@ -285,7 +285,7 @@ fn an_unreadable_manifest_is_rejected_by_name() {
     }
     let mut c = if root {
         let mut c = Command::new("setpriv");
-        c.args(drop_caps).arg(env!("CARGO_BIN_EXE_plughost"));
+        c.args(drop_caps).arg(crate::util::plughost());
         c
     } else {
         plughost()

@@ -222,7 +222,7 @@ impl Home {
 }
 
 fn exe() -> String {
-    std::fs::canonicalize(env!("CARGO_BIN_EXE_plughost"))
+    std::fs::canonicalize(crate::util::plughost())
         .unwrap()
         .display()
         .to_string()

@@ -287,7 +287,7 @@ impl Sandbox {
         let home = root.path().canonicalize().unwrap();
         util::copy_dir(&util::examples(), &home.join(".plugins"));
         std::fs::create_dir_all(home.join("tmp")).unwrap();
-        let bin = PathBuf::from(env!("CARGO_BIN_EXE_plughost"));
+        let bin = PathBuf::from(crate::util::plughost());
         let bin_dir = bin.parent().unwrap().canonicalize().unwrap();
         let repo = util::repo().canonicalize().unwrap();
         Sandbox {

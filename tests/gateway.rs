@@ -85,12 +85,7 @@ fn server_everything_loses_nothing_through_serve() {
         listed.contains("ev_trigger-sampling-request") && listed.contains("ev_get-roots-list"),
         "{listed}"
     );
-
-    #[expect(
-        clippy::option_env_unwrap,
-        reason = "an integration test always has the binary"
-    )]
-    let bin = option_env!("CARGO_BIN_EXE_plughost").expect("an integration test");
+    let bin = crate::util::plughost();
     let out = Command::new(util::real_python3())
         .arg(util::repo().join("tests/gateway_client.py"))
         .arg(bin)

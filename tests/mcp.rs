@@ -554,7 +554,7 @@ async fn every_progress_notification_precedes_the_result_on_the_wire() {
         &util::manifest("burst", "report_progress"),
         "#!/bin/bash\ncat >/dev/null\nfor i in $(seq 1 50); do echo \"::progress:: $i/50\" >&2; done\necho '{\"result\":\"done\"}'\n",
     );
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_plughost"))
+    let mut server = tokio::process::Command::new(crate::util::plughost())
         .arg("--plugins-dir")
         .arg(sandbox.plugins())
         .arg("--state-dir")

@@ -332,7 +332,7 @@ fn two_tenants_side_by_side_keep_their_approvals_data_and_sessions_apart() {
     // Alice approves the network plugin in her own state folder.
     let alice_state = sandbox.state().join("tenants/alice");
     let approved = util::run({
-        let mut c = Command::new(env!("CARGO_BIN_EXE_plughost"));
+        let mut c = Command::new(crate::util::plughost());
         c.arg("--plugins-dir")
             .arg(sandbox.plugins())
             .arg("--state-dir")

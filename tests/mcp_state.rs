@@ -41,7 +41,7 @@ fn in_namespace(sandbox: &Sandbox, setup: &str, args: &[&str]) -> tokio::process
         ))
         .arg("sh")
         .args(args)
-        .env("BIN", env!("CARGO_BIN_EXE_plughost"))
+        .env("BIN", crate::util::plughost())
         .env("PLUGINS", sandbox.plugins())
         .env("STATE", sandbox.state());
     c
@@ -132,7 +132,7 @@ async fn a_full_state_folder_stops_only_what_needs_a_new_folder() {
 fn grant_elsewhere(sandbox: &Sandbox) -> std::path::PathBuf {
     let elsewhere = sandbox.root.path().join("elsewhere");
     let out = util::run({
-        let mut c = Command::new(env!("CARGO_BIN_EXE_plughost"));
+        let mut c = Command::new(crate::util::plughost());
         c.arg("--plugins-dir")
             .arg(sandbox.plugins())
             .arg("--state-dir")

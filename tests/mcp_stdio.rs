@@ -14,7 +14,7 @@ use util::Sandbox;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_malformed_line_gets_the_right_error_and_the_next_request_is_answered() {
     let sandbox = Sandbox::new().with_examples();
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_plughost"))
+    let mut server = tokio::process::Command::new(crate::util::plughost())
         .arg("--plugins-dir")
         .arg(sandbox.plugins())
         .arg("--state-dir")

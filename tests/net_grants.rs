@@ -527,7 +527,7 @@ fn the_namespace_level_holds_for_an_unprivileged_user() {
     // The binary, where nobody can run it, and everything owned by nobody.
     let bin = sandbox.root.path().join("bin/plughost");
     std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-    std::fs::copy(env!("CARGO_BIN_EXE_plughost"), &bin).unwrap();
+    std::fs::copy(crate::util::plughost(), &bin).unwrap();
     let status = Command::new("chown")
         .args(["-R", "65534:65534"])
         .arg(sandbox.root.path())

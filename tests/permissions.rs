@@ -31,7 +31,7 @@ fn approvals_file(sandbox: &Sandbox) -> PathBuf {
 /// `answer` at the prompt. The call's JSON comes through a pipe, so the prompt
 /// must read the terminal, not stdin.
 fn on_terminal(sandbox: &Sandbox, args: &str, answer: &str) -> Output {
-    let exe = env!("CARGO_BIN_EXE_plughost");
+    let exe = crate::util::plughost().display();
     let line = format!(
         "echo '{{}}' | {exe} --plugins-dir '{}' --state-dir '{}' {args}",
         sandbox.plugins().display(),

@@ -92,7 +92,7 @@ impl Home {
 
     /// `plughost` run as the user whose home this is.
     fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_plughost"));
+        let mut c = Command::new(crate::util::plughost());
         c.env("HOME", &self.home)
             .env_remove("XDG_STATE_HOME")
             .env_remove("XDG_CONFIG_HOME")

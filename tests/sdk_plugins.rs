@@ -222,7 +222,7 @@ async fn sdk_progress_reaches_an_mcp_client() {
     python_plugin(&sandbox, true);
     node_plugin(&sandbox, false);
     let (tx, mut progress) = mpsc::unbounded_channel();
-    let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plughost")).configure(|c| {
+    let cmd = tokio::process::Command::new(crate::util::plughost()).configure(|c| {
         c.arg("--plugins-dir")
             .arg(sandbox.plugins())
             .arg("--state-dir")

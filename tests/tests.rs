@@ -11,7 +11,6 @@ mod add;
 mod approval_order;
 mod cli;
 mod cli_plugins;
-#[cfg(feature = "cli")]
 mod connect;
 mod denials;
 mod docs;

@@ -103,7 +103,7 @@ fn a_permission_error_a_plugin_prints_is_its_report_not_the_sandboxes() {
 /// `plughost ARGS` on a terminal (`script` gives it one): what the terminal
 /// received, stdout and stderr together.
 fn on_terminal(sandbox: &Sandbox, home: &Path, args: &str) -> Output {
-    let exe = env!("CARGO_BIN_EXE_plughost");
+    let exe = crate::util::plughost().display();
     let line = format!(
         "{exe} --plugins-dir '{}' --state-dir '{}' {args}",
         sandbox.plugins().display(),

@@ -17,7 +17,7 @@ use crate::stats::{pct, ratio};
 use crate::{Bench, cell};
 
 // The exporter's HTTP client is the command line's, compiled in here as is.
-#[path = "../../src/cli/otlp_client.rs"]
+#[path = "../../cli/src/otlp_client.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod otlp_client;
 

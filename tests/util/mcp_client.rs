@@ -87,7 +87,7 @@ impl Session {
 /// Starts `plughost serve` on the sandbox and connects a client. `approve`:
 /// `None` for a client without elicitation, `Some(answer)` with it.
 pub async fn connect(sandbox: &Sandbox, approve: Option<bool>) -> Session {
-    let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plughost")).configure(|c| {
+    let cmd = tokio::process::Command::new(crate::util::plughost()).configure(|c| {
         c.arg("--plugins-dir")
             .arg(sandbox.plugins())
             .arg("--state-dir")

@@ -15,6 +15,39 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The `plughost` binary of this tree, built once per test run: it is the
+/// command-line crate's (`cli/`), which the engine's tests cannot name by
+/// `CARGO_BIN_EXE_plughost`. Built in the profile of these tests.
+pub fn plughost() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        // target/PROFILE/deps/tests-HASH
+        let profile_dir = exe.parent().unwrap().parent().unwrap().to_owned();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = Command::new(cargo);
+        build
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "plughost-cli",
+                "--bin",
+                "plughost",
+            ])
+            .current_dir(repo());
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo runs");
+        assert!(
+            status.success(),
+            "cannot build the plughost binary: cargo build -p plughost-cli"
+        );
+        profile_dir.join("plughost")
+    })
+}
+
 /// The fixture plugins folder.
 pub fn fixtures() -> PathBuf {
     repo().join("tests/fixtures/plugins")
@@ -123,13 +156,7 @@ impl Sandbox {
 
     /// `plughost` with `--plugins-dir` and `--state-dir` pointing here.
     pub fn cmd(&self) -> Command {
-        // Integration tests have the binary; the crate's own tests share these
-        // helpers but never run it.
-        #[expect(
-            clippy::option_env_unwrap,
-            reason = "only integration tests, which have the variable, call this"
-        )]
-        let bin = option_env!("CARGO_BIN_EXE_plughost").expect("an integration test");
+        let bin = plughost();
         let mut c = Command::new(bin);
         c.arg("--plugins-dir")
             .arg(self.plugins())

@@ -90,11 +90,7 @@ pub fn code_tools(dir: &Path) -> Value {
 /// dependencies are compiled once. (Its own folder: cargo locks a target
 /// folder while it builds.)
 pub fn rust_target_dir() -> PathBuf {
-    #[expect(
-        clippy::option_env_unwrap,
-        reason = "only integration tests, which have the variable, call this"
-    )]
-    let bin = PathBuf::from(option_env!("CARGO_BIN_EXE_plughost").expect("an integration test"));
+    let bin = PathBuf::from(super::plughost());
     // target/debug/plughost -> target
     bin.parent().unwrap().parent().unwrap().join("sdk-plugins")
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::install::{self, Installed};
 use super::source::Package;
-use crate::cli::scaffold::mcp::shell_quote;
+use crate::scaffold::mcp::shell_quote;
 
 /// Installs `package` into `stage` and writes nothing else; `bin` chooses
 /// among several commands.

@@ -46,13 +46,11 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     match args.lang {
         Lang::Python => println!("{}", scaffold::precompile_python(&created.dir)),
         Lang::Rust => {
-            if !std::path::Path::new(scaffold::RUST_SDK_DIR)
-                .join("Cargo.toml")
-                .is_file()
-            {
+            let sdk = scaffold::rust_sdk_dir();
+            if !sdk.join("Cargo.toml").is_file() {
                 println!(
                     "note: the Rust SDK is not at {} any more: point the plughost-plugin path in Cargo.toml at a plughost checkout's sdk/rust",
-                    scaffold::RUST_SDK_DIR
+                    sdk.display()
                 );
             }
             println!("\nbuild it first (cargo, release; about a minute the first time):");

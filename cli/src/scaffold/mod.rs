@@ -37,7 +37,11 @@ const RUST_SDK_LOCK: &str = include_str!("../../../sdk/rust/Cargo.lock");
 /// Where a new Rust plugin finds the SDK: this checkout's `sdk/rust`. A path
 /// rather than git: the SDK is not published anywhere, and a path keeps the
 /// plugin building offline against exactly the SDK that plughost ships.
-pub const RUST_SDK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sdk/rust");
+/// (This package is the checkout's `cli/`.)
+pub fn rust_sdk_dir() -> std::path::PathBuf {
+    let cli = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    cli.parent().unwrap_or(cli).join("sdk/rust")
+}
 
 /// One file of a new plugin; `{{name}}`, `{{tool}}`, `{{crate}}` and
 /// `{{sdk_path}}` in a template are filled in, SDK files are copied as they are.
@@ -176,7 +180,11 @@ pub fn create(parent: &Path, name: &str, lang: Lang, persistent: bool) -> Result
         manifest["persistent"] = json!({});
     }
     // A TOML basic string: the path may hold quotes or backslashes.
-    let sdk_path = RUST_SDK_DIR.replace('\\', "\\\\").replace('"', "\\\"");
+    let sdk_path = rust_sdk_dir()
+        .display()
+        .to_string()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
     let fill = |text: &str| {
         text.replace("{{name}}", name)
             .replace("{{tool}}", &tool)

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cli::connect::entry::Node;
+use crate::connect::entry::Node;
 
 fn entry() -> Node {
     Node::map([

@@ -141,7 +141,7 @@ enum Command {
 }
 
 /// Parses the command line and runs the command.
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     quiet_on_closed_stdout();
     let cli = Cli::parse();
     match run(cli) {
@@ -326,6 +326,20 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// `text` quoted for `sh` when it needs it.
+/// A value of one of the library's enums on the command line: its names
+/// and their order come from the library (`ALL`, `name`).
+fn choice<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(all.iter().map(|t| name(*t))).map(move |chosen| {
+        *all.iter()
+            .find(|t| name(**t) == chosen)
+            .expect("clap only passes a possible value")
+    })
+}
+
 fn quoted(text: &str) -> String {
     let plain = !text.is_empty()
         && text

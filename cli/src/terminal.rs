@@ -124,7 +124,7 @@ fn json_escaped(json: String) -> String {
 macro_rules! say {
     () => { println!() };
     ($($arg:tt)*) => {
-        println!("{}", $crate::cli::terminal::text(&format!($($arg)*)))
+        println!("{}", $crate::terminal::text(&format!($($arg)*)))
     };
 }
 
@@ -132,7 +132,7 @@ macro_rules! say {
 macro_rules! esay {
     () => { eprintln!() };
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::cli::terminal::text(&format!($($arg)*)))
+        eprintln!("{}", $crate::terminal::text(&format!($($arg)*)))
     };
 }
 

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use super::install::{self, Installed};
 use super::source::Package;
-use crate::cli::scaffold::mcp::shell_quote;
+use crate::scaffold::mcp::shell_quote;
 
 /// Installs `package` into `stage/lib`; `script` chooses among several
 /// console scripts.

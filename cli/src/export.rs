@@ -11,7 +11,7 @@ use super::Cli;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The provider's function-calling shape.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = crate::choice(&Format::ALL, Format::name))]
     format: Format,
 }
 

@@ -9,7 +9,10 @@ use plughost::schemas::SchemaName;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Which schema to print.
-    #[arg(required_unless_present = "write")]
+    #[arg(
+        required_unless_present = "write",
+        value_parser = crate::choice(&SchemaName::ALL, SchemaName::name)
+    )]
     name: Option<SchemaName>,
     /// Write every schema into this folder instead of printing one.
     #[arg(long, value_name = "DIR")]

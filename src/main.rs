@@ -1,5 +1,0 @@
-mod cli;
-
-fn main() -> std::process::ExitCode {
-    cli::main()
-}
