@@ -137,10 +137,6 @@ pub(super) async fn reap_exited(pid: u32) -> io::Result<std::process::ExitStatus
 
 /// The wait status a PID namespace's init wrote on `fd` before it exited,
 /// if it wrote one.
-#[cfg_attr(
-    not(target_os = "linux"),
-    expect(dead_code, reason = "Linux's spawn only")
-)]
 pub(super) fn read_status(fd: &std::os::fd::OwnedFd) -> Option<std::process::ExitStatus> {
     use std::os::fd::AsRawFd;
     use std::os::unix::process::ExitStatusExt;

@@ -11,7 +11,7 @@ pub(crate) struct Confinement {
 }
 
 /// The confinement of one process: nothing, on this platform.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Prepared;
 
 impl Confinement {
