@@ -38,6 +38,10 @@ const EINTR: isize = 4;
 const SFD_NONBLOCK: usize = 0o4000;
 const SFD_CLOEXEC: usize = 0o2000000;
 const POLLIN: i16 = 1;
+/// How many others it reaps before it looks at the lifeline and the
+/// signals again: a plugin that keeps making children of this process
+/// cannot keep it from noticing that the host is gone.
+const REAPS_PER_TURN: usize = 64;
 /// Exit codes: the plugin's pid was missing, or the host is gone.
 const BAD_ARGUMENTS: usize = 125;
 const HOST_GONE: usize = 124;
@@ -198,8 +202,22 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
     }
     let mut info = [0u32; 32];
     loop {
-        // Reap whatever has exited; the plugin's end is the namespace's.
-        loop {
+        // The plugin first: its end is the namespace's.
+        let mut status: i32 = 0;
+        // SAFETY: wait4 writes the status into a valid local.
+        let pid = unsafe { syscall(nr::WAIT4, child, (&raw mut status) as usize, WNOHANG, 0) };
+        if pid == child as isize && ended(status) {
+            report(status);
+        }
+        if pid < 0 && pid != -EINTR {
+            // The plugin is not a child here: nothing to wait for.
+            exit(BAD_ARGUMENTS);
+        }
+        // Then a bounded batch of the others (what the plugin left, or
+        // made this process's children), so that the host's lifeline is
+        // looked at between batches however many there are.
+        let mut more = false;
+        for _ in 0..REAPS_PER_TURN {
             let mut status: i32 = 0;
             // SAFETY: wait4 writes the status into a valid local.
             let pid = unsafe {
@@ -211,21 +229,13 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
                     0,
                 )
             };
-            if pid == child as isize {
-                // SAFETY: writes the 4 bytes of a valid local.
-                unsafe { syscall(nr::WRITE, STATUS_FD, (&raw const status) as usize, 4, 0) };
-                exit(0);
+            if pid == child as isize && ended(status) {
+                report(status);
             }
-            if pid == -EINTR {
-                continue;
-            }
-            if pid < 0 {
-                // No child left, and the plugin was not reaped here: nothing to wait for.
-                exit(BAD_ARGUMENTS);
-            }
-            if pid == 0 {
+            if pid <= 0 && pid != -EINTR {
                 break;
             }
+            more = true;
         }
         let mut fds = [
             PollFd {
@@ -239,8 +249,11 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
                 revents: 0,
             },
         ];
-        // SAFETY: two valid pollfds, no timeout, no signal mask.
-        let n = unsafe { syscall(nr::PPOLL, (&raw mut fds) as usize, 2, 0, 0) };
+        // Without waiting when a batch may have left more to reap.
+        let zero = [0usize; 2];
+        let timeout = if more { (&raw const zero) as usize } else { 0 };
+        // SAFETY: two valid pollfds, a valid timespec or none, no signal mask.
+        let n = unsafe { syscall(nr::PPOLL, (&raw mut fds) as usize, 2, timeout, 0) };
         if n < 0 {
             continue;
         }
@@ -273,6 +286,20 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
             }
         }
     }
+}
+
+/// Whether a wait status is an end (an exit or a killing signal), not a
+/// stop: a child that traces itself reports its stops to this process.
+fn ended(status: i32) -> bool {
+    // A stop (and a continuation) has 0x7f in its low seven bits.
+    status & 0x7f != 0x7f
+}
+
+/// Writes the plugin's wait status for the host and ends the namespace.
+fn report(status: i32) -> ! {
+    // SAFETY: writes the 4 bytes of a valid local.
+    unsafe { syscall(nr::WRITE, STATUS_FD, (&raw const status) as usize, 4, 0) };
+    exit(0)
 }
 
 #[panic_handler]

@@ -138,6 +138,17 @@ def one(op, *args):
         os.mknod(path(args[1]), kind | 0o600, os.makedev(args[2], args[3]))
     elif op == "mkfifo":
         os.mkfifo(path(args[0]))
+    elif op == "threads":
+        # Sleeping threads (each a task, as a process is) until one fails.
+        import threading, time
+        n = 0
+        try:
+            for _ in range(args[0]):
+                threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
+                n += 1
+        except RuntimeError:
+            pass
+        return str(n)
     elif op == "daemon":
         # A shell in a session of its own that appends to the file every
         # 20 ms, left running.
@@ -1095,6 +1106,19 @@ fn a_plugin_makes_no_namespaces() {
                 Some(Want::RefusedWith(&["EINVAL"])),
             ),
             case(
+                // A sibling would be a child of the PID namespace's first
+                // process, which a plugin could flood with them. (Not tried
+                // unconfined: the sibling would be this test process's.)
+                "clone(CLONE_PARENT)",
+                json!([
+                    "clone",
+                    libc::SYS_clone,
+                    libc::CLONE_PARENT as i64 | sigchld
+                ]),
+                Want::RefusedWith(&["EPERM"]),
+                None,
+            ),
+            case(
                 "a plain fork",
                 json!(["clone", libc::SYS_clone, sigchld]),
                 Want::Ok,
@@ -1530,6 +1554,43 @@ fn nothing_a_plugin_starts_outlives_its_call_or_its_host() {
             );
             kill_writers_of(&beat);
             serve.wait_for_reaper();
+        }
+    });
+}
+
+/// A fork bomb stops at the task limit of the host's plugins (processes
+/// and threads count alike; threads are the light way to try it): at the
+/// namespace level, for a plugin run by an unprivileged user. As root the
+/// kernel applies no such limit, and with Landlock alone there is no user
+/// namespace to count in: `doctor` says so, and this checks that it does.
+#[test]
+fn a_fork_bomb_stops_at_the_plugins_task_limit() {
+    at_every_level(|lab, level| {
+        lab.install("no-perms", &[]);
+        let who = format!("{level:?} as {:?}", lab.user);
+        let doctor = util::stdout(&util::run(lab.command(level, &["doctor"], false)));
+        let line = doctor
+            .lines()
+            .find(|l| l.contains("processes and threads of all plugins"))
+            .unwrap_or_else(|| panic!("{doctor}"))
+            .to_owned();
+        let held = level == Level::Namespaces && !lab.root_user();
+        if !held {
+            assert!(line.contains("NOT limited"), "{who}: {line}");
+            return;
+        }
+        assert!(line.contains("at most 2048"), "{who}: {line}");
+        for (how, got) in lab.try_ops(level, "no-perms", &[json!(["threads", 2600])], false) {
+            let started: u64 = got[0].strip_prefix("ok:").unwrap().parse().unwrap();
+            assert!(started < 2048, "{how}, {who}: {started} threads");
+        }
+        for (how, got) in lab.try_ops(
+            Level::Unconfined,
+            "no-perms",
+            &[json!(["threads", 2600])],
+            false,
+        ) {
+            assert_eq!(got, ["ok:2600"], "without the sandbox ({how}, {who})");
         }
     });
 }

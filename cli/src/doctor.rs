@@ -95,6 +95,15 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             "killed with its process group; NOT held: one that leaves its session (setsid) outlives the call, and plughost"
         }
     );
+    say!(
+        "  processes and threads of all plugins together      {}",
+        match support.plugin_tasks {
+            Some(n) => format!("at most {n} (a fork bomb stops there)"),
+            None if support.user_namespaces =>
+                "NOT limited: the kernel holds no root process to RLIMIT_NPROC".to_owned(),
+            None => "NOT limited: no user namespaces".to_owned(),
+        }
+    );
     for note in &support.notes {
         say!("  note: {note}");
     }

@@ -398,6 +398,7 @@ impl FilteredSpawner {
                         proc_self: 0,
                         seccomp: Some(program),
                         seccomp_namespaces: None,
+                        tasks: 0,
                     };
                     let ok = sandbox::enforce(&steps) == 0;
                     let _ = ready.send(ok);

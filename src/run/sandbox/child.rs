@@ -33,7 +33,18 @@ pub(crate) struct ChildSteps {
     /// The program that refuses namespaces, installed by the child itself
     /// after it joined and made its own (a spawning thread cannot hold it).
     pub seccomp_namespaces: Option<&'static [libc::sock_filter]>,
+    /// `RLIMIT_NPROC` for the process (0: left as it is). In the host's
+    /// user namespace the kernel counts it per namespace: the processes and
+    /// threads of all of this host's plugins together (see [`PLUGIN_TASKS`]).
+    pub tasks: u64,
 }
+
+/// The most processes and threads the plugins of one host may have at once,
+/// together, where they run in its user namespace and plughost is not root
+/// (the kernel does not hold root to `RLIMIT_NPROC`). A fork bomb stops
+/// there instead of taking the user's whole allowance, and with it the
+/// host's own next spawn and the user's session.
+pub(crate) const PLUGIN_TASKS: u64 = 2048;
 
 /// The child's first half, before it changes to the plugin's folder:
 /// joins the namespaces (joining a mount namespace moves the current folder
@@ -45,13 +56,33 @@ pub(crate) fn join(steps: &ChildSteps) -> i32 {
     }
 }
 
-/// The child's half: `no_new_privs`, every capability dropped for good, its
+/// The child's half: its task limit, `no_new_privs`, every capability dropped for good, its
 /// own `/proc/PID`, the Landlock restriction, the seccomp program. Returns
 /// 0, or the failing call's errno.
 ///
 /// Runs between `clone`/`fork` and `exec`: only raw system calls on data the
 /// parent built, nothing that allocates, locks or unwinds.
 pub(crate) fn enforce(steps: &ChildSteps) -> i32 {
+    if steps.tasks != 0 {
+        // Lowered, never raised: a lower limit of the user's stays.
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into a valid local; setrlimit reads it.
+        let rc = unsafe {
+            if libc::getrlimit(libc::RLIMIT_NPROC, &mut limit) != 0 {
+                -1
+            } else {
+                limit.rlim_cur = limit.rlim_cur.min(steps.tasks);
+                limit.rlim_max = limit.rlim_max.min(steps.tasks);
+                libc::setrlimit(libc::RLIMIT_NPROC, &limit)
+            }
+        };
+        if rc != 0 {
+            return errno();
+        }
+    }
     // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments and touches no memory.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return errno();

@@ -402,11 +402,12 @@ impl Confinement {
             }
         }
         let net = egress.and_then(|e| e.netns.clone());
-        // A PID namespace for each process wherever the user namespace
-        // works: the processes join it even when they need no other.
-        enforcement.processes_contained =
-            policy.namespaces && namespace::user().is_ok() && super::init::available().is_ok();
-        let namespaces = (mnt.is_some() || net.is_some() || enforcement.processes_contained)
+        // Wherever the user namespace works, every process joins it (even
+        // one that needs no other namespace), for the task limit it counts
+        // (`child::PLUGIN_TASKS`) and a PID namespace of its own.
+        let in_user_namespace = policy.namespaces && namespace::user().is_ok();
+        enforcement.processes_contained = in_user_namespace && super::init::available().is_ok();
+        let namespaces = (mnt.is_some() || net.is_some() || in_user_namespace)
             .then(|| Arc::new(Namespaces { mnt, net }));
         Ok(Confinement {
             handled,
@@ -524,8 +525,14 @@ impl Prepared {
     /// The steps for the child of a confined spawn. `self` must outlive the
     /// spawn (the ruleset descriptor is read in the child).
     pub(crate) fn child_steps(&self) -> ChildSteps {
+        let joins = self.namespaces.as_deref().and_then(Namespaces::joins);
         ChildSteps {
-            joins: self.namespaces.as_deref().and_then(Namespaces::joins),
+            joins,
+            tasks: if joins.is_some_and(|j| j.user >= 0) {
+                super::child::PLUGIN_TASKS
+            } else {
+                0
+            },
             ruleset: self.ruleset.as_deref().map(AsRawFd::as_raw_fd),
             proc_self: self.proc_self,
             seccomp: self.seccomp,

@@ -300,6 +300,9 @@ pub struct SandboxSupport {
     /// call starts ends with it, even what left its session, and also when
     /// the host exits.
     pub processes_contained: bool,
+    /// The most processes and threads all plugins of one host may have
+    /// together (`None`: no limit here, as root or without user namespaces).
+    pub plugin_tasks: Option<u64>,
     /// What is degraded or advisory, one sentence each.
     pub notes: Vec<String>,
 }

@@ -369,10 +369,15 @@ const NAMESPACES: &[Checked] = &[
         steps: || {
             vec![
                 (LOAD_WORD, OFFSET_ARG0, Go::Next, Go::Next),
-                (JUMP_SET, CLONE_NAMESPACES, Go::Eperm, Go::Allow),
+                (
+                    JUMP_SET,
+                    CLONE_NAMESPACES | libc::CLONE_PARENT as u32,
+                    Go::Eperm,
+                    Go::Allow,
+                ),
             ]
         },
-        why: "creates namespaces (a user namespace holds every capability over them)",
+        why: "creates namespaces (a user namespace holds every capability over them), or a sibling (`CLONE_PARENT`): a child of the PID namespace's first process, which a plugin could flood with them",
     },
     Checked {
         nr: libc::SYS_unshare,
@@ -678,6 +683,8 @@ mod tests {
             assert_eq!(call(&p, libc::SYS_unshare, [ns as u32, 0, 0]), EPERM);
         }
         assert_eq!(call(&p, libc::SYS_unshare, [CLONE_NEWTIME, 0, 0]), EPERM);
+        let sibling = libc::CLONE_PARENT as u32 | libc::CLONE_VM as u32 | fork;
+        assert_eq!(call(&p, libc::SYS_clone, [sibling, 0, 0]), EPERM);
         assert_eq!(call(&p, libc::SYS_setns, [3, 0, 0]), EPERM);
         let files = libc::CLONE_FILES as u32;
         assert_eq!(call(&p, libc::SYS_unshare, [files, 0, 0]), ALLOW);

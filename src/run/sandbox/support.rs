@@ -131,6 +131,9 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
                 false
             }
         };
+    // SAFETY: geteuid takes nothing and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let plugin_tasks = (user_namespaces && !root).then_some(super::child::PLUGIN_TASKS);
     notes.push("shell:exec, clipboard and notifications are advisory".into());
     SandboxSupport {
         landlock_abi: abi,
@@ -142,6 +145,7 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
         host_grants,
         projects_read_only: user_namespaces,
         processes_contained,
+        plugin_tasks,
         notes,
     }
 }
