@@ -18,7 +18,11 @@ use crate::{Bench, cell};
 
 // The exporter's HTTP client is the command line's, compiled in here as is.
 #[path = "../../cli/src/otlp_client.rs"]
-#[allow(dead_code, unreachable_pub)]
+#[allow(
+    dead_code,
+    unreachable_pub,
+    reason = "the command line's module, of which the bench uses the client alone"
+)]
 mod otlp_client;
 
 pub(crate) async fn rows(bench: &Bench, report: &mut Value) {

@@ -157,7 +157,10 @@ impl CallSummary {
 }
 
 /// Hooks into the host's life. Every method has a default that does nothing.
-#[allow(unused_variables)]
+#[allow(
+    unused_variables,
+    reason = "the default methods name their arguments for the implementors' docs"
+)]
 pub trait Observer: Send + Sync {
     /// The events this observer wants.
     fn interests(&self) -> Interests {

@@ -1,6 +1,6 @@
 //! A raw HTTP client for `plughost serve --http`: sockets and bytes, so tests
 //! can drop connections, resume streams and send what no SDK would.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test uses a part of the client")]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -1,6 +1,6 @@
 //! A real MCP client (rmcp's) driving `plughost serve` over stdio, for the
 //! tests of the MCP front end.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test module uses a part of the client")]
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};

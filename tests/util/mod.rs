@@ -1,7 +1,10 @@
 //! Shared helpers for the integration tests: throwaway plugin folders, the real
 //! binary, and a `/proc` scan for processes a plugin left behind.
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by every test module and the crate's own tests, each of which uses a part"
+)]
 
 pub mod http;
 pub mod scaffold;

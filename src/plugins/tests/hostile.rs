@@ -101,11 +101,8 @@ fn fifo_manifest_does_not_hang() {
     let (_sb, dir) = hostile(|p| {
         let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: `c` is a valid NUL-terminated path.
-        assert_eq!(
-            unsafe { libc::mkfifo(c.as_ptr(), 0o644) },
-            0,
-            "mkfifo failed"
-        );
+        let made = unsafe { libc::mkfifo(c.as_ptr(), 0o644) };
+        assert_eq!(made, 0, "mkfifo failed");
     });
     assert_errors(
         &rejection(&dir),

@@ -98,10 +98,16 @@ fn block_of(block: ContentBlock) -> Piece {
                 caption: None,
                 size: None,
             }),
-            #[allow(unreachable_patterns)]
+            #[allow(
+                unreachable_patterns,
+                reason = "rmcp's content enums are non-exhaustive in some versions"
+            )]
             _ => Piece::None,
         },
-        #[allow(unreachable_patterns)]
+        #[allow(
+            unreachable_patterns,
+            reason = "rmcp's content enums are non-exhaustive in some versions"
+        )]
         _ => Piece::None,
     }
 }
