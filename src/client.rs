@@ -56,11 +56,14 @@ impl ClientCapabilities {
 #[error("{message} (error {code})")]
 #[non_exhaustive]
 pub struct ClientRequestError {
+    /// The JSON-RPC error code (`-32602` for invalid params…).
     pub code: i32,
+    /// The error's message.
     pub message: String,
 }
 
 impl ClientRequestError {
+    /// An error with this JSON-RPC code and message.
     pub fn new(code: i32, message: impl Into<String>) -> ClientRequestError {
         ClientRequestError {
             code,

@@ -18,17 +18,29 @@ use crate::plugins::manifest::{EnvVarName, Permission, ToolChange};
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {
+    /// No tool by that name is offered (nor the resource, prompt or
+    /// completion asked for).
     NotFound,
+    /// The input was refused: it does not match the tool's `input_schema`,
+    /// is over the size limit, or the MCP server refused it.
     InvalidArgs,
+    /// The call was refused before the plugin ran (see [`Refusal`]).
     NotAllowed,
+    /// The plugin did not answer in time.
     Timeout,
+    /// The call was cancelled, or the host shut down, before an answer.
     Cancelled,
+    /// The plugin's answer went over the stdout limit.
     OutputTooLarge,
+    /// The plugin answered, but not with a valid response.
     InvalidOutput,
+    /// Anything else that kept the plugin from answering: it could not start,
+    /// exited with an error or a signal, or its MCP server answered an error.
     Failed,
 }
 
 impl ErrorKind {
+    /// `not_found`, `invalid_args`…: the word of the kind, as in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::NotFound => "not_found",
@@ -61,52 +73,95 @@ pub enum CallError {
     /// `rejected` names that plugin and its first problem.
     #[error("{}", not_found(tool, hint.as_deref(), rejected.as_ref()))]
     NotFound {
+        /// The name asked for.
         tool: String,
+        /// An offered tool whose name is close enough to be what was meant.
         hint: Option<String>,
+        /// The rejected plugin that declares the tool, and its first problem.
         rejected: Option<RejectedTool>,
     },
 
     /// No MCP server run as a plugin offers this resource, prompt or
     /// completion.
     #[error("no MCP server run as a plugin offers {what}")]
-    NotOffered { what: String },
+    NotOffered {
+        /// What was asked for, named (`resource "notes://today"`).
+        what: String,
+    },
 
+    /// The input does not fit the tool: its `input_schema`, the size limit,
+    /// or what its MCP server accepts.
     #[error("input for \"{tool}\" does not match its input_schema: {}", violations.join("; "))]
     InvalidArgs {
+        /// The tool called.
         tool: String,
+        /// The problems, most led by the JSON pointer of the value at fault
+        /// (`/name: value is not of type "string"`).
         violations: Vec<String>,
     },
 
+    /// Refused before the plugin ran.
     #[error("{refusal}")]
-    NotAllowed { refusal: Refusal },
+    NotAllowed {
+        /// Why, as data to match on.
+        refusal: Refusal,
+    },
 
+    /// The plugin did not answer in time. Its process tree is killed; an MCP
+    /// server, which other calls share, has the request cancelled instead.
     #[error("\"{tool}\" did not answer within {}s; its process tree was killed", after.as_secs_f64())]
     Timeout {
+        /// The tool called.
         tool: String,
+        /// The limit that ran out.
         after: Duration,
+        /// The kept part of the plugin's stderr, for diagnostics.
         stderr_tail: String,
     },
 
+    /// The call's cancellation token fired, or the host shut down; nothing
+    /// of the call is left running.
     #[error("the call to \"{tool}\" was cancelled; nothing of it is left running")]
-    Cancelled { tool: String },
+    Cancelled {
+        /// The tool called.
+        tool: String,
+    },
 
+    /// The plugin's answer went over the stdout limit.
     #[error("\"{tool}\" wrote more than {limit} bytes to stdout; its process tree was killed")]
-    OutputTooLarge { tool: String, limit: usize },
+    OutputTooLarge {
+        /// The tool called.
+        tool: String,
+        /// The limit, in bytes ([`Limits::max_stdout`](crate::Limits::max_stdout)).
+        limit: usize,
+    },
 
     #[error(
         "\"{tool}\" gave an invalid response: {reason}{}{}",
         head_suffix(stdout_head),
         tail_suffix(stderr_tail)
     )]
+    /// The plugin answered with something that is not a valid response: not
+    /// the protocol's JSON, a `structured` result its `output_schema`
+    /// refuses, an attachment that does not check out.
     InvalidOutput {
+        /// The tool called.
         tool: String,
+        /// What is wrong with the answer.
         reason: String,
+        /// The first 200 bytes of its stdout (lossy UTF-8); empty for an
+        /// attachment that does not check out.
         stdout_head: String,
+        /// The kept part of the plugin's stderr, for diagnostics.
         stderr_tail: String,
     },
 
+    /// Anything else that kept the plugin from answering: it could not
+    /// start, exited with an error or was killed by a signal, its MCP server
+    /// answered an error, or its data folder could not be made.
     #[error("\"{tool}\": {reason}{}", denied(denials))]
     Failed {
+        /// The tool called.
         tool: String,
         /// What failed, in one sentence.
         reason: String,
@@ -117,6 +172,8 @@ pub enum CallError {
         denials: Vec<Denial>,
         /// The plugin's exit code, when it exited with one.
         exit_code: Option<i32>,
+        /// The kept part of the plugin's stderr, for diagnostics; empty when
+        /// there is none.
         stderr_tail: String,
         /// The error behind it, when there is one (an I/O error starting the
         /// plugin, an approval that could not be saved…).
@@ -131,6 +188,7 @@ pub type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
 /// A tool declared by a plugin that was rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RejectedTool {
+    /// The plugin's folder name.
     pub plugin: String,
     /// Its first problem.
     pub reason: String,
@@ -210,6 +268,7 @@ pub enum Refusal {
         listed(missing, *again)
     )]
     NeedsApproval {
+        /// The plugin to approve.
         plugin: String,
         /// What is not granted.
         missing: Vec<Requirement>,
@@ -218,42 +277,63 @@ pub enum Refusal {
     },
     /// The approver was asked and said no.
     #[error("the user declined plugin \"{plugin}\"")]
-    Declined { plugin: String },
+    Declined {
+        /// The plugin the user declined.
+        plugin: String,
+    },
     /// The plugin's rate limit is spent for now.
     #[error(
         "plugin \"{plugin}\" is limited to {limit} calls per minute; try again in {}s",
         retry_after.as_secs() + 1
     )]
     RateLimited {
+        /// The plugin called.
         plugin: String,
+        /// Its limit, in calls per minute.
         limit: u32,
+        /// How long until the next call is let through.
         retry_after: Duration,
     },
     /// The session's budget of calls is spent.
     #[error(
         "session \"{session}\" has used its budget of {budget} tool calls; start a new session or raise the budget"
     )]
-    BudgetSpent { session: String, budget: u32 },
+    BudgetSpent {
+        /// The session's id, from the call's [`Invocation`](crate::Invocation).
+        session: String,
+        /// Its budget, in calls.
+        budget: u32,
+    },
     /// The sandbox is required and this system cannot enforce all of it.
     #[error(
         "plugin \"{plugin}\": the sandbox is required but this system cannot enforce: {}",
         missing.join("; ")
     )]
     SandboxUnavailable {
+        /// The plugin called.
         plugin: String,
+        /// Each restriction this system cannot enforce, in words.
         missing: Vec<String>,
     },
     /// The sandbox could not be built (a folder it needs cannot be opened…).
     #[error("plugin \"{plugin}\": the sandbox could not be prepared: {reason}")]
-    SandboxFailed { plugin: String, reason: String },
+    SandboxFailed {
+        /// The plugin called.
+        plugin: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// An MCP server's tool differs from what the user approved (or is new):
     /// it is withheld until approved again.
     #[error(
         "tool \"{tool}\" of plugin \"{plugin}\" is withheld: {change}; review it and approve the plugin again"
     )]
     ToolChanged {
+        /// The MCP server's plugin.
         plugin: String,
+        /// The tool withheld.
         tool: String,
+        /// How it differs from what was approved.
         change: ToolChange,
     },
     /// The approvals file cannot be read, so nothing that needs approval runs.
@@ -264,7 +344,12 @@ pub enum Refusal {
     #[error(
         "no tool named \"{tool}\" is known, and plugin \"{plugin}\" is an MCP server that is not approved yet: its tools are listed when it is approved"
     )]
-    ServerNotApproved { plugin: String, tool: String },
+    ServerNotApproved {
+        /// The MCP server's plugin; its tools are listed once it is approved.
+        plugin: String,
+        /// The tool asked for.
+        tool: String,
+    },
 }
 
 impl Refusal {
@@ -294,58 +379,87 @@ fn listed(missing: &[Requirement], again: bool) -> String {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ApprovalError {
+    /// The file is empty, not JSON, or not in the approvals' shape.
     #[error(
         "the approvals file {} is corrupt ({reason}); no plugin counts as approved until it is fixed: fix it, or delete it to start over (deleting it revokes every approval)",
         path.display()
     )]
-    Corrupt { path: PathBuf, reason: String },
+    Corrupt {
+        /// The approvals file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 
+    /// The file's `version` is not the one this plughost reads.
     #[error(
         "the approvals file {} has format version {found}, but this plughost reads version {supported}; use a newer plughost, or delete the file to start over (deleting it revokes every approval)",
         path.display()
     )]
     UnsupportedVersion {
+        /// The approvals file.
         path: PathBuf,
+        /// The file's `version`, as JSON text.
         found: String,
+        /// The version this plughost reads.
         supported: u64,
     },
 
+    /// The file cannot be opened or read.
     #[error(
         "cannot read the approvals file {}: {source}; no plugin counts as approved until it can be read: fix its permissions, or delete it to start over",
         path.display()
     )]
     Read {
+        /// The approvals file.
         path: PathBuf,
+        /// Why it cannot be read.
         #[source]
         source: Arc<io::Error>,
     },
 
+    /// Something other than a regular file is in the file's place.
     #[error(
         "the approvals file {} is {what}; plughost reads only a regular file and never follows a symbolic link, so no plugin counts as approved until it is one: put the file itself in its place, or delete it to start over (deleting it revokes every approval)",
         path.display()
     )]
-    NotAFile { path: PathBuf, what: &'static str },
+    NotAFile {
+        /// The approvals file.
+        path: PathBuf,
+        /// What is there instead, in words (`a symbolic link`, `a folder`…).
+        what: &'static str,
+    },
 
+    /// The file is over the size limit, so it is not read.
     #[error(
         "the approvals file {} is {size} bytes, over the limit of {limit} bytes ({} MiB); no plugin counts as approved until it is smaller: fix it, or delete it to start over (deleting it revokes every approval)",
         path.display(), limit >> 20
     )]
     TooLarge {
+        /// The approvals file.
         path: PathBuf,
+        /// Its size, in bytes, or the bytes read when it grew during the read.
         size: u64,
+        /// The limit, in bytes (4 MiB).
         limit: u64,
     },
 
+    /// The file (or its folder) cannot be written.
     #[error("cannot write the approvals file {}: {source}", path.display())]
     Write {
+        /// The approvals file.
         path: PathBuf,
+        /// Why it cannot be written.
         #[source]
         source: Arc<io::Error>,
     },
 
+    /// The lock file that serializes changes cannot be opened or locked.
     #[error("cannot lock the approvals file with {}: {source}", path.display())]
     Lock {
+        /// The lock file beside the approvals file.
         path: PathBuf,
+        /// Why it cannot be locked.
         #[source]
         source: Arc<io::Error>,
     },
@@ -381,8 +495,11 @@ impl ApprovalError {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Access {
+    /// Reading the target.
     Read,
+    /// Writing to the target.
     Write,
+    /// Connecting to the target, a `host:port`.
     Connect,
 }
 
@@ -424,6 +541,7 @@ impl Evidence {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Denial {
+    /// What the plugin tried: reading, writing or connecting.
     pub access: Access,
     /// The path (or, for `connect`, the `host:port`) refused. For a
     /// denial the plugin reported, taken from its text: shown on a
@@ -525,21 +643,27 @@ pub enum BuildError {
     /// The plugins folder exists but cannot be read.
     #[error("cannot read the plugins folder {}", path.display())]
     PluginsDir {
+        /// The plugins folder.
         path: PathBuf,
+        /// Why it cannot be read.
         #[source]
         source: std::io::Error,
     },
     /// A folder path cannot be made absolute (the working directory is gone).
     #[error("cannot resolve the folder {}", path.display())]
     Path {
+        /// The folder as given.
         path: PathBuf,
+        /// Why it cannot be resolved.
         #[source]
         source: std::io::Error,
     },
     /// The audit log cannot be opened for appending.
     #[error("cannot open the audit log {}", path.display())]
     AuditLog {
+        /// The audit log's path.
         path: PathBuf,
+        /// Why it cannot be opened.
         #[source]
         source: std::io::Error,
     },
@@ -554,6 +678,7 @@ impl CallError {
         }
     }
 
+    /// The kind of the error, the word front ends print and send.
     pub fn kind(&self) -> ErrorKind {
         match self {
             CallError::NotFound { .. } | CallError::NotOffered { .. } => ErrorKind::NotFound,

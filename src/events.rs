@@ -22,60 +22,94 @@ pub(crate) type EventSink = Arc<dyn Fn(HostEvent) + Send + Sync>;
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum HostEvent {
+    /// A plugin was loaded that was not before.
     PluginAdded {
+        /// The plugin's name, which is also its folder's.
         plugin: String,
+        /// Its manifest's `version`.
         version: String,
+        /// Its tools, by name.
         tools: Vec<String>,
     },
+    /// A loaded plugin changed: its manifest, or the tools it offers.
     PluginUpdated {
+        /// The plugin's name, which is also its folder's.
         plugin: String,
+        /// The `version` before.
         old_version: String,
+        /// The `version` now; the same as `old_version` when only something else
+        /// changed.
         new_version: String,
+        /// Its tools now, by name.
         tools: Vec<String>,
         /// What changed in the manifest, in words: `version`, `permissions
         /// (+network)`, `tools (+weather_now, -weather_old)`, `env`, …
         changes: Vec<String>,
     },
+    /// A plugin's folder is gone (or a rejected folder is).
     PluginRemoved {
+        /// The plugin's name, or the rejected folder's.
         plugin: String,
     },
+    /// A plugin folder failed validation, or now fails it with other
+    /// problems; nothing of it is loaded.
     PluginRejected {
+        /// The folder's name.
         folder: String,
+        /// Its problems, a line each (`notes/plugin.json: …`).
         errors: Vec<String>,
     },
     /// Two plugins claim one tool or prompt name, resource URI or template.
     Collision {
+        /// What is claimed: a tool, a prompt, a resource or a resource template.
         kind: Offering,
+        /// The name (or URI, or template) claimed.
         name: String,
+        /// The plugin that keeps it.
         kept_by: String,
+        /// The plugin whose one of that name is not offered.
         skipped_in: String,
     },
     /// A name claimed twice is now claimed once.
     CollisionResolved {
+        /// What was claimed twice.
         kind: Offering,
+        /// The name (or URI, or template).
         name: String,
+        /// The plugin that offers it now.
         kept_by: String,
     },
     /// A plugin needs approval and the approver is asked (a prompt, an MCP
     /// elicitation, an embedder's dialog, `approve --yes`).
     ApprovalAsked {
+        /// The plugin to approve.
         plugin: String,
     },
+    /// The user approved a plugin, and the approval is saved.
     ApprovalGranted {
+        /// The plugin approved.
         plugin: String,
     },
     /// The approver said no.
     ApprovalDeclined {
+        /// The plugin the user declined.
         plugin: String,
     },
+    /// A plugin's approval was withdrawn, by
+    /// [`PluginHost::revoke`](crate::PluginHost::revoke) or in the approvals
+    /// file; its workers are stopped.
     ApprovalRevoked {
+        /// The plugin whose approval was withdrawn.
         plugin: String,
     },
     /// An MCP server offers a tool that differs from the one the user
     /// approved (or a new one): it is withheld until approved again.
     ToolWithheld {
+        /// The MCP server's plugin.
         plugin: String,
+        /// The tool withheld.
         tool: String,
+        /// How it differs from what was approved.
         change: ToolChange,
     },
     /// A call failed and its plugin's own output reports a permission error
@@ -83,48 +117,66 @@ pub enum HostEvent {
     /// and its `evidence`: the plugin's word, not a refusal plughost saw):
     /// what, and the grant that would allow it.
     SandboxDenied {
+        /// The plugin called.
         plugin: String,
+        /// The tool called.
         tool: String,
+        /// The permission error it reported, and the grant that would allow it.
         denial: crate::error::Denial,
     },
     /// The egress proxy refused a connection a plugin with host grants
     /// asked for (see [`crate::sandbox::Denial`]): the host, why, and the
     /// grant that would allow it.
     HostRefused {
+        /// The plugin whose connection was refused.
         plugin: String,
+        /// The connection refused (`host:port`), why, and the grant that would
+        /// allow it.
         denial: crate::error::Denial,
     },
     /// An MCP server's resources or resource templates changed (its list
     /// came again and differs).
     ResourcesChanged {
+        /// The MCP server's plugin.
         plugin: String,
     },
     /// An MCP server's prompts changed.
     PromptsChanged {
+        /// The MCP server's plugin.
         plugin: String,
     },
     /// A resource an MCP server was asked to watch changed
     /// (`notifications/resources/updated`).
     ResourceUpdated {
+        /// The MCP server's plugin.
         plugin: String,
+        /// The resource's URI.
         uri: String,
     },
     /// A log message of an MCP server (`notifications/message` params: its
     /// `level`, `logger` and `data`).
     ServerLog {
+        /// The MCP server's plugin.
         plugin: String,
+        /// The notification's params, as the server sent them.
         message: serde_json::Value,
     },
     /// A persistent plugin's worker started; `worker` is its pid.
     WorkerStarted {
+        /// The persistent plugin (or MCP server).
         plugin: String,
+        /// The worker's pid.
         worker: u32,
     },
     /// A worker stopped, and why: idle, the plugin changed, a timeout…
     WorkerStopped {
+        /// The persistent plugin (or MCP server).
         plugin: String,
+        /// The worker's pid.
         worker: u32,
+        /// Why it stopped.
         reason: WorkerStop,
+        /// How many calls it answered.
         calls: u64,
     },
     /// The host's own news: folder created, polling fallback, a degraded
@@ -138,7 +190,10 @@ pub enum HostEvent {
 #[non_exhaustive]
 pub enum WorkerStop {
     /// It was idle for its `idle_timeout_secs`.
-    Idle { secs: u64 },
+    Idle {
+        /// The idle timeout, in seconds.
+        secs: u64,
+    },
     /// Its plugin folder changed (new code or manifest).
     PluginChanged,
     /// Its plugin folder was removed.
@@ -165,7 +220,10 @@ pub enum WorkerStop {
     ClosedStdout,
     /// It broke the protocol (answered out of step, wrote between calls,
     /// closed its pipes…): how, in words.
-    Misbehaved { why: String },
+    Misbehaved {
+        /// How, in words.
+        why: String,
+    },
 }
 
 impl WorkerStop {
@@ -224,38 +282,75 @@ impl Serialize for WorkerStop {
 #[non_exhaustive]
 pub enum Notice {
     /// The plugins folder did not exist and was created.
-    PluginsDirCreated { path: PathBuf },
+    PluginsDirCreated {
+        /// The plugins folder.
+        path: PathBuf,
+    },
     /// The plugins folder was removed; the watcher waits for it.
-    PluginsDirRemoved { path: PathBuf },
+    PluginsDirRemoved {
+        /// The plugins folder.
+        path: PathBuf,
+    },
     /// The plugins folder is back.
-    PluginsDirBack { path: PathBuf },
+    PluginsDirBack {
+        /// The plugins folder.
+        path: PathBuf,
+    },
     /// The platform's file watching is unavailable or failed; `polling` says
     /// whether the folder is polled instead (every half second).
-    WatchingFailed { reason: String, polling: bool },
+    WatchingFailed {
+        /// Why watching failed.
+        reason: String,
+        /// Whether the folder is polled instead.
+        polling: bool,
+    },
     /// This kernel cannot enforce every permission (said once per host).
-    SandboxDegraded { missing: Vec<String> },
+    SandboxDegraded {
+        /// Each restriction it cannot enforce, in words.
+        missing: Vec<String>,
+    },
     /// An MCP server's tool list could not be cached; it is listed again at
     /// its next start.
     ToolCacheUnwritable {
+        /// The MCP server's plugin.
         plugin: String,
+        /// The cache file it could not write.
         path: PathBuf,
+        /// Why it could not be written.
         error: String,
     },
     /// A worker keeps exiting before answering; it is started again with
     /// backoff, at most every `max_backoff_secs`.
     WorkerBackoff {
+        /// The persistent plugin.
         plugin: String,
+        /// How the worker last ended, with the end of its stderr when it wrote any.
         failure: String,
+        /// The longest wait between two starts, in seconds.
         max_backoff_secs: u64,
     },
     /// An observer returned an error (`error`) or panicked (`None`); the
     /// host goes on.
-    ObserverFailed { hook: String, error: Option<String> },
+    ObserverFailed {
+        /// The hook that failed (`call_started`, `call_finished`…, or `an
+        /// event`).
+        hook: String,
+        /// The error it returned; `None` when it panicked.
+        error: Option<String>,
+    },
     /// A subscriber fell behind and lost this many events.
-    EventsDropped { count: u64 },
+    EventsDropped {
+        /// How many events were lost.
+        count: u64,
+    },
     /// An MCP server started without variables its manifest's `env` lists:
     /// they are not set where plughost runs.
-    EnvMissing { plugin: String, vars: Vec<String> },
+    EnvMissing {
+        /// The MCP server's plugin.
+        plugin: String,
+        /// The variables not set, by name.
+        vars: Vec<String>,
+    },
 }
 
 impl fmt::Display for Notice {

@@ -25,6 +25,7 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, for a front end to offer as choices.
     pub const ALL: [Format; 5] = [
         Format::Openai,
         Format::Anthropic,
@@ -179,7 +180,9 @@ fn prompt(tools: &[ToolInfo]) -> String {
 /// One call a model asked for in text.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TextToolCall {
+    /// The tool's name, as the model wrote it.
     pub name: String,
+    /// Its arguments, always an object: a JSON string is parsed, none is `{}`.
     pub arguments: Value,
 }
 

@@ -107,6 +107,8 @@
 //! grants, `observe` the hooks. The guide's page "Contributing" has the map of
 //! the source.
 
+#![warn(missing_docs)]
+
 pub mod approval;
 pub mod client;
 mod error;

@@ -45,7 +45,9 @@ pub(crate) const OWN: &str = "plughost's plugins, binary or configuration";
 /// One protected path and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ProtectedPath {
+    /// The path; it need not exist.
     pub path: PathBuf,
+    /// How it is protected.
     pub kind: Kind,
     /// What is there, in a few words ("SSH keys").
     pub what: &'static str,

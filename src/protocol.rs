@@ -27,6 +27,7 @@ pub struct Context<'a> {
     pub plugin_dir: &'a std::path::Path,
     /// Absolute path of the plugin's data folder; it exists before the call starts.
     pub data_dir: &'a std::path::Path,
+    /// Who asked for the call, as far as the caller said.
     #[serde(flatten)]
     pub invocation: &'a Invocation,
     /// The W3C trace context the plugin's own spans continue: plughost's span
@@ -127,8 +128,11 @@ fn valid_traceparent(value: &str) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
+    /// The `plughost` command line.
     Cli,
+    /// An MCP client, through plughost's MCP server.
     Mcp,
+    /// A program that embeds plughost as a library.
     Library,
 }
 
@@ -136,7 +140,9 @@ pub enum Source {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
+    /// Someone waits for the answer.
     Foreground,
+    /// Nobody waits for the answer (`plughost call --background`).
     Background,
 }
 
@@ -166,6 +172,7 @@ pub struct Response {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolError {
+    /// What kind of failure it is.
     pub kind: ToolErrorKind,
     /// The failure in words; the response's `result` is what the agent sees.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -189,6 +196,7 @@ pub enum ToolErrorKind {
 }
 
 impl ToolErrorKind {
+    /// `invalid_args`, `not_found`…: the kind as a response writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             ToolErrorKind::InvalidArgs => "invalid_args",
@@ -237,9 +245,13 @@ pub struct Attachment {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MediaType {
+    /// An image (`image/png`…).
     Image,
+    /// Audio (`audio/mpeg`…).
     Audio,
+    /// A video (`video/mp4`…).
     Video,
+    /// Any other file.
     File,
 }
 

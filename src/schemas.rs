@@ -19,6 +19,7 @@ pub enum SchemaName {
 }
 
 impl SchemaName {
+    /// Every schema: the files `plughost schema --write` writes.
     pub const ALL: [SchemaName; 3] = [
         SchemaName::Manifest,
         SchemaName::Request,

@@ -9,6 +9,9 @@ pub use crate::client::BoxFuture;
 /// Asks someone whether a plugin may get what its manifest asks for.
 /// Answering `true` grants exactly that, and it is persisted.
 pub trait Approver: Send + Sync {
+    /// Whether the plugin of `manifest` may get what it asks for; `state`
+    /// says what is new (never approved, new permissions, changed tools).
+    /// The host asks one question at a time.
     fn approve<'a>(
         &'a self,
         manifest: &'a Manifest,

@@ -65,15 +65,23 @@ pub enum ApproveError {
         nearest.as_ref().map(|n| format!("; did you mean \"{n}\"?")).unwrap_or_default()
     )]
     NotFound {
+        /// The name asked for.
         plugin: String,
+        /// The plugins folder looked in.
         dir: PathBuf,
+        /// A plugin folder whose name is close enough to be what was meant.
         nearest: Option<String>,
     },
     /// The plugin's folder is rejected; `reason` lists its problems.
     #[error(
         "plugin \"{plugin}\" is rejected; fix it first (plughost validate {plugin}):\n{reason}"
     )]
-    Rejected { plugin: String, reason: String },
+    Rejected {
+        /// The plugin (its folder's name).
+        plugin: String,
+        /// Its problems, a line each.
+        reason: String,
+    },
     /// The approvals file cannot be read or written.
     #[error(transparent)]
     Approvals(#[from] ApprovalError),
@@ -82,7 +90,12 @@ pub enum ApproveError {
     #[error(
         "plugin \"{plugin}\" is approved, but its MCP server could not list its tools: {reason}"
     )]
-    ServerFailed { plugin: String, reason: String },
+    ServerFailed {
+        /// The MCP server's plugin.
+        plugin: String,
+        /// Why it could not list its tools.
+        reason: String,
+    },
     /// An MCP server that is not approved was to be started to list what it
     /// offers, but its manifest asks for more than reading files that need
     /// no approval (a secret, `/proc` or `/dev` needs it): it starts only once
@@ -90,7 +103,10 @@ pub enum ApproveError {
     #[error(
         "plugin \"{plugin}\" asks for more than reading files that need no approval; its server starts only once that is approved"
     )]
-    NeedsApprovalFirst { plugin: String },
+    NeedsApprovalFirst {
+        /// The MCP server's plugin.
+        plugin: String,
+    },
 }
 
 /// The extra warning shown when a plugin asks for both `shell:exec` and `network`.
@@ -183,12 +199,17 @@ pub enum ApprovalState {
     NeedsApproval,
     /// Approved before, but the manifest now asks for more: these were not granted.
     NeedsReapproval {
+        /// The permissions asked for and not granted.
         new_permissions: Vec<Permission>,
+        /// The variables asked for and not granted.
         new_env: Vec<EnvVarName>,
     },
     /// An MCP server, approved, now offers tools that differ from the
     /// approved ones: those are withheld until approved again; the others run.
-    ToolsChanged { tools: Vec<WithheldTool> },
+    ToolsChanged {
+        /// The tools (and prompts) withheld, and why.
+        tools: Vec<WithheldTool>,
+    },
 }
 
 /// A tool (or prompt) withheld until the user approves again, and why.
@@ -197,7 +218,9 @@ pub enum ApprovalState {
 pub struct WithheldTool {
     /// The tool's name (or the prompt's, when `kind` is `prompt`).
     pub tool: String,
+    /// Whether it is a tool or a prompt.
     pub kind: Pinned,
+    /// How it differs from the approved one (or that it is new).
     pub change: ToolChange,
     /// Its description now, for the user to review.
     pub description: String,
@@ -208,7 +231,10 @@ pub struct WithheldTool {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Pinned {
+    /// An MCP server's tool.
     Tool,
+    /// An MCP server's prompt, whose text reaches the model as a tool's
+    /// description does.
     Prompt,
 }
 

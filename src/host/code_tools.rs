@@ -31,24 +31,41 @@ const MAX_OUTPUT: usize = 16 << 20;
 pub enum CodeToolsError {
     /// The folder's `plugin.json` cannot be read, or names no entrypoint.
     #[error("cannot read {}: {reason}", path.display())]
-    Manifest { path: PathBuf, reason: String },
+    Manifest {
+        /// The folder's `plugin.json`.
+        path: PathBuf,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// The entrypoint could not be started.
     #[error("cannot run {command}: {source}")]
     Spawn {
+        /// The command, as run in the plugin folder (`./ENTRYPOINT --manifest-tools`).
         command: String,
+        /// Why it could not be started.
         #[source]
         source: std::io::Error,
     },
     /// It did not finish in time; its process tree was killed.
     #[error("{command} did not finish within {}s; its process tree was killed", after.as_secs_f64())]
-    Timeout { command: String, after: Duration },
+    Timeout {
+        /// The command run.
+        command: String,
+        /// The limit that ran out.
+        after: Duration,
+    },
     /// It printed more than a tools array needs; its process tree was killed.
     #[error("{command} printed more than {MAX_OUTPUT} bytes; its process tree was killed")]
-    TooLarge { command: String },
+    TooLarge {
+        /// The command run.
+        command: String,
+    },
     /// It exited with an error.
     #[error("{command} failed ({status}): {last_line}")]
     Failed {
+        /// The command run.
         command: String,
+        /// How it ended, as the system says it (`exit status: 1`).
         status: String,
         /// The last line it wrote to stderr.
         last_line: String,
@@ -60,13 +77,17 @@ pub enum CodeToolsError {
         missing.join("; ")
     )]
     SandboxUnavailable {
+        /// The command that was not run.
         command: String,
+        /// Each restriction this system cannot enforce, in words.
         missing: Vec<String>,
     },
     /// It did not print a JSON array.
     #[error("{command} did not print a JSON tools array{}", reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
     NotAnArray {
+        /// The command run.
         command: String,
+        /// Why its output is not JSON; `None` when it is JSON but not an array.
         reason: Option<String>,
     },
 }

@@ -51,7 +51,10 @@ use crate::run::worker::Server;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Offered {
+    /// The MCP server's plugin.
     pub plugin: String,
+    /// The item as the server listed it: MCP's resource, resource template
+    /// or prompt object.
     pub item: Map<String, Value>,
 }
 

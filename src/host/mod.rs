@@ -68,6 +68,8 @@ pub enum SandboxMode {
 /// Per-call options beyond the tool and its input.
 #[derive(Default, Clone)]
 pub struct CallOptions {
+    /// Who asks for the call and in which session: for the policy, the
+    /// observers and the plugin's request.
     pub invocation: Invocation,
     /// Cancels the call: its process tree is killed and the call ends with `cancelled`.
     pub cancel: Option<CancellationToken>,
@@ -146,10 +148,12 @@ impl PluginHost {
         PluginHostBuilder::default()
     }
 
+    /// The folder plugin folders are loaded from, made absolute.
     pub fn plugins_dir(&self) -> &Path {
         &self.inner.config.plugins_dir
     }
 
+    /// The folder for plugin data, temp folders and approvals, made absolute.
     pub fn state_dir(&self) -> &Path {
         &self.inner.config.state_dir
     }
@@ -313,10 +317,15 @@ impl PluginHost {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct ToolInfo {
+    /// The tool's name, unique among the tools offered.
     pub name: String,
+    /// What it does, for the model.
     pub description: String,
+    /// The plugin that offers it.
     pub plugin: String,
+    /// The JSON Schema its input must match (an object).
     pub input_schema: Value,
+    /// The JSON Schema of its `structured` result, when it declares one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
 }

@@ -21,9 +21,13 @@ use crate::run::worker::WorkerInfo;
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct Listing {
+    /// The folder listed (for `validate`, the folder checked).
     pub plugins_dir: PathBuf,
+    /// The plugins loaded, by name.
     pub plugins: Vec<PluginListing>,
+    /// The plugin folders that failed validation.
     pub rejected: Vec<Rejected>,
+    /// The names two plugins claim, and which keeps each.
     pub collisions: Vec<Collision>,
 }
 
@@ -31,12 +35,18 @@ pub struct Listing {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct PluginListing {
+    /// The plugin's name, which is also its folder's.
     pub name: String,
+    /// Its manifest's `version`.
     pub version: String,
+    /// Its manifest's `description`.
     pub description: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Its manifest's `author`, when it names one.
     pub author: Option<String>,
+    /// Its folder.
     pub dir: PathBuf,
+    /// The permissions its manifest asks for, as a manifest writes them.
     pub permissions: Vec<String>,
     /// `automatic`, `approved`, `needs approval`, `needs re-approval: …`, or
     /// `unknown: …` when the approvals file cannot be read.
@@ -44,6 +54,7 @@ pub struct PluginListing {
     /// The worker settings of a persistent plugin (or an MCP server).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistent: Option<Persistent>,
+    /// How plughost talks to it: the JSON protocol, or MCP.
     pub protocol: Protocol,
     /// Problems that did not reject it (an MCP server's tools that cannot be
     /// used, an unreadable tool cache).
@@ -52,6 +63,7 @@ pub struct PluginListing {
     /// Its running workers (a long-running host only: `serve`, a library host).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<WorkerInfo>,
+    /// Its tools, offered or not.
     pub tools: Vec<ToolListing>,
 }
 
@@ -59,7 +71,9 @@ pub struct PluginListing {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct ToolListing {
+    /// The tool's name.
     pub name: String,
+    /// Its description, as its manifest (or MCP server) gives it.
     pub description: String,
     /// Whether a model is offered it now: false when another plugin kept
     /// its name, when it is withheld, or when its plugin needs approval and
@@ -78,7 +92,9 @@ pub struct ToolListing {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct Validation {
+    /// Whether nothing was rejected and no name is claimed twice.
     pub ok: bool,
+    /// What the folder holds.
     pub report: Listing,
 }
 
@@ -86,14 +102,20 @@ pub struct Validation {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct Doctor {
+    /// This plughost's version.
     pub version: &'static str,
+    /// The plugins folder.
     pub plugins_dir: PathBuf,
+    /// Whether the plugins folder exists.
     pub plugins_dir_exists: bool,
+    /// The state folder: approvals, plugin data, temp folders.
     pub state_dir: PathBuf,
     /// Whether a file can be written in the state folder now (false when it is
     /// read-only, full, or cannot be made); the problems say why.
     pub state_dir_writable: bool,
+    /// How many plugins are loaded.
     pub plugins: usize,
+    /// How many plugin folders are rejected.
     pub rejected: usize,
     /// What this system's sandbox enforces.
     pub sandbox: SandboxSupport,

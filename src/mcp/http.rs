@@ -79,6 +79,7 @@ pub fn load_or_create_token(file: Option<&Path>, state_dir: &Path) -> Result<Str
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpOptions {
+    /// The address and port to listen on.
     pub addr: SocketAddr,
     /// Listen on an address other than loopback.
     pub allow_remote: bool,
@@ -135,6 +136,7 @@ pub struct Tenant {
     pub name: String,
     /// The bearer token its requests carry.
     pub token: String,
+    /// The server its requests reach.
     pub server: McpServer,
 }
 

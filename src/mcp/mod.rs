@@ -88,6 +88,9 @@ pub struct McpServer {
 }
 
 impl McpServer {
+    /// A server of `host` that logs nowhere and takes messages up to
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`]; serve it with [`serve_stdio`] or
+    /// [`serve_http`].
     pub fn new(host: Arc<PluginHost>) -> McpServer {
         McpServer {
             host,
@@ -129,6 +132,7 @@ impl McpServer {
         }
     }
 
+    /// The host it serves.
     pub fn host(&self) -> &Arc<PluginHost> {
         &self.host
     }

@@ -20,16 +20,22 @@ use crate::run::outcome::ToolOutcome;
 pub struct AuditRecord {
     /// RFC 3339 UTC time the call started.
     pub time: String,
+    /// The tool asked for.
     pub tool: String,
+    /// The plugin of the tool; empty when no plugin offers it.
     pub plugin: String,
+    /// The front end the call came through (`cli`, `mcp`, `library`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The session the call belongs to, when the caller named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The caller's id of the call, when it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// `ok`, `tool_error` (the plugin's own is_error), or a host error kind.
     pub outcome: String,
+    /// The whole call, in milliseconds (to the microsecond).
     pub duration_ms: f64,
     /// The pid of the persistent worker that served the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,6 +50,7 @@ pub struct AuditRecord {
     /// The trace the call belongs to (32 hex digits), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// The call's input, when the log records inputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
 }

@@ -14,12 +14,17 @@ use crate::run::outcome::ToolOutcome;
 /// Counters of one tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolStats {
+    /// Calls, however they ended.
     pub calls: u64,
+    /// Calls the plugin answered without `is_error`.
     pub ok: u64,
+    /// Calls the plugin answered with `is_error`.
     pub tool_errors: u64,
     /// Host errors by kind (`timeout`, `failed`, …).
     pub host_errors: BTreeMap<String, u64>,
+    /// The calls' durations added up, in milliseconds.
     pub total_ms: f64,
+    /// The longest call, in milliseconds.
     pub max_ms: f64,
 }
 

@@ -54,11 +54,13 @@ pub struct Interests {
 }
 
 impl Interests {
+    /// Events, calls and progress: what an observer gets unless it says otherwise.
     pub const ALL: Interests = Interests {
         events: true,
         calls: true,
         progress: true,
     };
+    /// Calls alone: no events, no progress.
     pub const CALLS: Interests = Interests {
         events: false,
         calls: true,
@@ -70,10 +72,15 @@ impl Interests {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CallInfo {
+    /// The call's number in this host: 0 for the first, then one more each call.
     pub call_id: u64,
+    /// The tool asked for, offered or not.
     pub tool: String,
+    /// The plugin of the tool; empty when no plugin offers it.
     pub plugin: String,
+    /// Who asked for the call, as the caller said.
     pub invocation: Invocation,
+    /// When the call started, by the system clock.
     pub started_at: SystemTime,
     /// The call's input (an audit log records it only when asked to).
     pub input: Value,
@@ -86,6 +93,7 @@ pub struct CallInfo {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CallSummary {
+    /// The whole call, from its start to its end: checks, waits and run.
     pub duration: Duration,
     /// Bytes of the result text returned to the caller.
     pub bytes_out: usize,
@@ -93,6 +101,7 @@ pub struct CallSummary {
     pub exit_code: Option<i32>,
     /// `None` on success (including the plugin's own `is_error`).
     pub error_kind: Option<ErrorKind>,
+    /// The plugin's own `is_error`; false on a host error.
     pub is_error: bool,
     /// The pid of the persistent worker that served the call, if one did.
     pub worker: Option<u32>,
@@ -172,6 +181,8 @@ pub trait Observer: Send + Sync {
     fn event(&self, event: &HostEvent) -> ObserverResult {
         Ok(())
     }
+    /// A call began, before its checks: a call of a tool that does not
+    /// exist starts too.
     fn call_started(&self, call: &CallInfo) -> ObserverResult {
         Ok(())
     }
@@ -181,9 +192,12 @@ pub trait Observer: Send + Sync {
     fn call_admitted(&self, call: &CallInfo) -> ObserverResult {
         Ok(())
     }
+    /// The plugin reported progress while it ran the call.
     fn call_progress(&self, call: &CallInfo, progress: &Progress) -> ObserverResult {
         Ok(())
     }
+    /// The plugin answered: `outcome` is its answer (its own `is_error`
+    /// included), `summary` the call's figures.
     fn call_finished(
         &self,
         call: &CallInfo,
@@ -192,6 +206,8 @@ pub trait Observer: Send + Sync {
     ) -> ObserverResult {
         Ok(())
     }
+    /// The call ended in a host error (refused, timed out, cancelled…);
+    /// `summary` has the call's figures.
     fn call_failed(
         &self,
         call: &CallInfo,

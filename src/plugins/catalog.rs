@@ -181,7 +181,9 @@ impl Plugin {
 pub struct Rejected {
     /// The folder's name.
     pub folder: String,
+    /// The folder's path.
     pub dir: PathBuf,
+    /// Every problem found.
     pub errors: Vec<ManifestError>,
     /// The tools its manifest declares, as far as it can be read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -206,9 +208,13 @@ impl fmt::Display for Rejected {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Offering {
+    /// A tool, by its name.
     Tool,
+    /// An MCP server's prompt, by its name.
     Prompt,
+    /// An MCP server's resource, by its URI.
     Resource,
+    /// An MCP server's resource template, by its URI template.
     ResourceTemplate,
 }
 
@@ -254,7 +260,9 @@ impl Precedence {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Collision {
+    /// What is claimed: a tool, a prompt, a resource or a resource template.
     pub kind: Offering,
+    /// The name (or URI, or template) claimed.
     pub name: String,
     /// The plugin that keeps it.
     pub kept_by: String,

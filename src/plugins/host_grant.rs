@@ -26,6 +26,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 /// optional port.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HostGrant {
+    /// What it reaches: a name, a wildcard, an address or a range.
     pub host: HostPattern,
     /// `None`: any port.
     pub port: Option<u16>,
@@ -48,7 +49,9 @@ pub enum HostPattern {
 /// The host a connection asks for: a name, or an address.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Target {
+    /// A name, lowercase, without a trailing dot.
     Name(String),
+    /// An IPv4 or IPv6 address.
     Address(IpAddr),
 }
 

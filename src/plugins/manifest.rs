@@ -21,7 +21,9 @@ pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 /// One problem in a manifest: where (a JSON pointer, empty for the whole file) and what.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ManifestError {
+    /// A JSON pointer into `plugin.json` (`/tools/0/name`); empty for the whole file.
     pub pointer: String,
+    /// What is wrong, in a sentence for the plugin's author.
     pub message: String,
 }
 

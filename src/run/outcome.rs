@@ -20,14 +20,19 @@ use crate::run::executor::Finished;
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct ToolOutcome {
+    /// The tool called.
     pub tool: String,
+    /// The plugin that answered.
     pub plugin: String,
     /// The text the agent sees.
     pub result: String,
+    /// The plugin's own verdict: true when the tool itself failed, and
+    /// `result` says how.
     pub is_error: bool,
     /// With `is_error`: the kind of failure the plugin reported, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ToolError>,
+    /// Files, images, audio or video the tool returned, each checked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Attachment>,
     /// Beside each attachment, its file as opened when it was checked (for
@@ -38,11 +43,15 @@ pub struct ToolOutcome {
         expect(dead_code, reason = "read by the MCP front end")
     )]
     pub(crate) opened: Vec<super::attachments::Opened>,
+    /// The machine-readable result, when the plugin gave one; it matches the
+    /// tool's `output_schema` when the tool has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
     /// The plugin's exit code; `None` when a persistent worker answered (it
     /// keeps running).
     pub exit_code: Option<i32>,
+    /// How long the plugin took to answer, from the start of its process (or
+    /// the request to its worker or MCP server); `duration_ms` in JSON.
     #[serde(serialize_with = "serialize_ms", rename = "duration_ms")]
     pub duration: Duration,
     /// The kept part of stderr, for diagnostics; never meant for the agent.

@@ -29,9 +29,13 @@ const MAX_LINE: usize = 1024;
 /// One progress report from a plugin.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Progress {
+    /// How far it is: the number on its progress line (on a line without
+    /// one, how many progress lines so far), or an MCP server's `progress`.
     pub progress: f64,
+    /// What `progress` counts up to, when the plugin says (100 for a percentage).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total: Option<f64>,
+    /// What it is doing, in its words, when it says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }

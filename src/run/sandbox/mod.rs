@@ -265,6 +265,7 @@ pub enum SandboxLevel {
 }
 
 impl SandboxLevel {
+    /// `off`, `full` or `partial`, as traces name it (`plughost.sandbox`).
     pub fn as_str(self) -> &'static str {
         match self {
             SandboxLevel::Off => "off",

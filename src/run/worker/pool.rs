@@ -32,7 +32,9 @@ pub(crate) struct Workers {
 /// A running worker, for listings.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WorkerInfo {
+    /// The worker's process id.
     pub pid: u32,
+    /// How many calls it has answered.
     pub calls: u64,
     /// Seconds since it last answered; `None` while it is busy.
     pub idle_secs: Option<u64>,
