@@ -1,4 +1,4 @@
-#![warn(unnameable_types, unreachable_pub)]
+#![warn(unnameable_types, unreachable_pub, missing_docs)]
 //! plughost runs AI-agent tools as plugins: a folder with a `plugin.json`
 //! manifest and an executable in any language. Each call writes one JSON
 //! request to the plugin's stdin and reads one JSON response from its stdout,
@@ -8,10 +8,11 @@
 //! process runs in a Landlock and seccomp sandbox built from the permissions
 //! the user approved.
 //!
-//! This crate is the host an agent embeds; the `plughost` binary (feature
-//! `cli`) is one front end of it. The guide (`docs/` in the repository, built
-//! by `scripts/guide`) has the plugin format, the sandbox and the command
-//! line; its page "The library" is the companion of these docs.
+//! This crate is the host an agent embeds; the `plughost` binary (the
+//! `plughost-cli` package, `cli/` beside it) is one front end of it. The
+//! guide (`docs/` in the repository, built by `scripts/guide`) has the
+//! plugin format, the sandbox and the command line; its page "The library"
+//! is the companion of these docs.
 //!
 //! # An agent host in one function
 //!
@@ -91,7 +92,6 @@
 //!   and streamable HTTP (rmcp, hyper).
 //! - `otel`: the OTLP/HTTP exporter of traces; `prometheus`: the Prometheus
 //!   registry of metrics.
-//! - `cli`: the `plughost` binary (clap); it needs all of the above.
 //!
 //! All are on by default; `default-features = false` gives the host alone,
 //! which still runs MCP servers as plugins (`"protocol": "mcp"`, spoken to
@@ -106,8 +106,6 @@
 //! persistent worker, or a request to an MCP server. `approval` keeps the
 //! grants, `observe` the hooks. The guide's page "Contributing" has the map of
 //! the source.
-
-#![warn(missing_docs)]
 
 pub mod approval;
 pub mod client;
