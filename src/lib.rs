@@ -131,12 +131,12 @@ pub mod manifest {
     pub use crate::plugins::validate::check_folder;
 }
 
-/// What the sandbox enforces and what it refused: [`SandboxMode`]
-/// for a host, [`SandboxSupport`](sandbox::SandboxSupport) for this machine,
+/// What the sandbox enforces and what it refused: [`SandboxMode`] (at the
+/// crate root) for a host, [`SandboxSupport`](sandbox::SandboxSupport) for this machine,
 /// [`Denial`](sandbox::Denial) for what a plugin was refused (or reported it was).
 pub mod sandbox {
     pub use crate::error::{Access, Denial, Evidence};
-    pub use crate::host::{DenialRecord, SandboxMode};
+    pub use crate::host::DenialRecord;
     pub use crate::run::sandbox::{NetLevel, SandboxLevel, SandboxSupport};
 }
 
@@ -147,7 +147,6 @@ pub mod report {
     pub use crate::host::Offered;
     pub use crate::host::{Doctor, Listing, PluginListing, ToolListing, Validation};
     pub use crate::plugins::catalog::{Collision, Precedence, Rejected};
-    pub use crate::run::sandbox::{NetLevel, SandboxSupport};
     pub use crate::run::worker::WorkerInfo;
 }
 

@@ -12,7 +12,7 @@ use crate::util::{self, Sandbox};
 fn landlock() -> bool {
     util::prerequisite(
         "Landlock (file system confinement)",
-        plughost::report::SandboxSupport::here().filesystem,
+        plughost::sandbox::SandboxSupport::here().filesystem,
     )
 }
 
@@ -137,7 +137,7 @@ fn a_refused_write_into_the_plugins_folder_names_no_grant() {
 /// sandbox, the same plugin reaches the listener.
 #[test]
 fn a_refused_connection_and_name_lookup_are_named_with_the_host_grant() {
-    let support = plughost::report::SandboxSupport::here();
+    let support = plughost::sandbox::SandboxSupport::here();
     if !util::prerequisite(
         "Landlock TCP rules and seccomp filters",
         support.network_tcp && support.network_sockets,

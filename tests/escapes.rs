@@ -657,7 +657,7 @@ fn nobody_runs(bin: &Path) -> bool {
 fn landlock() -> bool {
     util::prerequisite(
         "Landlock (file system confinement)",
-        plughost::report::SandboxSupport::here().filesystem,
+        plughost::sandbox::SandboxSupport::here().filesystem,
     ) && util::prerequisite(
         "python3 at /usr/bin/python3 (the hostile plugins)",
         Path::new("/usr/bin/python3").exists(),
@@ -670,7 +670,7 @@ fn levels() -> Vec<Level> {
     let mut levels = Vec::new();
     if util::prerequisite(
         "user namespaces (the namespace level)",
-        plughost::report::SandboxSupport::here().user_namespaces,
+        plughost::sandbox::SandboxSupport::here().user_namespaces,
     ) {
         levels.push(Level::Namespaces);
     }

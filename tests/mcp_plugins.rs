@@ -561,7 +561,7 @@ async fn approve_pins_what_the_server_lists_now_not_the_cache() {
 
 #[tokio::test]
 async fn the_server_is_confined_by_its_permissions() {
-    let support = plughost::report::SandboxSupport::here();
+    let support = plughost::sandbox::SandboxSupport::here();
     if !util::prerequisite("Landlock ABI 4+", support.filesystem && support.network_tcp) {
         return;
     }
@@ -661,7 +661,7 @@ async fn the_npm_filesystem_server_is_confined_to_its_scoped_folder() {
     ) {
         return;
     }
-    let support = plughost::report::SandboxSupport::here();
+    let support = plughost::sandbox::SandboxSupport::here();
     if !util::prerequisite("Landlock", support.filesystem) {
         return;
     }

@@ -62,7 +62,7 @@ fn origin(ip: &str, body: &'static str) -> Origin {
 /// namespace level), Landlock ABI 4 and seccomp (for the fallback), curl,
 /// and a second loopback address.
 fn prerequisites() -> bool {
-    let s = plughost::report::SandboxSupport::here();
+    let s = plughost::sandbox::SandboxSupport::here();
     util::prerequisite(
         "Landlock ABI 4+ and seccomp",
         s.network_tcp && s.network_sockets,

@@ -238,7 +238,7 @@ mod sandboxed {
     use super::util::{self, Sandbox};
 
     fn landlock() -> bool {
-        let s = plughost::report::SandboxSupport::here();
+        let s = plughost::sandbox::SandboxSupport::here();
         util::prerequisite(
             &format!("a kernel with Landlock ABI 4+ ({:?})", s.notes),
             s.filesystem && s.network_tcp,
@@ -464,7 +464,7 @@ mod sandboxed {
         let missing = sandbox.root.path().join("not-there");
         let read = format!("filesystem:read:{}", missing.display());
         let host = host_with(&sandbox, json!([read]), "echo '{\"result\":\"ran\"}'").await;
-        let s = plughost::report::SandboxSupport::here();
+        let s = plughost::sandbox::SandboxSupport::here();
         let result = host
             .call("probe_run", json!({}), Invocation::default())
             .await;

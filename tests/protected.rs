@@ -192,7 +192,7 @@ print(json.dumps({"result": "tried", "structured": {"results": results}}))
 fn sandbox_enforces_files() -> bool {
     util::prerequisite(
         "Landlock (file system confinement)",
-        plughost::report::SandboxSupport::here().filesystem,
+        plughost::sandbox::SandboxSupport::here().filesystem,
     )
 }
 
@@ -200,7 +200,7 @@ fn sandbox_enforces_files() -> bool {
 fn namespaces_work() -> bool {
     util::prerequisite(
         "user namespaces (the mount namespace)",
-        plughost::report::SandboxSupport::here().user_namespaces,
+        plughost::sandbox::SandboxSupport::here().user_namespaces,
     )
 }
 

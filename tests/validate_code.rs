@@ -111,7 +111,7 @@ fn only_with_code_runs_the_entrypoint() {
     assert_eq!(code, Some(0), "{out}");
     // It ran (it printed its tools) but could not write outside its folders.
     assert!(out.contains("code     rusty: plugin.json matches"), "{out}");
-    if plughost::report::SandboxSupport::here().filesystem {
+    if plughost::sandbox::SandboxSupport::here().filesystem {
         assert!(!marker.exists(), "--with-code ran the code unconfined");
     }
 

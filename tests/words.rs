@@ -13,7 +13,7 @@ use crate::util::{self, Sandbox};
 fn landlock() -> bool {
     util::prerequisite(
         "Landlock (file system confinement)",
-        plughost::report::SandboxSupport::here().filesystem,
+        plughost::sandbox::SandboxSupport::here().filesystem,
     )
 }
 

@@ -56,7 +56,7 @@ pub(crate) fn origin() -> u16 {
 }
 
 pub(crate) async fn rows(bench: &Bench, report: &mut Value) {
-    if !plughost::report::SandboxSupport::here().network_tcp {
+    if !plughost::sandbox::SandboxSupport::here().network_tcp {
         report["host_grants"] = json!({"skipped": "no Landlock ABI 4 here"});
         return;
     }
