@@ -147,7 +147,7 @@ pub mod report {
     pub use crate::host::Offered;
     pub use crate::host::{Doctor, Listing, PluginListing, ToolListing, Validation};
     pub use crate::plugins::catalog::{Collision, Precedence, Rejected};
-    pub use crate::run::worker::WorkerInfo;
+    pub use crate::run::worker::{WorkerInfo, WorkerLoad};
 }
 
 // The integration tests' helpers (throwaway folders, /proc scans), shared.

@@ -99,6 +99,13 @@ async fn one_worker_keeps_its_state_across_calls() {
     assert!(std::path::Path::new(tmp).is_dir(), "TMPDIR {tmp} exists");
     assert_eq!(o.exit_code, None, "a worker's answer has no exit code");
     assert_eq!(host.workers()[PLUGIN].len(), 1);
+    let loads = host.worker_loads();
+    let load = loads.iter().find(|l| l.plugin == PLUGIN).expect("its load");
+    assert_eq!(
+        (load.running, load.busy, load.starting, load.backing_off),
+        (1, 0, 0, false),
+        "one worker, idle between calls: {loads:?}"
+    );
     drop(host);
     assert_no_processes_in(&dir(&sandbox));
     assert!(

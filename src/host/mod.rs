@@ -129,7 +129,7 @@ struct Inner {
 
 #[cfg(feature = "prometheus")]
 impl crate::observe::prometheus::WorkerLoads for Inner {
-    fn worker_loads(&self) -> Vec<crate::run::worker::Load> {
+    fn worker_loads(&self) -> Vec<crate::run::worker::WorkerLoad> {
         self.workers.loads()
     }
 }
@@ -276,6 +276,13 @@ impl PluginHost {
         &self,
     ) -> std::collections::HashMap<String, Vec<crate::run::worker::WorkerInfo>> {
         self.inner.workers.running()
+    }
+
+    /// What each persistent plugin's workers (and each MCP server) are
+    /// doing now: running, busy, being started, backing off. The
+    /// Prometheus exporter's gauges are these.
+    pub fn worker_loads(&self) -> Vec<crate::run::worker::WorkerLoad> {
+        self.inner.workers.loads()
     }
 
     /// Calls `tool` with `input`. The future owns what it needs (`'static`), so it

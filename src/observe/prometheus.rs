@@ -27,7 +27,7 @@ use super::{CallInfo, CallSummary, Interests, Observer, ObserverResult};
 use crate::error::{Access, CallError};
 use crate::events::HostEvent;
 use crate::run::outcome::ToolOutcome;
-use crate::run::worker::Load;
+use crate::run::worker::WorkerLoad;
 
 /// The label value of a tool or plugin the catalog does not have.
 const UNKNOWN: &str = "(unknown)";
@@ -161,7 +161,7 @@ impl std::fmt::Debug for Probes {
 
 /// A host's workers as they are now, one entry per plugin that has any.
 pub(crate) trait WorkerLoads: Send + Sync {
-    fn worker_loads(&self) -> Vec<Load>;
+    fn worker_loads(&self) -> Vec<WorkerLoad>;
 }
 
 impl Prometheus {

@@ -55,7 +55,6 @@ impl Backoff {
     }
 
     /// Whether the next start waits for the backoff to pass.
-    #[cfg(feature = "prometheus")]
     pub(super) fn waiting(&self) -> bool {
         self.retry_at.is_some_and(|at| at > Instant::now())
     }

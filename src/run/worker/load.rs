@@ -1,4 +1,5 @@
-//! What a plugin's workers (or its MCP server) are doing now, for metrics:
+//! What a plugin's workers (or its MCP server) are doing now, for metrics
+//! and for anyone who asks ([`crate::PluginHost::worker_loads`]):
 //! how many run, serve a call, are being started, and whether starts wait
 //! for a backoff. Starts are counted by a guard, so a start abandoned midway
 //! (its call dropped) is uncounted all the same.
@@ -6,19 +7,20 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The workers of one plugin as they are now.
-#[cfg(feature = "prometheus")]
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Load {
-    pub(crate) plugin: String,
+/// The workers of one plugin (or its MCP server) as they are now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct WorkerLoad {
+    /// The plugin's name.
+    pub plugin: String,
     /// Running, idle or busy.
-    pub(crate) running: usize,
+    pub running: usize,
     /// Serving a call (an MCP server: serving at least one).
-    pub(crate) busy: usize,
+    pub busy: usize,
     /// Being started (an MCP server: until its handshake and listing end).
-    pub(crate) starting: usize,
+    pub starting: usize,
     /// Its workers keep dying at start-up and the next start waits.
-    pub(crate) backing_off: bool,
+    pub backing_off: bool,
 }
 
 /// The starts in progress.
@@ -34,7 +36,6 @@ impl Starting {
         Entered(self.0.clone())
     }
 
-    #[cfg(feature = "prometheus")]
     pub(super) fn count(&self) -> usize {
         self.0.load(Ordering::Relaxed)
     }

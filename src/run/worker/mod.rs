@@ -25,8 +25,7 @@ mod pool;
 mod process;
 mod servers;
 
-#[cfg(feature = "prometheus")]
-pub(crate) use load::Load;
+pub use load::WorkerLoad;
 pub use pool::WorkerInfo;
 pub(crate) use pool::{Pool, Workers};
 pub(crate) use process::{TmpFolder, WorkerSpec};

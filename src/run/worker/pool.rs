@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::backoff::Backoff;
-#[cfg(feature = "prometheus")]
-use super::load::Load;
+use super::load::WorkerLoad;
 use super::process::{Worker, WorkerSpec};
 use crate::events::{EventSink, HostEvent, WorkerStop};
 use crate::plugins::catalog::Plugin;
@@ -157,9 +156,8 @@ impl Workers {
 
     /// Each plugin's workers as they are now: running, busy, starting,
     /// backing off.
-    #[cfg(feature = "prometheus")]
-    pub(crate) fn loads(&self) -> Vec<Load> {
-        let mut loads: Vec<Load> = self
+    pub(crate) fn loads(&self) -> Vec<WorkerLoad> {
+        let mut loads: Vec<WorkerLoad> = self
             .pools
             .lock()
             .expect("pools lock")
@@ -290,11 +288,9 @@ impl Pool {
         }
         std::mem::take(&mut state.idle)
     }
-
-    #[cfg(feature = "prometheus")]
-    fn load(&self) -> Load {
+    fn load(&self) -> WorkerLoad {
         let state = self.state.lock().expect("pool lock");
-        Load {
+        WorkerLoad {
             plugin: self.plugin.name().to_owned(),
             running: state.idle.len() + state.busy.len(),
             busy: state.busy.len(),

@@ -25,8 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::WorkerInfo;
 use super::backoff::Backoff;
-#[cfg(feature = "prometheus")]
-use super::load::Load;
+use super::load::WorkerLoad;
 use super::process::{TmpFolder, WorkerSpec};
 use crate::events::{EventSink, HostEvent, WorkerStop};
 use crate::plugins::catalog::Plugin;
@@ -180,15 +179,14 @@ impl Servers {
             .collect()
     }
 
-    /// Each server as it is now (see [`Load`]).
-    #[cfg(feature = "prometheus")]
-    pub(crate) fn loads(&self) -> Vec<Load> {
+    /// Each server as it is now (see [`WorkerLoad`]).
+    pub(crate) fn loads(&self) -> Vec<WorkerLoad> {
         let slots = self.slots.lock().expect("slots lock");
         slots
             .iter()
             .map(|(name, slot)| {
                 let server = slot.server();
-                Load {
+                WorkerLoad {
                     plugin: name.clone(),
                     running: usize::from(server.is_some()),
                     busy: usize::from(
