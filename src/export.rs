@@ -69,17 +69,39 @@ pub fn tool_for<'a>(format: Format, called: &str, tools: &'a [ToolInfo]) -> Opti
         .find(|t| provider_name(format, &t.name) == called)
 }
 
+/// Why the tools cannot be given in a format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// Two tool names become one under the provider's rules for names.
+    #[error(
+        "tools \"{first}\" and \"{second}\" both become \"{name}\" for {format:?}, which refuses some of their characters; rename one of them"
+    )]
+    NamesCollide {
+        /// The tool that had the name first.
+        first: String,
+        /// The tool whose name became the same.
+        second: String,
+        /// The name both become.
+        name: String,
+        /// The format whose rules made them one.
+        format: Format,
+    },
+}
+
 /// The tools in `format`: JSON for the provider formats, text for `prompt`.
 /// Fails when two tool names become one under the provider's rules.
-pub fn export(tools: &[ToolInfo], format: Format) -> Result<Value, String> {
+pub fn export(tools: &[ToolInfo], format: Format) -> Result<Value, ExportError> {
     let mut seen: BTreeMap<Cow<'_, str>, &str> = BTreeMap::new();
     for t in tools {
         let name = provider_name(format, &t.name);
         if let Some(other) = seen.insert(name.clone(), &t.name) {
-            return Err(format!(
-                "tools \"{other}\" and \"{}\" both become \"{name}\" for {format:?}, which refuses some of their characters; rename one of them",
-                t.name
-            ));
+            return Err(ExportError::NamesCollide {
+                first: other.to_owned(),
+                second: t.name.clone(),
+                name: name.into_owned(),
+                format,
+            });
         }
     }
     let name = |t: &ToolInfo| provider_name(format, &t.name).into_owned();
@@ -186,17 +208,58 @@ pub struct TextToolCall {
     pub arguments: Value,
 }
 
+/// Why a model's reply holds no valid tool calls; `call` counts the blocks
+/// from 1. Its text is meant for the model, to fix its reply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolCallError {
+    /// A block is opened and never closed.
+    #[error("tool call {call} has no closing {}", CALL_CLOSE)]
+    Unclosed {
+        /// Which block.
+        call: usize,
+    },
+    /// A block does not hold JSON.
+    #[error("tool call {call} is not valid JSON: {reason}")]
+    NotJson {
+        /// Which block.
+        call: usize,
+        /// The parser's complaint.
+        reason: String,
+    },
+    /// A block's object has no `"name"` string.
+    #[error("tool call {call} has no \"name\" string")]
+    NoName {
+        /// Which block.
+        call: usize,
+    },
+    /// A block's `"arguments"` is a string that does not hold JSON.
+    #[error("tool call {call}: \"arguments\" is a string that is not JSON: {reason}")]
+    ArgumentsNotJson {
+        /// Which block.
+        call: usize,
+        /// The parser's complaint.
+        reason: String,
+    },
+    /// A block's `"arguments"` is not an object.
+    #[error("tool call {call}: \"arguments\" must be an object")]
+    ArgumentsNotObject {
+        /// Which block.
+        call: usize,
+    },
+}
+
 /// Extracts every `<tool_call>{"name": …, "arguments": {…}}</tool_call>` block
 /// from a model's reply. A block that is not such an object is an error that
 /// says which block and why, so the model can be told to fix it.
-pub fn parse_tool_calls(text: &str) -> Result<Vec<TextToolCall>, String> {
+pub fn parse_tool_calls(text: &str) -> Result<Vec<TextToolCall>, ToolCallError> {
     let mut calls = Vec::new();
     let mut rest = text;
     while let Some(start) = rest.find(CALL_OPEN) {
         let after = &rest[start + CALL_OPEN.len()..];
-        let end = after
-            .find(CALL_CLOSE)
-            .ok_or_else(|| format!("tool call {} has no closing {CALL_CLOSE}", calls.len() + 1))?;
+        let end = after.find(CALL_CLOSE).ok_or(ToolCallError::Unclosed {
+            call: calls.len() + 1,
+        })?;
         let body = after[..end].trim();
         let body = body
             .strip_prefix("```json")
@@ -204,21 +267,26 @@ pub fn parse_tool_calls(text: &str) -> Result<Vec<TextToolCall>, String> {
             .map(|b| b.trim_end_matches("```").trim())
             .unwrap_or(body);
         let n = calls.len() + 1;
-        let value: Value = serde_json::from_str(body)
-            .map_err(|e| format!("tool call {n} is not valid JSON: {e}"))?;
+        let value: Value = serde_json::from_str(body).map_err(|e| ToolCallError::NotJson {
+            call: n,
+            reason: e.to_string(),
+        })?;
         let name = value
             .get("name")
             .and_then(Value::as_str)
-            .ok_or_else(|| format!("tool call {n} has no \"name\" string"))?;
+            .ok_or(ToolCallError::NoName { call: n })?;
         let arguments = match value.get("arguments") {
             None | Some(Value::Null) => json!({}),
-            Some(Value::String(s)) => serde_json::from_str(s).map_err(|e| {
-                format!("tool call {n}: \"arguments\" is a string that is not JSON: {e}")
-            })?,
+            Some(Value::String(s)) => {
+                serde_json::from_str(s).map_err(|e| ToolCallError::ArgumentsNotJson {
+                    call: n,
+                    reason: e.to_string(),
+                })?
+            }
             Some(v) => v.clone(),
         };
         if !arguments.is_object() {
-            return Err(format!("tool call {n}: \"arguments\" must be an object"));
+            return Err(ToolCallError::ArgumentsNotObject { call: n });
         }
         calls.push(TextToolCall {
             name: name.to_owned(),
@@ -310,15 +378,20 @@ mod tests {
                 arguments: json!({})
             }
         );
-        assert!(
-            parse_tool_calls("<tool_call>{\"name\":1}</tool_call>")
-                .unwrap_err()
-                .contains("name")
+        assert_eq!(
+            parse_tool_calls("<tool_call>{\"name\":1}</tool_call>").unwrap_err(),
+            ToolCallError::NoName { call: 1 }
         );
-        assert!(
-            parse_tool_calls("<tool_call>{")
-                .unwrap_err()
-                .contains("closing")
+        let unclosed = parse_tool_calls("<tool_call>{").unwrap_err();
+        assert_eq!(unclosed, ToolCallError::Unclosed { call: 1 });
+        assert_eq!(
+            unclosed.to_string(),
+            "tool call 1 has no closing </tool_call>"
+        );
+        assert_eq!(
+            parse_tool_calls("<tool_call>{\"name\":\"a\",\"arguments\":[1]}</tool_call>")
+                .unwrap_err(),
+            ToolCallError::ArgumentsNotObject { call: 1 }
         );
         assert!(parse_tool_calls("no calls here").unwrap().is_empty());
     }
@@ -363,7 +436,16 @@ mod names {
     fn names_that_collide_once_mapped_are_an_error() {
         let tools = [tool("files.read"), tool("files_read")];
         let err = export(&tools, Format::Openai).unwrap_err();
-        assert!(err.contains("\"files.read\" and \"files_read\""), "{err}");
+        let ExportError::NamesCollide { first, second, .. } = &err;
+        assert_eq!(
+            (first.as_str(), second.as_str()),
+            ("files.read", "files_read")
+        );
+        assert!(
+            err.to_string()
+                .contains("\"files.read\" and \"files_read\""),
+            "{err}"
+        );
         assert!(export(&tools, Format::Mcp).is_ok(), "MCP takes both names");
     }
 }

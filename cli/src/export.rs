@@ -17,7 +17,7 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let host = cli.host()?;
-    match export(&host.tools(), args.format)? {
+    match export(&host.tools(), args.format).map_err(|e| e.to_string())? {
         // Data for a model, quoting tool descriptions: as it is in a pipe.
         serde_json::Value::String(text) => print!("{}", super::terminal::data(&text)),
         value => super::print_json(&value),

@@ -90,7 +90,11 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         )],
         Some(file) => {
             let mut hosts = Vec::new();
-            for (i, (name, token)) in mcp::read_tokens(file)?.into_iter().enumerate() {
+            for (i, (name, token)) in mcp::read_tokens(file)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .enumerate()
+            {
                 let tagged = Arc::new(log.tagged(&name, i == 0));
                 let state = mcp::tenant_state_dir(&cli.state_dir(), &name);
                 let host =
@@ -165,7 +169,8 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                             let token = mcp::load_or_create_token(
                                 args.token_file.as_deref(),
                                 host.state_dir(),
-                            )?;
+                            )
+                            .map_err(|e| e.to_string())?;
                             let source = match &args.token_file {
                                 Some(f) => f.display().to_string(),
                                 None => host.state_dir().join("http-token").display().to_string(),

@@ -2,7 +2,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -22,45 +22,81 @@ use super::sessions::{Rules, Sessions};
 use super::wire::{self, Checked, Rejection};
 use std::time::Duration;
 
+/// Why the HTTP server's bearer token cannot be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// The token file cannot be read.
+    #[error("cannot read the token file {}: {source}", path.display())]
+    Unreadable {
+        /// The token file.
+        path: PathBuf,
+        /// What reading it gave.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The given token file holds fewer than 16 characters.
+    #[error("the token in {} is shorter than 16 characters", path.display())]
+    TooShort {
+        /// The token file.
+        path: PathBuf,
+    },
+    /// The state folder's token file is empty.
+    #[error("the token file {} is empty; delete it to get a new token", path.display())]
+    Empty {
+        /// The token file.
+        path: PathBuf,
+    },
+    /// No random bytes for a new token.
+    #[error("cannot read random bytes for a token: {0}")]
+    NoRandom(#[source] std::io::Error),
+    /// The new token's file (or its folder) cannot be made or written.
+    #[error("cannot {what} {}: {source}", path.display())]
+    Unwritable {
+        /// What failed: `create`, `create the token file`, `write the token file`.
+        what: &'static str,
+        /// The folder or file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Reads the bearer token from `file`, or from `<state>/http-token`, creating
 /// that one (mode 0600) with a random token on first use.
-pub fn load_or_create_token(file: Option<&Path>, state_dir: &Path) -> Result<String, String> {
+pub fn load_or_create_token(file: Option<&Path>, state_dir: &Path) -> Result<String, TokenError> {
+    let unreadable = |path: &Path| {
+        let path = path.to_owned();
+        move |source| TokenError::Unreadable { path, source }
+    };
+    let unwritable = |what: &'static str, path: &Path| {
+        let path = path.to_owned();
+        move |source| TokenError::Unwritable { what, path, source }
+    };
     if let Some(file) = file {
-        let token = std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot read the token file {}: {e}", file.display()))?;
+        let token = std::fs::read_to_string(file).map_err(unreadable(file))?;
         let token = token.trim().to_owned();
         if token.len() < 16 {
-            return Err(format!(
-                "the token in {} is shorter than 16 characters",
-                file.display()
-            ));
+            return Err(TokenError::TooShort {
+                path: file.to_owned(),
+            });
         }
         return Ok(token);
     }
     let path = state_dir.join("http-token");
     match std::fs::read_to_string(&path) {
         Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),
-        Ok(_) => {
-            return Err(format!(
-                "the token file {} is empty; delete it to get a new token",
-                path.display()
-            ));
-        }
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(format!(
-                "cannot read the token file {}: {e}",
-                path.display()
-            ));
-        }
+        Ok(_) => return Err(TokenError::Empty { path }),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(unreadable(&path)(e)),
         Err(_) => {}
     }
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-        .map_err(|e| format!("cannot read random bytes for a token: {e}"))?;
+        .map_err(TokenError::NoRandom)?;
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    std::fs::create_dir_all(state_dir)
-        .map_err(|e| format!("cannot create {}: {e}", state_dir.display()))?;
+    std::fs::create_dir_all(state_dir).map_err(unwritable("create", state_dir))?;
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
@@ -68,10 +104,10 @@ pub fn load_or_create_token(file: Option<&Path>, state_dir: &Path) -> Result<Str
         .create_new(true)
         .mode(0o600)
         .open(&path)
-        .map_err(|e| format!("cannot create the token file {}: {e}", path.display()))?;
+        .map_err(unwritable("create the token file", &path))?;
     f.write_all(token.as_bytes())
         .and_then(|_| f.sync_all())
-        .map_err(|e| format!("cannot write the token file {}: {e}", path.display()))?;
+        .map_err(unwritable("write the token file", &path))?;
     Ok(token)
 }
 

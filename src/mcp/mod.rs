@@ -60,11 +60,11 @@ use crate::protocol::{Invocation, Scope, Source};
 use content::{error_result, outcome_result};
 pub use http::{
     DEFAULT_MAX_SESSIONS, DEFAULT_RESUME_WINDOW, DEFAULT_SESSION_IDLE, HttpOptions, Tenant,
-    load_or_create_token, serve as serve_http,
+    TokenError, load_or_create_token, serve as serve_http,
 };
 use stdio::forward_catalog_changes;
 pub use stdio::serve_stdio;
-pub use tenants::{read_tokens, tenant_state_dir};
+pub use tenants::{TokensFileError, read_tokens, tenant_state_dir};
 pub use wire::DEFAULT_MAX_MESSAGE_BYTES;
 
 /// Where the server's log lines go (the library never prints).

@@ -23,13 +23,41 @@ pub fn tenant_state_dir(state_dir: &Path, name: &str) -> PathBuf {
     state_dir.join("tenants").join(name)
 }
 
+/// Why a tokens file gives no tenants.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokensFileError {
+    /// It cannot be read.
+    #[error("cannot read the tokens file {}: {source}", path.display())]
+    Unreadable {
+        /// The tokens file.
+        path: PathBuf,
+        /// What reading it gave.
+        #[source]
+        source: std::io::Error,
+    },
+    /// What it holds is not a list of tenants; `problem` names the line.
+    #[error("the tokens file {}: {problem}", path.display())]
+    Invalid {
+        /// The tokens file.
+        path: PathBuf,
+        /// What is wrong, and on which line.
+        problem: String,
+    },
+}
+
 /// Reads a tokens file: `(name, token)` pairs in file order. Names are
 /// `[a-z0-9][a-z0-9_-]*` (at most 64 characters: a folder name), tokens at
 /// least 16 characters; both unique. Every error names the file and line.
-pub fn read_tokens(file: &Path) -> Result<Vec<(String, String)>, String> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("cannot read the tokens file {}: {e}", file.display()))?;
-    parse_tokens(&text).map_err(|e| format!("the tokens file {}: {e}", file.display()))
+pub fn read_tokens(file: &Path) -> Result<Vec<(String, String)>, TokensFileError> {
+    let text = std::fs::read_to_string(file).map_err(|source| TokensFileError::Unreadable {
+        path: file.to_owned(),
+        source,
+    })?;
+    parse_tokens(&text).map_err(|problem| TokensFileError::Invalid {
+        path: file.to_owned(),
+        problem,
+    })
 }
 
 fn parse_tokens(text: &str) -> Result<Vec<(String, String)>, String> {

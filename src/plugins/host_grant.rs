@@ -110,7 +110,11 @@ impl HostGrant {
 
     /// Parses what follows `network:`; the error is one sentence that says
     /// what to write instead.
-    pub fn parse(text: &str) -> Result<HostGrant, String> {
+    pub fn parse(text: &str) -> Result<HostGrant, HostGrantError> {
+        Self::parse_text(text).map_err(|message| HostGrantError { message })
+    }
+
+    fn parse_text(text: &str) -> Result<HostGrant, String> {
         let whole = format!("network:{text}");
         if text.is_empty() {
             return Err(format!(
@@ -158,6 +162,14 @@ impl HostGrant {
         };
         Ok(HostGrant { host, port })
     }
+}
+
+/// Why what follows `network:` is not a host grant: one sentence that names
+/// the permission and says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct HostGrantError {
+    message: String,
 }
 
 impl HostPattern {
@@ -377,7 +389,7 @@ mod tests {
             ("exa mple.com", "not a host name"),
         ] {
             let e = HostGrant::parse(s).unwrap_err();
-            assert!(e.contains(says), "{s}: {e}");
+            assert!(e.to_string().contains(says), "{s}: {e}");
         }
     }
 }

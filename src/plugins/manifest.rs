@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use super::host_grant::{HostGrant, HostPattern, Target};
+pub use super::host_grant::{HostGrant, HostGrantError, HostPattern, Target};
 
 /// Largest `plugin.json` the loader reads.
 pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
@@ -370,9 +370,9 @@ impl std::str::FromStr for Permission {
             "shell:exec" => Permission::ShellExec,
             "clipboard" => Permission::Clipboard,
             "notifications" => Permission::Notifications,
-            _ if s.starts_with(NETWORK_TO) => {
-                Permission::NetworkTo(HostGrant::parse(&s[NETWORK_TO.len()..])?)
-            }
+            _ if s.starts_with(NETWORK_TO) => Permission::NetworkTo(
+                HostGrant::parse(&s[NETWORK_TO.len()..]).map_err(|e| e.to_string())?,
+            ),
             _ => match (s.strip_prefix(READ_IN), s.strip_prefix(WRITE_IN)) {
                 (Some(p), _) if !p.is_empty() => Permission::FilesystemReadIn(p.to_owned()),
                 (_, Some(p)) if !p.is_empty() => Permission::FilesystemWriteIn(p.to_owned()),

@@ -347,7 +347,10 @@ fn host_grant_errors(raw: &Value) -> Vec<ManifestError> {
         .filter_map(|(i, p)| {
             let rest = p.as_str()?.strip_prefix("network:")?;
             let e = crate::plugins::host_grant::HostGrant::parse(rest).err()?;
-            Some(ManifestError::new(format!("/permissions/{i}"), e))
+            Some(ManifestError::new(
+                format!("/permissions/{i}"),
+                e.to_string(),
+            ))
         })
         .collect()
 }
