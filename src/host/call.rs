@@ -209,10 +209,33 @@ impl Inner {
         result
     }
 
-    /// The call got its slot (and its worker's turn): its plugin runs now.
-    pub(super) fn admitted(&self, call: &Prepared<'_>, phases: &mut Phases) {
+    /// Waits for `fut` unless `stop` comes first: then the call is
+    /// cancelled. Every wait of a call before its plugin runs (a worker's
+    /// turn, a call slot) goes through here.
+    pub(super) async fn unless_stopped<T>(
+        fut: impl std::future::Future<Output = T>,
+        stop: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    ) -> Result<T, Failure> {
+        tokio::select! {
+            value = fut => Ok(value),
+            _ = stop => Err(Failure::Run(RunError::Cancelled)),
+        }
+    }
+
+    /// Takes one of the host's call slots for `call`, unless `stop` comes
+    /// first; with it, the call is admitted: its plugin runs now.
+    pub(super) async fn admit(
+        &self,
+        call: &Prepared<'_>,
+        stop: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+        phases: &mut Phases,
+    ) -> Result<tokio::sync::SemaphorePermit<'_>, Failure> {
+        let permit = Self::unless_stopped(self.permits.acquire(), stop)
+            .await?
+            .expect("the semaphore is never closed");
         phases.admitted = Some(Instant::now());
         self.bus.call_admitted(call.info);
+        Ok(permit)
     }
 
     /// The per-call protocol: a process for this call alone.
@@ -224,11 +247,7 @@ impl Inner {
         phases: &mut Phases,
     ) -> Result<Finished, Failure> {
         tokio::pin!(stop);
-        let _permit = tokio::select! {
-            p = self.permits.acquire() => p.expect("the semaphore is never closed"),
-            _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
-        };
-        self.admitted(call, phases);
+        let _permit = self.admit(call, &mut stop, phases).await?;
         let tmp = self
             .temp_pool
             .take(&self.config.state_dir, call.plugin.name())
@@ -273,15 +292,8 @@ impl Inner {
         let pool = self.pool_for(call.plugin).await;
         // A turn on a worker first, then a slot: calls queued behind a busy
         // worker do not hold slots that other plugins could use.
-        let mut lease = tokio::select! {
-            lease = pool.lease() => lease,
-            _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
-        };
-        let _permit = tokio::select! {
-            p = self.permits.acquire() => p.expect("the semaphore is never closed"),
-            _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
-        };
-        self.admitted(call, phases);
+        let mut lease = Self::unless_stopped(pool.lease(), &mut stop).await?;
+        let _permit = self.admit(call, &mut stop, phases).await?;
         if !lease.has_worker() {
             let spec = self
                 .worker_spec(call.plugin, &call.data, true)

@@ -42,11 +42,7 @@ impl Inner {
         client: Option<Arc<dyn CallClient>>,
     ) -> Result<Finished, Failure> {
         tokio::pin!(stop);
-        let _permit = tokio::select! {
-            p = self.permits.acquire() => p.expect("the semaphore is never closed"),
-            _ = &mut stop => return Err(Failure::Run(RunError::Cancelled)),
-        };
-        self.admitted(call, phases);
+        let _permit = self.admit(call, &mut stop, phases).await?;
         let start = std::time::Instant::now();
         let served = self
             .server_of(call.plugin, &call.data, &call.limits, client.as_ref())
