@@ -7,7 +7,7 @@
 //! an embedder that has a model or a user at hand gives its own
 //! ([`crate::CallOptions::client`]). A server's request goes to the client
 //! of the call in flight on that server, never to another session: see
-//! `run/mcp/client.rs` for how it is routed.
+//! `run/mcp_client/client.rs` for how it is routed.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -84,11 +84,11 @@
 //! - [`manifest`] and [`protocol`] are the plugin format; [`export`] turns
 //!   tools into function-calling specs; [`sandbox`] says what this machine
 //!   enforces; [`report`] holds `list`, `validate` and `doctor` as data;
-//!   `mcp` (feature `mcp-server`) serves a host over MCP.
+//!   `serve` (feature `mcp-server`) serves a host over MCP.
 //!
 //! # Features
 //!
-//! - `mcp-server`: the `mcp` module, which serves a host over MCP on stdio
+//! - `mcp-server`: the `serve` module, which serves a host over MCP on stdio
 //!   and streamable HTTP (rmcp, hyper).
 //! - `otel`: the OTLP/HTTP exporter of traces; `prometheus`: the Prometheus
 //!   registry of metrics.
@@ -114,8 +114,6 @@ pub mod events;
 pub mod export;
 mod fsat;
 mod host;
-#[cfg(feature = "mcp-server")]
-pub mod mcp;
 pub mod observe;
 pub mod paths;
 mod plugins;
@@ -123,6 +121,8 @@ pub mod protect;
 pub mod protocol;
 mod run;
 pub mod schemas;
+#[cfg(feature = "mcp-server")]
+pub mod serve;
 
 /// The `plugin.json` format: its types, and [`check_folder`](manifest::check_folder),
 /// the check the host loads a plugin folder with.

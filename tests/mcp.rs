@@ -428,7 +428,7 @@ fn http_refuses_a_non_loopback_address_unless_told() {
 #[test]
 fn http_generates_a_private_token_on_first_use() {
     let sandbox = Sandbox::new();
-    let token = plughost::mcp::load_or_create_token(None, &sandbox.state()).unwrap();
+    let token = plughost::serve::load_or_create_token(None, &sandbox.state()).unwrap();
     assert_eq!(token.len(), 64);
     let path = sandbox.state().join("http-token");
     use std::os::unix::fs::PermissionsExt;
@@ -437,7 +437,7 @@ fn http_generates_a_private_token_on_first_use() {
         0o600
     );
     assert_eq!(
-        plughost::mcp::load_or_create_token(None, &sandbox.state()).unwrap(),
+        plughost::serve::load_or_create_token(None, &sandbox.state()).unwrap(),
         token,
         "reused"
     );

@@ -1,7 +1,7 @@
 //! `plughost serve`: the MCP server, on stdio or (with `--http ADDR`) over
 //! streamable HTTP. Only protocol messages go to stdout; logs go to stderr and,
 //! with `--log-file`, to a file. With `--tokens FILE`, each token is a tenant
-//! with a host of its own (see `plughost::mcp` tenants).
+//! with a host of its own (see `plughost::serve` tenants).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plughost::PluginHost;
-use plughost::mcp::{self, McpServer};
+use plughost::serve::{self as mcp, McpServer};
 
 use super::Cli;
 

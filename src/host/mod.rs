@@ -16,7 +16,7 @@ mod dirs;
 mod egress;
 mod gateway;
 mod launch;
-mod mcp;
+mod mcp_plugins;
 mod reload;
 mod reports;
 mod revocation;

@@ -11,7 +11,7 @@ pub(crate) mod denials;
 pub(crate) mod egress;
 pub(crate) mod env;
 pub(crate) mod executor;
-pub(crate) mod mcp;
+pub(crate) mod mcp_client;
 pub(crate) mod outcome;
 pub(crate) mod sandbox;
 pub(crate) mod worker;

@@ -36,7 +36,7 @@ pub fn http(cli: &Cli, url: &str, token_file: Option<&Path>) -> Result<(Target, 
     };
     let state = cli.state_dir();
     let token =
-        plughost::mcp::load_or_create_token(token_file, &state).map_err(|e| e.to_string())?;
+        plughost::serve::load_or_create_token(token_file, &state).map_err(|e| e.to_string())?;
     let file = match token_file {
         Some(f) => std::path::absolute(f).unwrap_or_else(|_| f.to_path_buf()),
         None => state.join("http-token"),

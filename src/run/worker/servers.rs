@@ -3,7 +3,7 @@
 //! worker, which answers one request at a time, a server's connection carries
 //! many requests at once (up to the manifest's `persistent.max_in_flight`,
 //! 16 by default), each with its own deadline, cancellation and cap
-//! (`run::mcp`).
+//! (`run::mcp_client`).
 //!
 //! What a [`Slot`] does for its server is what a pool does for its workers:
 //! a server that keeps dying before it answers is started again with
@@ -33,7 +33,7 @@ use crate::plugins::mcp_listing::Listing;
 use crate::run::executor::{
     End, Group, Leader, Process, RunError, Spawn, Stop, describe_exit, end,
 };
-use crate::run::mcp::{Ask, Connect, McpAnswer, McpSession};
+use crate::run::mcp_client::{Ask, Connect, McpAnswer, McpSession};
 
 /// The MCP servers of a host, by plugin.
 pub(crate) struct Servers {

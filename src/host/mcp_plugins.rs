@@ -25,7 +25,7 @@ use crate::observe::phases::{Phases, Start as StartKind, Step};
 use crate::plugins::catalog::{Plugin, ToolRef};
 use crate::plugins::mcp_listing::{self, Listing};
 use crate::run::executor::{Finished, Limits, McpParts, Progress, RunError, Stop};
-use crate::run::mcp::{Ask, Connect, McpAnswer, Notices, OnListing};
+use crate::run::mcp_client::{Ask, Connect, McpAnswer, Notices, OnListing};
 use crate::run::worker::{Server, Slot, StartError};
 
 impl Inner {
@@ -90,7 +90,7 @@ impl Inner {
             .await?;
         match answer {
             (ServerResult::CallToolResult(result), stderr) => {
-                let (response, content, meta) = crate::run::mcp::response(result);
+                let (response, content, meta) = crate::run::mcp_client::response(result);
                 Ok(Finished {
                     stdout: Vec::new(),
                     stderr,
