@@ -189,46 +189,10 @@ fn install_binary(parent: &Path, name: &str, binary: &Path, tool: &str, persiste
     write_manifest(&dir, &m);
 }
 
-/// The `plughost` binary of this tree, built once, in the profile of this
-/// bench (it is the command-line crate's, `cli/`).
-pub fn plughost() -> &'static Path {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the bench's own path");
-        // target/PROFILE/deps/host-HASH
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the bench runs from target/PROFILE/deps")
-            .to_owned();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut build = std::process::Command::new(cargo);
-        build
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "plughost-cli",
-                "--bin",
-                "plughost",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let built = build.status().is_ok_and(|s| s.success());
-        assert!(
-            built,
-            "cannot build the plughost binary: cargo build -p plughost-cli"
-        );
-        profile_dir.join("plughost")
-    })
-}
-
 /// `plughost new NAME --lang LANG [--persistent]`, with `interpreter` in the
 /// entrypoint's shebang.
 fn scaffold(bench: &Bench, name: &str, lang: &str, persistent: bool, interpreter: &Path) {
-    let mut cmd = std::process::Command::new(plughost());
+    let mut cmd = std::process::Command::new(crate::binary::plughost());
     cmd.args(["new", name, "--lang", lang, "--dir"])
         .arg(&bench.plugins);
     if persistent {

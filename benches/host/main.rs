@@ -103,6 +103,9 @@
 mod calls;
 mod children;
 mod fixtures;
+// The built binary, found as the integration tests find it.
+#[path = "../../tests/util/binary.rs"]
+mod binary;
 mod load;
 mod mcp;
 mod net;

@@ -63,7 +63,7 @@ pub(crate) async fn rows(bench: &Bench, report: &mut Value) {
 
 /// `plughost serve` on stdio over the bench's plugins, and a client of it.
 async fn serve(bench: &Bench, sandbox: bool) -> Client {
-    let cmd = Command::new(crate::fixtures::plughost()).configure(|c| {
+    let cmd = Command::new(crate::binary::plughost()).configure(|c| {
         c.arg("--plugins-dir")
             .arg(&bench.plugins)
             .arg("--state-dir")
@@ -191,7 +191,7 @@ async fn mcp_server_row(bench: &Bench, pydeps: &Path) -> Value {
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     };
     let direct = connect_as(config(), cmd).await;
-    let serve_cmd = Command::new(crate::fixtures::plughost()).configure(|c| {
+    let serve_cmd = Command::new(crate::binary::plughost()).configure(|c| {
         c.arg("--plugins-dir")
             .arg(&plugins)
             .arg("--state-dir")

@@ -6,8 +6,11 @@
     reason = "shared by every test module and the crate's own tests, each of which uses a part"
 )]
 
+mod binary;
 pub mod http;
 pub mod scaffold;
+
+pub use binary::plughost;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -16,39 +19,6 @@ use std::time::{Duration, Instant};
 /// The repository root.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The `plughost` binary of this tree, built once per test run: it is the
-/// command-line crate's (`cli/`), which the engine's tests cannot name by
-/// `CARGO_BIN_EXE_plughost`. Built in the profile of these tests.
-pub fn plughost() -> &'static Path {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        // target/PROFILE/deps/tests-HASH
-        let profile_dir = exe.parent().unwrap().parent().unwrap().to_owned();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut build = Command::new(cargo);
-        build
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "plughost-cli",
-                "--bin",
-                "plughost",
-            ])
-            .current_dir(repo());
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo runs");
-        assert!(
-            status.success(),
-            "cannot build the plughost binary: cargo build -p plughost-cli"
-        );
-        profile_dir.join("plughost")
-    })
 }
 
 /// The fixture plugins folder.
