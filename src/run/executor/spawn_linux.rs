@@ -231,6 +231,13 @@ pub(super) async fn spawn(
     let (status, init) = match init::get() {
         Ok(init) if joins_user => {
             let (read, write) = pipe()?;
+            // Read once the init has exited, without waiting: one killed
+            // before it wrote leaves nothing, and a child another spawn is
+            // cloning may hold a copy of the write end for an instant.
+            // SAFETY: F_SETFL sets flags on a descriptor we own.
+            if unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
             let plan = InitPlan {
                 image: init.image(),
                 lifeline: init.lifeline(),

@@ -142,8 +142,8 @@ pub(super) fn read_status(fd: &std::os::fd::OwnedFd) -> Option<std::process::Exi
     use std::os::unix::process::ExitStatusExt;
     let mut status = [0u8; 4];
     loop {
-        // SAFETY: `status` is valid for writes of 4 bytes; the init exited,
-        // so the read does not wait.
+        // SAFETY: `status` is valid for writes of 4 bytes; the descriptor is
+        // non-blocking, so the read does not wait.
         let n = unsafe { libc::read(fd.as_raw_fd(), status.as_mut_ptr().cast(), 4) };
         if n == 4 {
             return Some(std::process::ExitStatus::from_raw(i32::from_ne_bytes(
