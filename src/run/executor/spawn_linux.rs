@@ -405,6 +405,7 @@ impl FilteredSpawner {
                         proc_self: 0,
                         seccomp: Some(program),
                         seccomp_namespaces: None,
+                        drop_privileges: true,
                         tasks: 0,
                     };
                     let ok = sandbox::enforce(&steps) == 0;
@@ -820,7 +821,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         }
         let init_stack = (*shared).init_stack;
         if init_stack.is_null() {
-            confine_and_exec(shared);
+            confine_and_exec(shared, plan.sandbox);
         }
         // A PID namespace (this process stays in the host's; its children
         // are made in the new one). Its first process must be this one's
@@ -862,6 +863,17 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
         if libc::setsid() < 0 {
             fail(shared, Step::ProcessGroup, errno());
         }
+        // The confinement of every process of the namespace, taken once
+        // here and inherited by the plugin: no capability, no new
+        // privileges, no namespace, the seccomp programs. Not the plugin's
+        // Landlock domain, so the plugin cannot trace this process
+        // (Landlock refuses tracing a process outside its domain).
+        if let Some(steps) = &plan.sandbox {
+            let rc = sandbox::enforce(&steps.for_init());
+            if rc != 0 {
+                fail(shared, Step::Sandbox, rc);
+            }
+        }
         let plugin = libc::clone(
             plugin_main,
             (*shared).plugin_stack,
@@ -896,20 +908,6 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
         libc::close(lifeline);
         for fd in 0..3 {
             libc::close(fd);
-        }
-        // The init's own confinement: no capability, no new privileges, no
-        // namespace; not the plugin's Landlock domain, so the plugin cannot
-        // trace it (Landlock refuses tracing a process outside its domain).
-        if let Some(steps) = &plan.sandbox {
-            let own = ChildSteps {
-                ruleset: None,
-                proc_self: 0,
-                ..*steps
-            };
-            let rc = sandbox::enforce(&own);
-            if rc != 0 {
-                fail(shared, Step::Sandbox, rc);
-            }
         }
         // argv: the name, and the plugin's pid in the namespace.
         let mut digits = [0u8; 12];
@@ -952,15 +950,17 @@ extern "C" fn plugin_main(arg: *mut c_void) -> c_int {
         if libc::setsid() < 0 {
             fail(shared, Step::ProcessGroup, errno());
         }
-        confine_and_exec(shared)
+        let plan = (*shared).plan;
+        confine_and_exec(shared, plan.sandbox.map(|steps| steps.after_init()))
     }
 }
 
-/// The child's last steps: its folder, the confinement, `exec`.
+/// The child's last steps: its folder, the confinement `steps` (the
+/// plan's, or what is left of them under an init), `exec`.
 ///
 /// # Safety
 /// Only in the child, with `shared` the parent's [`Shared`].
-unsafe fn confine_and_exec(shared: *mut Shared<'_>) -> ! {
+unsafe fn confine_and_exec(shared: *mut Shared<'_>, steps: Option<ChildSteps>) -> ! {
     // SAFETY: as in `child_main`: libc wrappers of single system calls on
     // the parent's live plan and locals of this frame.
     unsafe {
@@ -968,7 +968,7 @@ unsafe fn confine_and_exec(shared: *mut Shared<'_>) -> ! {
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             fail(shared, Step::Chdir, errno());
         }
-        if let Some(steps) = &plan.sandbox {
+        if let Some(steps) = &steps {
             let rc = sandbox::enforce(steps);
             if rc != 0 {
                 fail(shared, Step::Sandbox, rc);

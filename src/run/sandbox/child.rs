@@ -33,6 +33,9 @@ pub(crate) struct ChildSteps {
     /// The program that refuses namespaces, installed by the child itself
     /// after it joined and made its own (a spawning thread cannot hold it).
     pub seccomp_namespaces: Option<&'static [libc::sock_filter]>,
+    /// Whether to set `no_new_privs` and drop every capability (false only
+    /// for a process that inherits both from its PID namespace's init).
+    pub drop_privileges: bool,
     /// `RLIMIT_NPROC` for the process (0: left as it is). In the host's
     /// user namespace the kernel counts it per namespace: the processes and
     /// threads of all of this host's plugins together (see [`PLUGIN_TASKS`]).
@@ -45,6 +48,34 @@ pub(crate) struct ChildSteps {
 /// there instead of taking the user's whole allowance, and with it the
 /// host's own next spawn and the user's session.
 pub(crate) const PLUGIN_TASKS: u64 = 2048;
+
+impl ChildSteps {
+    /// The steps that hold for every process of a PID namespace, taken
+    /// once by its init before it starts the plugin (which inherits them):
+    /// the task limit, `no_new_privs`, no capability, the seccomp programs.
+    /// Not the Landlock domain: the plugin could trace a process inside it.
+    pub(crate) fn for_init(&self) -> ChildSteps {
+        ChildSteps {
+            joins: None,
+            ruleset: None,
+            proc_self: 0,
+            ..*self
+        }
+    }
+
+    /// What the plugin of a PID namespace takes on top of what its init
+    /// gave it ([`Self::for_init`]): its Landlock domain.
+    pub(crate) fn after_init(&self) -> ChildSteps {
+        ChildSteps {
+            joins: None,
+            seccomp: None,
+            seccomp_namespaces: None,
+            drop_privileges: false,
+            tasks: 0,
+            ..*self
+        }
+    }
+}
 
 /// The child's first half, before it changes to the plugin's folder:
 /// joins the namespaces (joining a mount namespace moves the current folder
@@ -83,13 +114,15 @@ pub(crate) fn enforce(steps: &ChildSteps) -> i32 {
             return errno();
         }
     }
-    // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments and touches no memory.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return errno();
-    }
-    let rc = drop_capabilities();
-    if rc != 0 {
-        return rc;
+    if steps.drop_privileges {
+        // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments and touches no memory.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return errno();
+        }
+        let rc = drop_capabilities();
+        if rc != 0 {
+            return rc;
+        }
     }
     if let Some(fd) = steps.ruleset {
         if steps.proc_self != 0 {
