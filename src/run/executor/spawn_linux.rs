@@ -405,6 +405,7 @@ impl FilteredSpawner {
                         proc_self: 0,
                         seccomp: Some(program),
                         seccomp_namespaces: None,
+                        tasks_group: -1,
                         drop_privileges: true,
                         tasks: 0,
                     };

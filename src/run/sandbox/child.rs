@@ -33,6 +33,9 @@ pub(crate) struct ChildSteps {
     /// The program that refuses namespaces, installed by the child itself
     /// after it joined and made its own (a spawning thread cannot hold it).
     pub seccomp_namespaces: Option<&'static [libc::sock_filter]>,
+    /// `cgroup.procs` of the plugins' pids cgroup, to join first (-1: none;
+    /// see `cgroup.rs`).
+    pub tasks_group: RawFd,
     /// Whether to set `no_new_privs` and drop every capability (false only
     /// for a process that inherits both from its PID namespace's init).
     pub drop_privileges: bool,
@@ -68,6 +71,7 @@ impl ChildSteps {
     pub(crate) fn after_init(&self) -> ChildSteps {
         ChildSteps {
             joins: None,
+            tasks_group: -1,
             seccomp: None,
             seccomp_namespaces: None,
             drop_privileges: false,
@@ -78,9 +82,17 @@ impl ChildSteps {
 }
 
 /// The child's first half, before it changes to the plugin's folder:
-/// joins the namespaces (joining a mount namespace moves the current folder
+/// joins the plugins' pids cgroup and the namespaces (joining a mount namespace moves the current folder
 /// to its root). Returns 0, or the failing call's errno.
 pub(crate) fn join(steps: &ChildSteps) -> i32 {
+    // The pids cgroup before anything can fork: what the child and the
+    // plugin start is counted there from the start.
+    if steps.tasks_group >= 0 {
+        let rc = super::cgroup::join(steps.tasks_group);
+        if rc != 0 {
+            return rc;
+        }
+    }
     match &steps.joins {
         Some(joins) => namespace::join(joins),
         None => 0,

@@ -528,6 +528,7 @@ impl Prepared {
         let joins = self.namespaces.as_deref().and_then(Namespaces::joins);
         ChildSteps {
             joins,
+            tasks_group: super::cgroup::procs_fd().unwrap_or(-1),
             drop_privileges: true,
             tasks: if joins.is_some_and(|j| j.user >= 0) {
                 super::child::PLUGIN_TASKS

@@ -87,6 +87,8 @@ use std::path::{Path, PathBuf};
 use crate::plugins::manifest::Permission;
 
 #[cfg(target_os = "linux")]
+mod cgroup;
+#[cfg(target_os = "linux")]
 mod child;
 #[cfg(target_os = "linux")]
 pub(crate) mod init;
@@ -302,7 +304,9 @@ pub struct SandboxSupport {
     /// the host exits.
     pub processes_contained: bool,
     /// The most processes and threads all plugins of one host may have
-    /// together (`None`: no limit here, as root or without user namespaces).
+    /// together: counted in its user namespace (`RLIMIT_NPROC`), or where
+    /// that does not hold (root, Landlock alone) in a pids cgroup of its
+    /// own when it can make one. `None`: neither holds here.
     pub plugin_tasks: Option<u64>,
     /// What is degraded or advisory, one sentence each.
     pub notes: Vec<String>,

@@ -133,7 +133,10 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
         };
     // SAFETY: geteuid takes nothing and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    let plugin_tasks = (user_namespaces && !root).then_some(super::child::PLUGIN_TASKS);
+    // RLIMIT_NPROC in plughost's user namespace, else its pids cgroup.
+    let plugin_tasks = (user_namespaces && !root)
+        .then_some(super::child::PLUGIN_TASKS)
+        .or_else(super::cgroup::limit);
     notes.push("shell:exec, clipboard and notifications are advisory".into());
     SandboxSupport {
         landlock_abi: abi,
