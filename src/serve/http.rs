@@ -17,9 +17,9 @@ use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use super::McpServer;
 use super::sessions::{Rules, Sessions};
 use super::wire::{self, Checked, Rejection};
+use super::{McpServer, revision};
 use std::time::Duration;
 
 /// Why the HTTP server's bearer token cannot be had.
@@ -395,6 +395,30 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
         }
         bytes.extend_from_slice(&data);
     }
+    // A session-less request at 2026-07-28 or later: answered on its own.
+    let modern = !has_session && {
+        let header = parts
+            .headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok());
+        let body = serde_json::from_slice(&bytes).unwrap_or_default();
+        if revision::speaks_2026(header, &body)
+            && let Some(method) = body["method"]
+                .as_str()
+                .filter(|m| revision::REMOVED.contains(m))
+        {
+            return refuse(
+                front,
+                StatusCode::NOT_FOUND,
+                &Rejection {
+                    id: body["id"].clone(),
+                    code: wire::METHOD_NOT_FOUND,
+                    message: format!("Method not found: {method} is not part of MCP 2026-07-28"),
+                },
+            );
+        }
+        revision::speaks_2026(header, &body)
+    };
     match wire::check(&bytes) {
         Checked::Reject(r) => {
             let status = if r.id.is_null() {
@@ -424,7 +448,7 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
                 rmcp::model::ClientJsonRpcMessage::Request(r) => r.id.clone().into_json_value(),
                 _ => serde_json::Value::Null,
             };
-            if !has_session && !is_initialize {
+            if !has_session && !is_initialize && !modern {
                 // rmcp would serve it statelessly, outside any session and its limits.
                 return refuse(
                     front,

@@ -31,6 +31,7 @@ mod elicit;
 mod gateway;
 mod http;
 mod offered;
+mod revision;
 mod sessions;
 mod stdio;
 mod tenants;
@@ -200,7 +201,7 @@ impl ServerHandler for McpServer {
     /// Protocol versions up to 2025-11-25: the later draft has no server-to-client
     /// requests, and elicitation (approval) is one.
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use super::McpServer;
 use super::gateway::rank;
+use super::revision;
 use crate::error::CallError;
 use crate::host::{CallOptions, SandboxMode};
 use crate::plugins::catalog::ToolRef;
@@ -75,7 +76,15 @@ impl McpServer {
             .read_resource(&request.uri, self.options(&context))
             .await
             .map_err(|e| mcp_error(&e, true))?;
-        serde_json::from_value(value).map_err(|e| McpError::internal_error(e.to_string(), None))
+        let mut result: ReadResourceResult = serde_json::from_value(value)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        revision::cacheable(
+            &context,
+            &mut result.result_type,
+            &mut result.ttl_ms,
+            &mut result.cache_scope,
+        );
+        Ok(result)
     }
     pub(super) async fn get(
         &self,
@@ -87,7 +96,10 @@ impl McpServer {
             .get_prompt(&request.name, request.arguments, self.options(&context))
             .await
             .map_err(|e| mcp_error(&e, false))?;
-        serde_json::from_value(value).map_err(|e| McpError::internal_error(e.to_string(), None))
+        let mut result: GetPromptResult = serde_json::from_value(value)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        revision::complete(&mut result.result_type);
+        Ok(result)
     }
     pub(super) async fn completion(
         &self,
@@ -97,8 +109,12 @@ impl McpServer {
         let params = serde_json::to_value(request)
             .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
         match self.host.complete(params, self.options(&context)).await {
-            Ok(value) => serde_json::from_value(value)
-                .map_err(|e| McpError::internal_error(e.to_string(), None)),
+            Ok(value) => {
+                let mut result: CompleteResult = serde_json::from_value(value)
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                revision::complete(&mut result.result_type);
+                Ok(result)
+            }
             // Nothing to complete from: no values, as a server without the
             // argument would answer.
             Err(CallError::NotOffered { .. }) => Ok(CompleteResult::default()),

@@ -59,6 +59,8 @@ pub(crate) const INVALID_REQUEST: i64 = -32600;
 pub(crate) const INVALID_PARAMS: i64 = -32602;
 /// In JSON-RPC's range for server errors: no room for another session.
 pub(crate) const SERVER_BUSY: i64 = -32000;
+/// JSON-RPC's "Method not found".
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
 
 impl Rejection {
     fn new(id: Value, code: i64, message: impl Into<String>) -> Rejection {
