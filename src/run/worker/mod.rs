@@ -31,10 +31,11 @@ mod process;
 mod registry;
 mod server;
 mod slot;
+mod workers;
 
 pub use load::{WorkerInfo, WorkerLoad};
 pub(crate) use pool::Pool;
 pub(crate) use process::{TmpFolder, WorkerSpec};
-pub(crate) use registry::Workers;
 pub(crate) use server::{Server, StartError};
 pub(crate) use slot::Slot;
+pub(crate) use workers::Workers;
