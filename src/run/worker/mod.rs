@@ -16,7 +16,7 @@
 //! once, when the worker starts.
 //!
 //! The workers of every transport (these line workers, and MCP servers run
-//! as plugins) are kept in one [`Registry`](registry::Registry) shape: one
+//! as plugins) are kept by one generic [`Registry`](registry::Registry): one
 //! entry per plugin version and grant, with the same bookkeeping (backoff,
 //! retiring, load figures); a changed plugin or grant retires its entry:
 //! idle workers stop at once, busy ones after their call. The transports
