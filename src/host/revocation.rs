@@ -33,7 +33,8 @@ impl Inner {
             .grant_key(plugin)
             .unwrap_or_default();
         self.workers
-            .pool(plugin, &key, self.config.limits.kill_grace)
+            .lines
+            .get(plugin, &key, self.config.limits.kill_grace)
     }
 
     /// The MCP server slot of `plugin` under the grant it runs under now;
@@ -47,7 +48,7 @@ impl Inner {
             .unwrap_or_default();
         self.workers
             .servers
-            .slot(plugin, &key, self.config.limits.kill_grace)
+            .get(plugin, &key, self.config.limits.kill_grace)
     }
 
     /// Starts the watch unless it runs (a worker is about to start).

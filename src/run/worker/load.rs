@@ -1,5 +1,6 @@
 //! What a plugin's workers (or its MCP server) are doing now, for metrics
-//! and for anyone who asks ([`crate::PluginHost::worker_loads`]):
+//! and for anyone who asks ([`crate::PluginHost::worker_loads`], and the
+//! per-worker [`WorkerInfo`] of listings):
 //! how many run, serve a call, are being started, and whether starts wait
 //! for a backoff. Starts are counted by a guard, so a start abandoned midway
 //! (its call dropped) is uncounted all the same.
@@ -21,6 +22,17 @@ pub struct WorkerLoad {
     pub starting: usize,
     /// Its workers keep dying at start-up and the next start waits.
     pub backing_off: bool,
+}
+
+/// A running worker, for listings.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorkerInfo {
+    /// The worker's process id.
+    pub pid: u32,
+    /// How many calls it has answered.
+    pub calls: u64,
+    /// Seconds since it last answered; `None` while it is busy.
+    pub idle_secs: Option<u64>,
 }
 
 /// The starts in progress.

@@ -15,18 +15,27 @@
 //! process group; the next call starts a fresh worker. The sandbox is applied
 //! once, when the worker starts.
 //!
-//! A [`Pool`] serves one version of one plugin under one grant; when either
-//! changes, the host retires the pool: idle workers stop at once, busy ones
-//! after their call.
+//! The workers of every transport (these line workers, and MCP servers run
+//! as plugins) are kept by one generic [`Registry`](registry::Registry): one
+//! entry per plugin version and grant, with the same bookkeeping (backoff,
+//! retiring, load figures); a changed plugin or grant retires its entry:
+//! idle workers stop at once, busy ones after their call. The transports
+//! differ only in how a worker is handed out, started, checked and stopped
+//! (`pool.rs` for lines, `slot.rs` and `server.rs` for MCP).
 
 mod backoff;
+mod bookkeeping;
 mod load;
 mod pool;
 mod process;
-mod servers;
+mod registry;
+mod server;
+mod slot;
+mod workers;
 
-pub use load::WorkerLoad;
-pub use pool::WorkerInfo;
-pub(crate) use pool::{Pool, Workers};
+pub use load::{WorkerInfo, WorkerLoad};
+pub(crate) use pool::Pool;
 pub(crate) use process::{TmpFolder, WorkerSpec};
-pub(crate) use servers::{Server, Slot, StartError};
+pub(crate) use server::{Server, StartError};
+pub(crate) use slot::Slot;
+pub(crate) use workers::Workers;

@@ -3,209 +3,35 @@
 //! `idle_timeout_secs`, and a worker that keeps dying at start-up retried with
 //! backoff instead of in a loop.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-use super::backoff::Backoff;
-use super::load::WorkerLoad;
+use super::bookkeeping::Bookkeeping;
+use super::load::WorkerInfo;
 use super::process::{Worker, WorkerSpec};
-use crate::events::{EventSink, HostEvent, WorkerStop};
-use crate::plugins::catalog::Plugin;
-use crate::plugins::manifest::Persistent;
+use super::registry::Entry;
+use crate::events::WorkerStop;
 use crate::protocol::parse_response;
 use crate::run::executor::{
     End, Finished, Limits, Progress, RunError, StderrCollector, Stop, describe_exit,
 };
 
-/// The pools of a host, one per persistent plugin, and its MCP servers.
-pub(crate) struct Workers {
-    pools: Mutex<HashMap<String, Arc<Pool>>>,
-    events: EventSink,
-    /// MCP servers run as plugins: shared by every call (`servers.rs`).
-    pub(crate) servers: super::servers::Servers,
-}
-
-/// A running worker, for listings.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct WorkerInfo {
-    /// The worker's process id.
-    pub pid: u32,
-    /// How many calls it has answered.
-    pub calls: u64,
-    /// Seconds since it last answered; `None` while it is busy.
-    pub idle_secs: Option<u64>,
-}
-
-impl Workers {
-    pub(crate) fn new(events: EventSink) -> Workers {
-        Workers {
-            pools: Mutex::default(),
-            servers: super::servers::Servers::new(events.clone()),
-            events,
-        }
-    }
-
-    /// The pool serving exactly this plugin version and grant. A pool of an
-    /// older version, or started under another grant, is retired: its idle
-    /// workers stop now, busy ones after their call.
-    pub(crate) fn pool(
-        &self,
-        plugin: &Arc<Plugin>,
-        grant: &str,
-        kill_grace: Duration,
-    ) -> Arc<Pool> {
-        let mut pools = self.pools.lock().expect("pools lock");
-        if let Some(pool) = pools.get(plugin.name()) {
-            let same_load = pool.plugin.generation == plugin.generation;
-            if same_load && pool.grant == grant {
-                return pool.clone();
-            }
-            pool.retire(if same_load {
-                WorkerStop::ApprovalChanged
-            } else {
-                WorkerStop::PluginChanged
-            });
-        }
-        let settings = plugin.manifest.worker_settings().unwrap_or_default();
-        let pool = Arc::new(Pool {
-            plugin: plugin.clone(),
-            grant: grant.to_owned(),
-            settings,
-            kill_grace,
-            slots: Arc::new(Semaphore::new(settings.max_workers as usize)),
-            state: Mutex::default(),
-            starting: Default::default(),
-            wake: Arc::new(Notify::new()),
-            events: self.events.clone(),
-            runtime: tokio::runtime::Handle::current(),
-        });
-        pools.insert(plugin.name().to_owned(), pool.clone());
-        pool
-    }
-
-    /// Retires the pool of `plugin` (removed or changed): its idle workers
-    /// are told to finish (stdin closed, a grace, then the group kill) in the
-    /// background, busy ones after their call.
-    pub(crate) fn retire(&self, plugin: &str, reason: WorkerStop) {
-        self.servers.retire(plugin, reason.clone());
-        if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
-            pool.retire(reason);
-        }
-    }
-
-    /// Retires the pool of `plugin` and kills its idle workers' process
-    /// groups before returning: for a revoked approval, which must not wait.
-    pub(crate) fn kill(&self, plugin: &str, reason: WorkerStop) {
-        self.servers.kill(plugin, reason.clone());
-        if let Some(pool) = self.pools.lock().expect("pools lock").remove(plugin) {
-            pool.kill_idle(reason);
-        }
-    }
-
-    /// Retires every pool and kills every idle worker before returning (host
-    /// shutdown, which may happen with no runtime left to wait on).
-    pub(crate) fn kill_all(&self, reason: WorkerStop) {
-        self.servers.kill_all(reason.clone());
-        let pools: Vec<Arc<Pool>> = self
-            .pools
-            .lock()
-            .expect("pools lock")
-            .drain()
-            .map(|(_, p)| p)
-            .collect();
-        for pool in pools {
-            pool.kill_idle(reason.clone());
-        }
-    }
-
-    /// Stops every idle worker and waits until they are gone; busy ones stop
-    /// after their call.
-    pub(crate) async fn stop_all(&self, reason: WorkerStop) {
-        self.servers.stop_all(reason.clone()).await;
-        let pools: Vec<Arc<Pool>> = self
-            .pools
-            .lock()
-            .expect("pools lock")
-            .drain()
-            .map(|(_, p)| p)
-            .collect();
-        for pool in pools {
-            let idle = pool.take_idle(Some(&reason));
-            for worker in idle {
-                pool.stop(worker, End::Finish, reason.clone()).await;
-            }
-        }
-    }
-
-    /// Each pool's plugin, its load (generation) and the grant key its
-    /// workers were started under.
-    pub(crate) fn pools(&self) -> Vec<(String, u64, String)> {
-        let mut all: Vec<_> = self
-            .pools
-            .lock()
-            .expect("pools lock")
-            .iter()
-            .map(|(name, pool)| (name.clone(), pool.plugin.generation, pool.grant.clone()))
-            .collect();
-        all.extend(self.servers.slots());
-        all
-    }
-
-    /// Each plugin's workers as they are now: running, busy, starting,
-    /// backing off.
-    pub(crate) fn loads(&self) -> Vec<WorkerLoad> {
-        let mut loads: Vec<WorkerLoad> = self
-            .pools
-            .lock()
-            .expect("pools lock")
-            .values()
-            .map(|pool| pool.load())
-            .collect();
-        loads.extend(self.servers.loads());
-        loads
-    }
-
-    /// The running workers of each plugin.
-    pub(crate) fn running(&self) -> HashMap<String, Vec<WorkerInfo>> {
-        let pools = self.pools.lock().expect("pools lock");
-        let mut running: HashMap<_, _> = pools
-            .iter()
-            .map(|(name, pool)| (name.clone(), pool.running()))
-            .filter(|(_, w)| !w.is_empty())
-            .collect();
-        running.extend(self.servers.running());
-        running
-    }
-}
-
-/// The workers of one plugin version.
+/// The workers of one plugin version under one grant.
 pub(crate) struct Pool {
-    plugin: Arc<Plugin>,
-    /// The grant the workers were started under (their sandbox depends on it).
-    grant: String,
-    settings: Persistent,
-    kill_grace: Duration,
+    book: Bookkeeping,
     /// One permit per worker; tokio's semaphore queues waiters in arrival order.
     slots: Arc<Semaphore>,
     state: Mutex<State>,
-    /// Workers being started now.
-    starting: super::load::Starting,
     /// Wakes the idle janitor.
     wake: Arc<Notify>,
-    events: EventSink,
-    /// Where background stops run (a reload may come from the watcher thread).
-    runtime: tokio::runtime::Handle,
 }
 
 #[derive(Default)]
 struct State {
     idle: Vec<Worker>,
     busy: Vec<(u32, u64)>,
-    backoff: Backoff,
-    retired: Option<WorkerStop>,
     janitor: bool,
 }
 
@@ -215,6 +41,68 @@ pub(crate) struct Lease {
     pool: Arc<Pool>,
     _slot: OwnedSemaphorePermit,
     worker: Option<Worker>,
+}
+
+impl Entry for Pool {
+    fn new(book: Bookkeeping) -> Pool {
+        Pool {
+            slots: Arc::new(Semaphore::new(book.settings.max_workers as usize)),
+            book,
+            state: Mutex::default(),
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    fn book(&self) -> &Bookkeeping {
+        &self.book
+    }
+
+    fn retire(self: &Arc<Self>, reason: WorkerStop) {
+        for worker in self.take_idle(&reason) {
+            self.stop_later(worker, End::Finish, reason.clone());
+        }
+        self.wake.notify_one();
+    }
+
+    /// Dropping a worker kills its group, synchronously.
+    fn kill(self: &Arc<Self>, reason: WorkerStop) {
+        for worker in self.take_idle(&reason) {
+            let (pid, calls) = (worker.pid(), worker.calls);
+            drop(worker);
+            self.book.report.stopped(pid, calls, reason.clone());
+        }
+        self.wake.notify_one();
+    }
+
+    async fn stop_idle(self: Arc<Self>, reason: WorkerStop) {
+        for worker in self.take_idle(&reason) {
+            self.stop(worker, End::Finish, reason.clone()).await;
+        }
+    }
+
+    fn counts(&self) -> (usize, usize) {
+        let state = self.state.lock().expect("pool lock");
+        (state.idle.len() + state.busy.len(), state.busy.len())
+    }
+
+    fn running(&self) -> Vec<WorkerInfo> {
+        let state = self.state.lock().expect("pool lock");
+        let now = Instant::now();
+        state
+            .idle
+            .iter()
+            .map(|w| WorkerInfo {
+                pid: w.pid(),
+                calls: w.calls,
+                idle_secs: Some(now.duration_since(w.idle_since).as_secs()),
+            })
+            .chain(state.busy.iter().map(|&(pid, calls)| WorkerInfo {
+                pid,
+                calls,
+                idle_secs: None,
+            }))
+            .collect()
+    }
 }
 
 impl Pool {
@@ -257,94 +145,30 @@ impl Pool {
         lease
     }
 
-    fn retire(&self, reason: WorkerStop) {
-        for worker in self.take_idle(Some(&reason)) {
-            self.stop_later(worker, End::Finish, reason.clone());
-        }
-        self.wake.notify_one();
-    }
-
-    /// Retires the pool and kills the idle workers' groups synchronously
-    /// (dropping a worker kills its group).
-    fn kill_idle(&self, reason: WorkerStop) {
-        for worker in self.take_idle(Some(&reason)) {
-            let (pid, calls) = (worker.pid(), worker.calls);
-            drop(worker);
-            (self.events)(HostEvent::WorkerStopped {
-                plugin: self.plugin.name().to_owned(),
-                worker: pid,
-                reason: reason.clone(),
-                calls,
-            });
-        }
-        self.wake.notify_one();
-    }
-
-    /// Takes the idle workers out; with a reason, marks the pool retired.
-    fn take_idle(&self, retire: Option<&WorkerStop>) -> Vec<Worker> {
+    /// Marks the pool retired and takes the idle workers out, under one lock,
+    /// so that no worker checks in idle after.
+    fn take_idle(&self, reason: &WorkerStop) -> Vec<Worker> {
         let mut state = self.state.lock().expect("pool lock");
-        if let Some(reason) = retire {
-            state.retired = Some(reason.clone());
-        }
+        self.book.retire(reason);
         std::mem::take(&mut state.idle)
-    }
-    fn load(&self) -> WorkerLoad {
-        let state = self.state.lock().expect("pool lock");
-        WorkerLoad {
-            plugin: self.plugin.name().to_owned(),
-            running: state.idle.len() + state.busy.len(),
-            busy: state.busy.len(),
-            starting: self.starting.count(),
-            backing_off: state.backoff.waiting(),
-        }
-    }
-
-    fn running(&self) -> Vec<WorkerInfo> {
-        let state = self.state.lock().expect("pool lock");
-        let now = Instant::now();
-        state
-            .idle
-            .iter()
-            .map(|w| WorkerInfo {
-                pid: w.pid(),
-                calls: w.calls,
-                idle_secs: Some(now.duration_since(w.idle_since).as_secs()),
-            })
-            .chain(state.busy.iter().map(|&(pid, calls)| WorkerInfo {
-                pid,
-                calls,
-                idle_secs: None,
-            }))
-            .collect()
     }
 
     /// Stops `worker` and reports it.
     async fn stop(&self, worker: Worker, how: End, reason: WorkerStop) {
         let (pid, calls) = (worker.pid(), worker.calls);
-        worker.stop(how, self.kill_grace).await;
-        (self.events)(HostEvent::WorkerStopped {
-            plugin: self.plugin.name().to_owned(),
-            worker: pid,
-            reason,
-            calls,
-        });
+        worker.stop(how, self.book.kill_grace).await;
+        self.book.report.stopped(pid, calls, reason);
     }
 
     /// [`Pool::stop`] in the background, from any thread.
     fn stop_later(&self, worker: Worker, how: End, reason: WorkerStop) {
-        let plugin = self.plugin.name().to_owned();
-        let (events, grace) = (self.events.clone(), self.kill_grace);
+        let (report, grace) = (self.book.report.clone(), self.book.kill_grace);
         // If the runtime is gone, the task (and the worker in it) is dropped,
         // and dropping a worker kills its group.
-        self.runtime.spawn(async move {
+        self.book.runtime.spawn(async move {
             let (pid, calls) = (worker.pid(), worker.calls);
             worker.stop(how, grace).await;
-            events(HostEvent::WorkerStopped {
-                plugin,
-                worker: pid,
-                reason,
-                calls,
-            });
+            report.stopped(pid, calls, reason);
         });
     }
 
@@ -354,7 +178,7 @@ impl Pool {
         worker.idle_since = Instant::now();
         let mut state = self.state.lock().expect("pool lock");
         state.busy.retain(|(pid, _)| *pid != worker.pid());
-        if let Some(reason) = state.retired.clone() {
+        if let Some(reason) = self.book.retired() {
             drop(state);
             self.stop_later(worker, End::Finish, reason);
             return;
@@ -362,32 +186,23 @@ impl Pool {
         state.idle.push(worker);
         if !state.janitor {
             state.janitor = true;
-            self.runtime
+            self.book
+                .runtime
                 .spawn(janitor(Arc::downgrade(self), self.wake.clone()));
         }
         drop(state);
         self.wake.notify_one();
     }
 
-    /// Counts a worker that died before its first answer, and reports a
-    /// streak of them once.
-    fn start_failed(&self, detail: &str, stderr: &str) {
-        let notice = self.state.lock().expect("pool lock").backoff.failed(
-            self.plugin.name(),
-            detail,
-            stderr,
-        );
-        if let Some(notice) = notice {
-            (self.events)(HostEvent::Notice(notice));
-        }
+    /// No longer counts `pid` as busy.
+    fn not_busy(&self, pid: u32) {
+        self.state
+            .lock()
+            .expect("pool lock")
+            .busy
+            .retain(|(p, _)| *p != pid);
     }
 
-    fn backoff(&self) -> Result<(), RunError> {
-        self.state.lock().expect("pool lock").backoff.check()
-    }
-}
-
-impl Pool {
     /// A call that ended without an answer: its worker is stopped (its whole
     /// process group), and the stop is turned into the call's error. A worker
     /// that died before its first answer counts towards the backoff.
@@ -400,7 +215,6 @@ impl Pool {
     ) -> RunError {
         let first = worker.calls == 0;
         let (how, reason) = match &stop {
-            // An MCP server was sent notifications/cancelled: it may wind down.
             Stop::Timeout => (End::Terminate, WorkerStop::TimedOut),
             Stop::Cancelled => (End::Terminate, WorkerStop::Cancelled),
             Stop::OutputTooLarge => (End::Terminate, WorkerStop::AnswerTooLarge),
@@ -409,17 +223,8 @@ impl Pool {
         };
         let (pid, calls) = (worker.pid(), worker.calls);
         let status = worker.stop(how, limits.kill_grace).await;
-        (self.events)(HostEvent::WorkerStopped {
-            plugin: self.plugin.name().to_owned(),
-            worker: pid,
-            reason,
-            calls,
-        });
-        self.state
-            .lock()
-            .expect("pool lock")
-            .busy
-            .retain(|(p, _)| *p != pid);
+        self.book.report.stopped(pid, calls, reason);
+        self.not_busy(pid);
         match stop {
             Stop::Timeout => RunError::Timeout { stderr },
             Stop::Cancelled => RunError::Cancelled,
@@ -436,7 +241,7 @@ impl Pool {
                     detail.push_str(&format!(" (it wrote {head:?} without a newline)"));
                 }
                 if first {
-                    self.start_failed(&detail, &stderr);
+                    self.book.start_failed(&detail, &stderr);
                 }
                 RunError::Died {
                     detail,
@@ -445,16 +250,6 @@ impl Pool {
                 }
             }
         }
-    }
-
-    /// Registers a just-started worker and reports it.
-    fn started(&self, worker: &Worker) {
-        let pid = worker.pid();
-        self.state.lock().expect("pool lock").busy.push((pid, 0));
-        (self.events)(HostEvent::WorkerStarted {
-            plugin: self.plugin.name().to_owned(),
-            worker: pid,
-        });
     }
 }
 
@@ -467,19 +262,25 @@ impl Lease {
     /// Starts a worker for this lease, unless the plugin's workers keep dying
     /// at start-up and the backoff has not passed.
     pub(crate) async fn start(&mut self, spec: WorkerSpec) -> Result<(), RunError> {
-        self.pool.backoff()?;
-        let starting = self.pool.starting.enter();
+        let book = &self.pool.book;
+        let starting = book.begin_start()?;
         let started = Worker::start(spec).await;
         drop(starting);
         let worker = match started {
             Ok(w) => w,
             Err(e) => {
-                self.pool
-                    .start_failed(&format!("it could not start: {e}"), "");
+                book.start_failed(&format!("it could not start: {e}"), "");
                 return Err(RunError::Spawn(e));
             }
         };
-        self.pool.started(&worker);
+        let pid = worker.pid();
+        self.pool
+            .state
+            .lock()
+            .expect("pool lock")
+            .busy
+            .push((pid, 0));
+        book.report.started(pid);
         self.worker = Some(worker);
         Ok(())
     }
@@ -529,17 +330,10 @@ impl Lease {
         } else {
             None
         };
-        let pid = worker.pid();
-        {
-            pool.state.lock().expect("pool lock").backoff.succeeded();
-        }
+        pool.book.answered();
         match out_of_step {
             Some(reason) => {
-                pool.state
-                    .lock()
-                    .expect("pool lock")
-                    .busy
-                    .retain(|(p, _)| *p != pid);
+                pool.not_busy(worker.pid());
                 pool.stop(
                     worker,
                     End::Terminate,
@@ -568,13 +362,7 @@ impl Drop for Lease {
     /// its process group.
     fn drop(&mut self) {
         if let Some(worker) = self.worker.take() {
-            let pid = worker.pid();
-            self.pool
-                .state
-                .lock()
-                .expect("pool lock")
-                .busy
-                .retain(|(p, _)| *p != pid);
+            self.pool.not_busy(worker.pid());
             drop(worker);
         }
     }
@@ -585,7 +373,7 @@ impl Drop for Lease {
 async fn janitor(pool: Weak<Pool>, wake: Arc<Notify>) {
     loop {
         let Some(p) = pool.upgrade() else { return };
-        let timeout = Duration::from_secs(p.settings.idle_timeout_secs);
+        let timeout = p.book.idle_timeout();
         let now = Instant::now();
         let expired: Vec<Worker> = {
             let mut state = p.state.lock().expect("pool lock");

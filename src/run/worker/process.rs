@@ -58,6 +58,20 @@ impl Drop for TmpFolder {
     }
 }
 
+/// Spawns the process of a worker or an MCP server from `spec`, confined
+/// and in its own process group; its temp folder comes back with it.
+pub(super) async fn spawn(spec: WorkerSpec) -> io::Result<(Process, TmpFolder)> {
+    let process = Process::spawn(Spawn {
+        program: &spec.program,
+        args: &spec.args,
+        cwd: &spec.cwd,
+        env: &spec.env,
+        sandbox: spec.sandbox,
+    })
+    .await?;
+    Ok((process, spec.tmp))
+}
+
 /// A running worker.
 pub(crate) struct Worker {
     group: Group,
@@ -73,21 +87,9 @@ pub(crate) struct Worker {
 impl Worker {
     /// Starts a worker of the line protocol.
     pub(super) async fn start(spec: WorkerSpec) -> io::Result<Worker> {
-        let (process, tmp) = Self::spawn(spec).await?;
+        let (process, tmp) = spawn(spec).await?;
         let Process { pipes, group } = process;
         Ok(Worker::new(group, pipes, tmp))
-    }
-
-    async fn spawn(spec: WorkerSpec) -> io::Result<(Process, TmpFolder)> {
-        let process = Process::spawn(Spawn {
-            program: &spec.program,
-            args: &spec.args,
-            cwd: &spec.cwd,
-            env: &spec.env,
-            sandbox: spec.sandbox,
-        })
-        .await?;
-        Ok((process, spec.tmp))
     }
 
     fn new(group: Group, pipes: Pipes<Stdin, Output, Output>, tmp: TmpFolder) -> Worker {
