@@ -482,7 +482,8 @@ ctypes.CDLL(None).prctl(36, 1)
 pid = os.fork()
 if pid == 0:
     os.execvp(sys.argv[2], sys.argv[2:])
-open(sys.argv[1], 'w').write(str(pid))
+open(sys.argv[1] + '.new', 'w').write(str(pid))
+os.rename(sys.argv[1] + '.new', sys.argv[1])
 while True:
     try:
         os.wait()
@@ -503,11 +504,19 @@ while True:
             };
         }
         let serve = self.serve_with(c);
-        let pid = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        // The reaper writes the pid after its fork, which may be after
+        // plughost answered: it lands whole (a rename), so wait for it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let pid = loop {
+            match std::fs::read_to_string(&pidfile) {
+                Ok(pid) => break pid.trim().parse().unwrap(),
+                Err(e) if std::time::Instant::now() < deadline => {
+                    assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("the reaper never wrote plughost's pid: {e}"),
+            }
+        };
         (serve, pid)
     }
 

@@ -40,7 +40,7 @@ pub(crate) fn process_exists(pid: u32) -> bool {
 }
 
 /// Sends SIGKILL to group `pgid` now. The caller must know the group's
-/// leader is not reaped (its id is still the group's): see `servers.rs`
+/// leader is not reaped (its id is still the group's): see `worker/server.rs`
 /// and `spawn_linux.rs`.
 pub(crate) fn kill_group(pgid: u32) {
     signal_group(pgid, SIGKILL);
