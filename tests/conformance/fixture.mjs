@@ -12,17 +12,34 @@
 // test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums,
 // test_list_roots, test_reconnection (answers after 200 ms; the suite closes
 // its stream mid-call when the server can resume), test_slow (sleeps `ms`), test_blob (bytes of `size`, base64),
-// json_schema_2020_12_tool. Resources: test://static-text,
-// test://static-binary, test://watched-resource (an update a second while
-// subscribed), template test://template/{id}/data. Prompts:
-// test_simple_prompt, test_prompt_with_arguments, test_prompt_with_embedded_resource,
-// test_prompt_with_image. Completions for prompt arguments; logging.
+// json_schema_2020_12_tool.
+//
+// Tools for MCP 2026-07-28 clients, whose server-to-client requests plughost
+// turns into `input_required` results: each request names its inputRequests
+// key in params._meta["plughost/inputKey"]. test_missing_capability (sampling,
+// key sampling_needed; an isError result when the request fails),
+// test_streaming_elicitation (elicits `confirm`), test_logging_tool (one log
+// message), test_trigger_tool_change and test_trigger_prompt_change (send
+// list_changed), test_input_required_result_elicitation (`user_name`),
+// _sampling (`capital_question`), _list_roots (`client_roots`),
+// _request_state (`confirm`), _multiple_inputs (all three at once),
+// _multi_round (`step_one`, then `step_two`), _tampered_state (`confirm`),
+// _capabilities (elicits `user_name`, falling back to sampling
+// `capital_question` when the client cannot elicit).
+//
+// Resources: test://static-text, test://static-binary,
+// test://watched-resource (an update a second while subscribed), template
+// test://template/{id}/data. Prompts: test_simple_prompt,
+// test_prompt_with_arguments, test_prompt_with_embedded_resource,
+// test_prompt_with_image, test_input_required_result_prompt (elicits
+// `user_context`). Completions for prompt arguments; logging.
 
 import { createServer } from "node:http";
 import { randomUUID } from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
 import {
   CallToolRequestSchema,
   CompleteRequestSchema,
@@ -81,6 +98,19 @@ const TOOLS = [
       properties: { name: { type: "string" }, address: { $ref: "#/$defs/address" } },
       additionalProperties: false,
     } },
+  { name: "test_missing_capability", description: "Needs the client's sampling capability; an error result without it.", inputSchema: empty },
+  { name: "test_streaming_elicitation", description: "Elicits a confirmation, then answers.", inputSchema: empty },
+  { name: "test_logging_tool", description: "Sends one log message.", inputSchema: empty },
+  { name: "test_trigger_tool_change", description: "Sends notifications/tools/list_changed.", inputSchema: empty },
+  { name: "test_trigger_prompt_change", description: "Sends notifications/prompts/list_changed.", inputSchema: empty },
+  { name: "test_input_required_result_elicitation", description: "Asks the user's name (elicitation, key user_name).", inputSchema: empty },
+  { name: "test_input_required_result_sampling", description: "Asks the client's model (sampling, key capital_question).", inputSchema: empty },
+  { name: "test_input_required_result_list_roots", description: "Asks the client's roots (roots/list, key client_roots).", inputSchema: empty },
+  { name: "test_input_required_result_request_state", description: "Elicits a confirmation (key confirm); answers state-ok.", inputSchema: empty },
+  { name: "test_input_required_result_multiple_inputs", description: "Elicits, samples and lists roots at once.", inputSchema: empty },
+  { name: "test_input_required_result_multi_round", description: "Elicits step_one, then step_two.", inputSchema: empty },
+  { name: "test_input_required_result_tampered_state", description: "Elicits a confirmation (key confirm).", inputSchema: empty },
+  { name: "test_input_required_result_capabilities", description: "Elicits if the client can, else samples.", inputSchema: empty },
 ];
 
 const RESOURCES = [
@@ -98,9 +128,40 @@ const PROMPTS = [
   { name: "test_prompt_with_embedded_resource", description: "A prompt that embeds a resource.",
     arguments: [{ name: "resourceUri", description: "The resource.", required: true }] },
   { name: "test_prompt_with_image", description: "A prompt with an image." },
+  { name: "test_input_required_result_prompt", description: "A prompt that asks the user for its context (elicitation, key user_context)." },
 ];
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Any result: the suite answers some rounds with shapes of its own ({ok:true}).
+const AnyResult = z.object({}).passthrough();
+
+// A server-to-client request on behalf of the request `extra` belongs to,
+// naming the inputRequests key plughost files it under for 2026-07-28 clients.
+const ask = (extra, key, method, params, schema) =>
+  extra.sendRequest({ method, params: { ...params, _meta: { "plughost/inputKey": key } } }, schema);
+
+const askName = (extra, schema = ElicitResultSchema) => ask(extra, "user_name", "elicitation/create", {
+  message: "What is your name?",
+  requestedSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+}, schema);
+const askCapital = (extra) => ask(extra, "capital_question", "sampling/createMessage", {
+  messages: [{ role: "user", content: { type: "text", text: "What is the capital of France?" } }],
+  maxTokens: 100,
+}, CreateMessageResultSchema);
+const askRoots = (extra) => ask(extra, "client_roots", "roots/list", {}, ListRootsResultSchema);
+const askConfirm = (extra, key = "confirm") => ask(extra, key, "elicitation/create", {
+  message: "Continue?",
+  requestedSchema: { type: "object", properties: { ok: { type: "boolean" } } },
+}, AnyResult);
+
+// The text of a sampling answer (one content block, or the first of several).
+const said = (result) => {
+  const content = Array.isArray(result.content) ? result.content[0] : result.content;
+  return content?.text ?? JSON.stringify(content);
+};
+const named = (result) =>
+  result.action === "accept" && typeof result.content?.name === "string" ? result.content.name : undefined;
 
 function makeServer() {
   const server = new Server(
@@ -214,6 +275,64 @@ function makeServer() {
         return { content: [text("{\"answer\":42}")], structuredContent: { answer: 42 } };
       case "json_schema_2020_12_tool":
         return { content: [text(`hello ${args.name ?? "?"}`)] };
+      case "test_missing_capability": {
+        let result;
+        try {
+          result = await ask(extra, "sampling_needed", "sampling/createMessage", {
+            messages: [{ role: "user", content: { type: "text", text: "Say hi" } }], maxTokens: 10,
+          }, CreateMessageResultSchema);
+        } catch {
+          return { isError: true, content: [text("test_missing_capability needs the client's sampling capability")] };
+        }
+        return { content: [text(`LLM said: ${said(result)}`)] };
+      }
+      case "test_streaming_elicitation":
+        await askConfirm(extra);
+        return { content: [text("streamed elicitation done")] };
+      case "test_logging_tool":
+        await extra.sendNotification({ method: "notifications/message",
+          params: { level: "info", logger: "fixture", data: "test_logging_tool ran" } });
+        return { content: [text("logged")] };
+      case "test_trigger_tool_change":
+        await server.sendToolListChanged();
+        return { content: [text("tool list change sent")] };
+      case "test_trigger_prompt_change":
+        await server.sendPromptListChanged();
+        return { content: [text("prompt list change sent")] };
+      case "test_input_required_result_elicitation": {
+        const name = named(await askName(extra));
+        return { content: [text(name === undefined ? "no name given" : `Hello, ${name}`)] };
+      }
+      case "test_input_required_result_sampling":
+        return { content: [text(said(await askCapital(extra)))] };
+      case "test_input_required_result_list_roots": {
+        const result = await askRoots(extra);
+        return { content: [text(`roots: ${result.roots.map((r) => r.uri).join(" ")}`)] };
+      }
+      case "test_input_required_result_request_state":
+        await askConfirm(extra);
+        return { content: [text("state-ok")] };
+      case "test_input_required_result_multiple_inputs": {
+        const [person, capital, roots] = await Promise.all([askName(extra), askCapital(extra), askRoots(extra)]);
+        return { content: [text(`name: ${named(person) ?? "none"}; capital: ${said(capital)}; `
+          + `roots: ${roots.roots.map((r) => r.uri).join(" ")}`)] };
+      }
+      case "test_input_required_result_multi_round":
+        await askConfirm(extra, "step_one");
+        await askConfirm(extra, "step_two");
+        return { content: [text("both rounds done")] };
+      case "test_input_required_result_tampered_state":
+        await askConfirm(extra);
+        return { content: [text("ok")] };
+      case "test_input_required_result_capabilities": {
+        let person;
+        try {
+          person = await askName(extra);
+        } catch {
+          return { content: [text(`answered by sampling: ${said(await askCapital(extra))}`)] };
+        }
+        return { content: [text(`answered by elicitation: ${named(person) ?? person.action}`)] };
+      }
       default:
         throw new Error(`no tool ${request.params.name}`);
     }
@@ -256,7 +375,7 @@ function makeServer() {
   });
 
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: PROMPTS }));
-  server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+  server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
     const args = request.params.arguments ?? {};
     const user = (content) => ({ role: "user", content });
     switch (request.params.name) {
@@ -272,6 +391,13 @@ function makeServer() {
       case "test_prompt_with_image":
         return { messages: [user({ type: "image", data: PNG, mimeType: "image/png" }),
                             user({ type: "text", text: "Please analyze the image above." })] };
+      case "test_input_required_result_prompt": {
+        const answer = await ask(extra, "user_context", "elicitation/create", {
+          message: "What context should the prompt use?",
+          requestedSchema: { type: "object", properties: { context: { type: "string" } } },
+        }, AnyResult);
+        return { messages: [user({ type: "text", text: `Context: ${JSON.stringify(answer)}` })] };
+      }
       default:
         throw new Error(`no prompt ${request.params.name}`);
     }
