@@ -83,6 +83,16 @@ pub struct CallOptions {
     pub client: Option<Arc<dyn crate::client::CallClient>>,
 }
 
+impl CallOptions {
+    /// Options whose only setting is the call's client.
+    pub fn with_client(client: Arc<dyn crate::client::CallClient>) -> CallOptions {
+        CallOptions {
+            client: Some(client),
+            ..CallOptions::default()
+        }
+    }
+}
+
 /// Loads plugins, runs tool calls, enforces limits. Dropping the host (or
 /// calling [`PluginHost::shutdown`]) cancels every call in flight and kills
 /// their process trees.

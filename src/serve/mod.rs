@@ -32,6 +32,7 @@ mod gateway;
 mod http;
 mod offered;
 mod revision;
+mod rounds;
 mod sessions;
 mod stdio;
 mod tenants;
@@ -86,6 +87,8 @@ pub struct McpServer {
     max_message_bytes: usize,
     /// Over HTTP: the calls of each session, their client and their slots.
     calls: Option<Arc<sessions::Registry>>,
+    /// The calls of 2026-07-28 clients that wait for the client's answers.
+    rounds: Arc<rounds::Rounds>,
 }
 
 impl McpServer {
@@ -102,6 +105,7 @@ impl McpServer {
             log: Arc::new(|_| {}),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             calls: None,
+            rounds: Arc::new(rounds::Rounds::new()),
         }
     }
 
@@ -272,12 +276,26 @@ impl ServerHandler for McpServer {
 
     async fn read_resource(
         &self,
-        request: rmcp::model::ReadResourceRequestParams,
+        mut request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        self.read(request, context)
-            .await
-            .map(rmcp::model::ReadResourceResponse::Complete)
+        if !revision::is_modern(&context) {
+            return self
+                .read(request, context)
+                .await
+                .map(rmcp::model::ReadResourceResponse::Complete);
+        }
+        let round = rounds::Request::new("resources/read", &request.uri, &None::<()>, &context)
+            .continuing(request.request_state.take(), request.input_responses.take());
+        let server = self.clone();
+        let done = self
+            .rounds
+            .run_typed(round, rounds::Kind::READ, move |client| async move {
+                let options = CallOptions::with_client(client);
+                server.read_with(request, &context, options).await
+            })
+            .await?;
+        Ok(done.map_or_else(Into::into, Into::into))
     }
 
     async fn subscribe(
@@ -306,12 +324,28 @@ impl ServerHandler for McpServer {
 
     async fn get_prompt(
         &self,
-        request: rmcp::model::GetPromptRequestParams,
+        mut request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        self.get(request, context)
-            .await
-            .map(rmcp::model::GetPromptResponse::Complete)
+        if !revision::is_modern(&context) {
+            return self
+                .get(request, context)
+                .await
+                .map(rmcp::model::GetPromptResponse::Complete);
+        }
+        let round =
+            rounds::Request::new("prompts/get", &request.name, &request.arguments, &context)
+                .continuing(request.request_state.take(), request.input_responses.take());
+        let server = self.clone();
+        let done = self
+            .rounds
+            .run_typed(round, rounds::Kind::PROMPT, move |client| async move {
+                server
+                    .get_with(request, CallOptions::with_client(client))
+                    .await
+            })
+            .await?;
+        Ok(done.map_or_else(Into::into, Into::into))
     }
 
     async fn complete(
@@ -333,9 +367,43 @@ impl ServerHandler for McpServer {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if !revision::is_modern(&context) {
+            let client = self.downstream(&context);
+            let cancel = context.ct.child_token();
+            return Ok(self
+                .call_tool_as(request, context, client, cancel)
+                .await
+                .into());
+        }
+        // A 2026-07-28 client: the call may take rounds (see `rounds`), and
+        // outlives the request that started it while it waits.
+        let round = rounds::Request::new("tools/call", &request.name, &request.arguments, &context)
+            .continuing(request.request_state.take(), request.input_responses.take());
+        let server = self.clone();
+        let done = self
+            .rounds
+            .run_typed(round, rounds::Kind::TOOL, move |client| async move {
+                let cancel = tokio_util::sync::CancellationToken::new();
+                Ok(server.call_tool_as(request, context, client, cancel).await)
+            })
+            .await?;
+        Ok(done.map_or_else(Into::into, Into::into))
+    }
+}
+
+impl McpServer {
+    /// Runs a `tools/call` with `client` as the client of what an MCP server
+    /// plugin asks during it, until `cancel`.
+    async fn call_tool_as(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        client: Arc<dyn crate::client::CallClient>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> rmcp::model::CallToolResult {
         let input = Value::Object(request.arguments.unwrap_or_default());
         let peer = context.peer.clone();
         let progress = context.meta.get_progress_token().map(|token| {
@@ -361,7 +429,6 @@ impl ServerHandler for McpServer {
             .then(|| Arc::new(elicit::ElicitApprover::new(peer)) as Arc<dyn Approver>);
         // Over HTTP the session cancels the call when its client is gone, and
         // the call waits for one of the session's slots first.
-        let cancel = context.ct.child_token();
         let ticket = self.calls.as_ref().and_then(|calls| {
             let parts = context.extensions.get::<hyper::http::request::Parts>()?;
             let session = parts.headers.get("mcp-session-id")?.to_str().ok()?;
@@ -375,15 +442,14 @@ impl ServerHandler for McpServer {
             None => None,
         };
         if ticket.is_some() && _slot.is_none() {
-            return Ok(error_result(
+            return error_result(
                 &crate::CallError::Cancelled {
                     tool: request.name.to_string(),
                 },
                 None,
-            )
-            .into());
+            );
         }
-        let client = Some(self.downstream(&context));
+        let client = Some(client);
         let options = CallOptions {
             client,
             invocation: Invocation {
@@ -406,7 +472,7 @@ impl ServerHandler for McpServer {
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }
-        Ok(match result {
+        match result {
             Ok(outcome) => outcome_result(&outcome),
             Err(e) => {
                 let command = e
@@ -416,6 +482,5 @@ impl ServerHandler for McpServer {
                 error_result(&e, command)
             }
         }
-        .into())
     }
 }

@@ -71,15 +71,26 @@ impl McpServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResult, McpError> {
+        let options = self.options(&context);
+        self.read_with(request, &context, options).await
+    }
+
+    /// `resources/read` with `options` (its client and cancellation).
+    pub(super) async fn read_with(
+        &self,
+        request: ReadResourceRequestParams,
+        context: &RequestContext<RoleServer>,
+        options: CallOptions,
+    ) -> Result<ReadResourceResult, McpError> {
         let value = self
             .host
-            .read_resource(&request.uri, self.options(&context))
+            .read_resource(&request.uri, options)
             .await
             .map_err(|e| mcp_error(&e, true))?;
         let mut result: ReadResourceResult = serde_json::from_value(value)
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         revision::cacheable(
-            &context,
+            context,
             &mut result.result_type,
             &mut result.ttl_ms,
             &mut result.cache_scope,
@@ -91,9 +102,18 @@ impl McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResult, McpError> {
+        self.get_with(request, self.options(&context)).await
+    }
+
+    /// `prompts/get` with `options` (its client and cancellation).
+    pub(super) async fn get_with(
+        &self,
+        request: GetPromptRequestParams,
+        options: CallOptions,
+    ) -> Result<GetPromptResult, McpError> {
         let value = self
             .host
-            .get_prompt(&request.name, request.arguments, self.options(&context))
+            .get_prompt(&request.name, request.arguments, options)
             .await
             .map_err(|e| mcp_error(&e, false))?;
         let mut result: GetPromptResult = serde_json::from_value(value)

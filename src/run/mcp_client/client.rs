@@ -16,6 +16,9 @@
 //! - several: the request is refused, never guessed, with an error that
 //!   says why (over stdio a request carries nothing that ties it to a call).
 //!
+//! A call parked between the rounds of a 2026-07-28 client is not counted:
+//! it waits for its client's answers and asks nothing meanwhile.
+//!
 //! A client that cannot answer (it did not declare the capability) gets the
 //! request refused with an error that says so. Log messages and resource
 //! updates go to the host's [`Notices`]; a changed list is listed again.
@@ -100,7 +103,7 @@ impl Clients {
     fn answering(&self, method: &str) -> Result<Arc<dyn CallClient>, ErrorData> {
         let in_flight = self.in_flight.lock().expect("clients lock");
         let mut sessions: Vec<(String, &Arc<dyn CallClient>)> = Vec::new();
-        for c in in_flight.values().flatten() {
+        for c in in_flight.values().flatten().filter(|c| !c.is_parked()) {
             let s = c.session();
             if !sessions.iter().any(|(k, _)| *k == s) {
                 sessions.push((s, c));
@@ -159,14 +162,29 @@ impl Clients {
         Ok(client)
     }
 
+    /// Sends the server's request to the call's client, with the `_meta`
+    /// the server put on it (rmcp hands that to the handler apart from the
+    /// params), and reads the client's answer.
     async fn forward<P: Serialize, R: DeserializeOwned>(
         &self,
         method: &'static str,
         params: P,
+        meta: &rmcp::model::RequestMetaObject,
     ) -> Result<R, ErrorData> {
         let client = self.answering(method)?;
-        let params = serde_json::to_value(params)
+        let mut params = serde_json::to_value(params)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        if !meta.is_empty()
+            && let (Some(params), Ok(serde_json::Value::Object(meta))) =
+                (params.as_object_mut(), serde_json::to_value(meta))
+        {
+            let own = params
+                .entry("_meta")
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+            if let Some(own) = own.as_object_mut() {
+                own.extend(meta);
+            }
+        }
         let result = client
             .request(method, params)
             .await
@@ -191,25 +209,29 @@ impl ClientHandler for Client {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        self.clients.forward("sampling/createMessage", params).await
+        self.clients
+            .forward("sampling/createMessage", params, &context.meta)
+            .await
     }
 
     async fn create_elicitation(
         &self,
         params: ElicitRequestParams,
-        _: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        self.clients.forward("elicitation/create", params).await
+        self.clients
+            .forward("elicitation/create", params, &context.meta)
+            .await
     }
 
     async fn list_roots(
         &self,
-        _: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
         self.clients
-            .forward("roots/list", serde_json::json!({}))
+            .forward("roots/list", serde_json::json!({}), &context.meta)
             .await
     }
 

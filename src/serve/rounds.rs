@@ -1,0 +1,514 @@
+//! `input_required` rounds (MCP 2026-07-28, SEP-2322) for a request whose
+//! MCP server plugin asks the client something while it runs.
+//!
+//! A 2025-11-25 server asks with a request of its own (`elicitation/create`,
+//! `sampling/createMessage`, `roots/list`) and waits for the answer; a
+//! 2026-07-28 client cannot be sent one, it is answered with an
+//! `input_required` result and retries with its answers. plughost joins the
+//! two: the call runs in a task of its own with a [`RoundClient`] as its
+//! client, and
+//!
+//! - the server's requests (those that arrive within [`GATHER`] of the
+//!   first, together) become the result's `inputRequests`, keyed by the key
+//!   the server names in the request's `_meta["plughost/inputKey"]`, else
+//!   by `elicitation-1`, `sampling-1`, `roots-1`…;
+//! - the call waits, and `requestState` names it: an id, sealed with an
+//!   HMAC (rmcp's `RequestStateCodec`) bound to the method and its params,
+//!   so a state that was changed, or sent with another request, is refused;
+//! - the retry's `inputResponses` go to the waiting requests, and the call
+//!   goes on to its end or to the next round (with a new state);
+//! - answers the client sends before it was asked (a retry without state)
+//!   are used when the server asks for their key;
+//! - a request for a capability the client did not declare is never sent:
+//!   the server gets an error (`-32601`) and may do without it; if the call
+//!   then fails, the client gets `-32021` naming the capability.
+//!
+//! A waiting call lives in the process that started it, for [`KEEP`]. A
+//! retry that reaches another plughost process (another replica), or comes
+//! later, is refused with an error that says to call again without
+//! `requestState`: running the tool again on its own could repeat what it
+//! already did, so plughost does not.
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResult, ErrorCode, GetPromptResult, InputRequest, InputRequiredResult, InputResponses,
+    ReadResourceResult, RequestStateCodec, SealOptions, ServerResult,
+};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::client::{BoxFuture, CallClient, ClientCapabilities, ClientRequestError};
+
+/// How long after a server's first request its other requests of the same
+/// round may come: requests a server sends together are asked together.
+pub(super) const GATHER: Duration = Duration::from_millis(50);
+
+/// How long a call waits for the client's answers before it is cancelled.
+pub(super) const KEEP: Duration = Duration::from_secs(600);
+
+/// The `_meta` key a server names its request's key with.
+pub(super) const INPUT_KEY: &str = "plughost/inputKey";
+
+/// The calls of this process that wait for a client's answers.
+pub(super) struct Rounds {
+    codec: RequestStateCodec,
+    waiting: Mutex<HashMap<u64, Waiting>>,
+    next: AtomicU64,
+}
+
+/// A call whose server waits for the client.
+struct Waiting {
+    call: JoinHandle<Result<ServerResult, McpError>>,
+    /// Set while the call is in the waiting room (see [`CallClient::is_parked`]).
+    parked: Arc<AtomicBool>,
+    asks: mpsc::UnboundedReceiver<Ask>,
+    /// Asked in the last round, not answered yet.
+    open: Vec<Ask>,
+    refused: Arc<Mutex<BTreeSet<&'static str>>>,
+    since: Instant,
+}
+
+/// One request of the server, waiting for its answer.
+pub(super) struct Ask {
+    key: String,
+    method: String,
+    params: Value,
+    answer: oneshot::Sender<Result<Value, ClientRequestError>>,
+}
+
+/// What a request of a 2026-07-28 client ends with.
+pub(super) enum Round {
+    /// The call ended.
+    Done(Box<ServerResult>),
+    /// The call waits for the client's answers.
+    Input(InputRequiredResult),
+}
+
+impl Rounds {
+    /// Rounds sealed with a key of this process's own.
+    pub(super) fn new() -> Rounds {
+        let mut key = [0u8; 32];
+        let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key));
+        if random.is_err() {
+            // Never a predictable key: the time and the address space's
+            // layout are what is left.
+            let seed = format!("{:?}{:p}", Instant::now(), &key);
+            for (i, b) in seed.bytes().enumerate() {
+                key[i % 32] ^= b;
+            }
+        }
+        Rounds {
+            codec: RequestStateCodec::try_new(key.to_vec()).expect("a 32-byte key"),
+            waiting: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    /// [`Self::run`] for a request whose result is `kind`'s: the result, or
+    /// the round that asks the client for more.
+    pub(super) async fn run_typed<T, F>(
+        &self,
+        request: Request,
+        kind: Kind<T>,
+        start: impl FnOnce(Arc<dyn CallClient>) -> F + Send,
+    ) -> Result<Result<T, InputRequiredResult>, McpError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, McpError>> + Send + 'static,
+    {
+        let into = kind.into;
+        let round = self
+            .run(request, move |client| {
+                let call = start(client);
+                async move { call.await.map(into) }
+            })
+            .await?;
+        match round {
+            Round::Input(input) => Ok(Err(input)),
+            Round::Done(done) => (kind.from)(*done).map(Ok).ok_or_else(|| {
+                McpError::internal_error("a request ended with another result", None)
+            }),
+        }
+    }
+
+    /// Runs a request of a 2026-07-28 client to its end or its next round:
+    /// a new call started by `start` with the client it gets, or, with a
+    /// state, the waiting call it names, given the request's responses. A
+    /// state is accepted only with the binding it was sealed with.
+    pub(super) async fn run<F>(
+        &self,
+        request: Request,
+        start: impl FnOnce(Arc<dyn CallClient>) -> F,
+    ) -> Result<Round, McpError>
+    where
+        F: Future<Output = Result<ServerResult, McpError>> + Send + 'static,
+    {
+        let Request {
+            binding,
+            capabilities,
+            state,
+            responses,
+        } = request;
+        let binding = binding.as_str();
+        let responses = responses.unwrap_or_default();
+        if let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object()) {
+            return Err(McpError::invalid_params(
+                format!("inputResponses.{key} is not a result object"),
+                None,
+            ));
+        }
+        let waiting = match state.as_deref() {
+            Some(state) => self.resume(binding, state)?,
+            None => {
+                let (tx, asks) = mpsc::unbounded_channel();
+                let refused = Arc::new(Mutex::new(BTreeSet::new()));
+                let parked = Arc::new(AtomicBool::new(false));
+                let client = Arc::new(RoundClient {
+                    capabilities,
+                    session: format!("round-{}", self.next.fetch_add(1, Ordering::Relaxed)),
+                    asks: tx,
+                    refused: refused.clone(),
+                    parked: parked.clone(),
+                    made_up: AtomicU32::new(0),
+                });
+                Waiting {
+                    call: tokio::spawn(start(client)),
+                    parked,
+                    asks,
+                    open: Vec::new(),
+                    refused,
+                    since: Instant::now(),
+                }
+            }
+        };
+        self.drive(binding, waiting, responses).await
+    }
+
+    /// The waiting call `state` names, taken out of the waiting room.
+    fn resume(&self, binding: &str, state: &str) -> Result<Waiting, McpError> {
+        let id = self
+            .codec
+            .open_with(state, binding.as_bytes())
+            .ok()
+            .and_then(|bytes| <[u8; 8]>::try_from(bytes.as_slice()).ok())
+            .map(u64::from_be_bytes)
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    "requestState is not one this plughost process issued for this request: it was changed, belongs to another request, or comes from another plughost process; call again without requestState",
+                    None,
+                )
+            })?;
+        self.lock().remove(&id).ok_or_else(|| {
+            McpError::invalid_params(
+                "the call this requestState continues is no longer waiting (it was answered already, or waited longer than 10 minutes); call again without requestState",
+                None,
+            )
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Waiting>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Answers what `responses` answer, then waits for the call's end or
+    /// its next round.
+    async fn drive(
+        &self,
+        binding: &str,
+        mut waiting: Waiting,
+        mut responses: InputResponses,
+    ) -> Result<Round, McpError> {
+        waiting.parked.store(false, Ordering::Relaxed);
+        for ask in std::mem::take(&mut waiting.open) {
+            match responses.remove(&ask.key) {
+                Some(answer) => drop(ask.answer.send(Ok(answer))),
+                None => waiting.open.push(ask),
+            }
+        }
+        // Closed when the call's client is gone (the call is ending).
+        let mut asking = true;
+        let mut gathered: Option<tokio::time::Instant> =
+            (!waiting.open.is_empty()).then(|| tokio::time::Instant::now() + GATHER);
+        loop {
+            let until = gathered.unwrap_or_else(|| tokio::time::Instant::now() + KEEP);
+            tokio::select! {
+                ended = &mut waiting.call => {
+                    for ask in waiting.open.drain(..) {
+                        drop(ask.answer.send(Err(ClientRequestError::new(
+                            ErrorCode::INTERNAL_ERROR.0,
+                            "plughost: the call ended before the client answered",
+                        ))));
+                    }
+                    let refused = waiting.refused.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    return finish(ended, &refused).map(|r| Round::Done(Box::new(r)));
+                }
+                ask = waiting.asks.recv(), if asking => {
+                    let Some(mut ask) = ask else {
+                        asking = false;
+                        continue;
+                    };
+                    if let Some(answer) = responses.remove(&ask.key) {
+                        drop(ask.answer.send(Ok(answer)));
+                        continue;
+                    }
+                    while waiting.open.iter().any(|o| o.key == ask.key) {
+                        ask.key.push('+');
+                    }
+                    waiting.open.push(ask);
+                    gathered.get_or_insert_with(|| tokio::time::Instant::now() + GATHER);
+                }
+                () = tokio::time::sleep_until(until), if gathered.is_some() => break,
+            }
+        }
+        let mut requests = BTreeMap::new();
+        for ask in std::mem::take(&mut waiting.open) {
+            let request = json!({"method": ask.method, "params": ask.params});
+            match serde_json::from_value::<InputRequest>(request) {
+                Ok(request) => {
+                    requests.insert(ask.key.clone(), request);
+                    waiting.open.push(ask);
+                }
+                Err(e) => drop(ask.answer.send(Err(ClientRequestError::new(
+                    ErrorCode::INVALID_PARAMS.0,
+                    format!("plughost cannot pass this {} on: {e}", ask.method),
+                )))),
+            }
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let state = self.codec.seal_with(
+            &id.to_be_bytes(),
+            &SealOptions::new()
+                .associated_data(binding.as_bytes())
+                .ttl(KEEP),
+        );
+        let mut waiting_room = self.lock();
+        // Calls nobody came back for: cancelled (their task is aborted,
+        // which ends the call like a client's cancellation).
+        waiting_room.retain(|_, w| {
+            let keep = w.since.elapsed() < KEEP;
+            if !keep {
+                w.call.abort();
+            }
+            keep
+        });
+        waiting.since = Instant::now();
+        waiting.parked.store(true, Ordering::Relaxed);
+        waiting_room.insert(id, waiting);
+        Ok(Round::Input(InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
+    }
+}
+
+/// The call's end, as the client gets it: an error that followed a refused
+/// capability becomes `-32021` naming what the client did not declare.
+fn finish(
+    ended: Result<Result<ServerResult, McpError>, tokio::task::JoinError>,
+    refused: &BTreeSet<&'static str>,
+) -> Result<ServerResult, McpError> {
+    let ended =
+        ended.map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None))?;
+    let failed = match &ended {
+        Err(_) => true,
+        Ok(ServerResult::CallToolResult(r)) => r.is_error == Some(true),
+        Ok(_) => false,
+    };
+    if failed && !refused.is_empty() {
+        let required: serde_json::Map<String, Value> = refused
+            .iter()
+            .map(|c| ((*c).to_owned(), json!({})))
+            .collect();
+        return Err(McpError::new(
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!(
+                "the request needs the client's {} capability, which it did not declare",
+                refused.iter().copied().collect::<Vec<_>>().join(" and ")
+            ),
+            Some(json!({"requiredCapabilities": required})),
+        ));
+    }
+    ended
+}
+
+/// The client of a call a 2026-07-28 client made: the server's requests
+/// become the next round's input requests.
+struct RoundClient {
+    capabilities: ClientCapabilities,
+    /// Its own session: a server's requests go to it only while it is the
+    /// one call in flight there that is not parked.
+    session: String,
+    asks: mpsc::UnboundedSender<Ask>,
+    refused: Arc<Mutex<BTreeSet<&'static str>>>,
+    parked: Arc<AtomicBool>,
+    made_up: AtomicU32,
+}
+
+impl CallClient for RoundClient {
+    fn capabilities(&self) -> ClientCapabilities {
+        // The server's requests are all taken, so that one the client did
+        // not declare is refused here, where the refusal is remembered.
+        ClientCapabilities::all(true)
+    }
+
+    fn session(&self) -> String {
+        self.session.clone()
+    }
+
+    fn is_parked(&self) -> bool {
+        self.parked.load(Ordering::Relaxed)
+    }
+
+    fn request<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> BoxFuture<'a, Result<Value, ClientRequestError>> {
+        Box::pin(async move {
+            let capability = match method {
+                "sampling/createMessage" => "sampling",
+                "elicitation/create" => "elicitation",
+                "roots/list" => "roots",
+                other => {
+                    return Err(ClientRequestError::new(
+                        ErrorCode::METHOD_NOT_FOUND.0,
+                        format!("plughost does not pass {other} on"),
+                    ));
+                }
+            };
+            if !self.capabilities.answers(method) {
+                self.refused
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(capability);
+                return Err(ClientRequestError::new(
+                    ErrorCode::METHOD_NOT_FOUND.0,
+                    format!("plughost: the client of this request did not declare {capability}"),
+                ));
+            }
+            let key = params["_meta"][INPUT_KEY]
+                .as_str()
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned)
+                .unwrap_or_else(|| {
+                    let n = self.made_up.fetch_add(1, Ordering::Relaxed) + 1;
+                    format!("{capability}-{n}")
+                });
+            let (answer, answered) = oneshot::channel();
+            let gone = || {
+                ClientRequestError::new(
+                    ErrorCode::INTERNAL_ERROR.0,
+                    "plughost: the client's request is over; nobody will answer",
+                )
+            };
+            self.asks
+                .send(Ask {
+                    key,
+                    method: method.to_owned(),
+                    params,
+                    answer,
+                })
+                .map_err(|_| gone())?;
+            answered.await.map_err(|_| gone())?
+        })
+    }
+}
+
+/// A request of a 2026-07-28 client, as the rounds see it.
+pub(super) struct Request {
+    /// What a state is bound to: the method, and the name (or URI) and
+    /// arguments, without the round's own params.
+    binding: String,
+    /// What the client declared it can answer.
+    capabilities: ClientCapabilities,
+    /// The `requestState` of a retry.
+    state: Option<String>,
+    /// The `inputResponses` of a retry.
+    responses: Option<InputResponses>,
+}
+
+impl Request {
+    /// The request `method` for `name` with `arguments`, as `context` has it.
+    pub(super) fn new(
+        method: &str,
+        name: &str,
+        arguments: &Option<impl serde::Serialize>,
+        context: &rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Request {
+        let arguments = serde_json::to_string(arguments).unwrap_or_default();
+        Request {
+            binding: format!("{method}\0{name}\0{arguments}"),
+            capabilities: declared(&context.meta),
+            state: None,
+            responses: None,
+        }
+    }
+
+    /// With the round's own params, taken from the request.
+    pub(super) fn continuing(
+        mut self,
+        state: Option<String>,
+        responses: Option<InputResponses>,
+    ) -> Request {
+        self.state = state;
+        self.responses = responses;
+        self
+    }
+}
+
+/// How a request's result goes in and out of a [`ServerResult`].
+pub(super) struct Kind<T> {
+    into: fn(T) -> ServerResult,
+    from: fn(ServerResult) -> Option<T>,
+}
+
+impl Kind<CallToolResult> {
+    /// `tools/call`.
+    pub(super) const TOOL: Kind<CallToolResult> = Kind {
+        into: ServerResult::CallToolResult,
+        from: |r| match r {
+            ServerResult::CallToolResult(r) => Some(r),
+            _ => None,
+        },
+    };
+}
+
+impl Kind<GetPromptResult> {
+    /// `prompts/get`.
+    pub(super) const PROMPT: Kind<GetPromptResult> = Kind {
+        into: ServerResult::GetPromptResult,
+        from: |r| match r {
+            ServerResult::GetPromptResult(r) => Some(r),
+            _ => None,
+        },
+    };
+}
+
+impl Kind<ReadResourceResult> {
+    /// `resources/read`.
+    pub(super) const READ: Kind<ReadResourceResult> = Kind {
+        into: ServerResult::ReadResourceResult,
+        from: |r| match r {
+            ServerResult::ReadResourceResult(r) => Some(r),
+            _ => None,
+        },
+    };
+}
+
+/// The client capabilities a 2026-07-28 request declares in its `_meta`.
+fn declared(meta: &rmcp::model::RequestMetaObject) -> ClientCapabilities {
+    let mut c = ClientCapabilities::default();
+    if let Some(declared) = meta.client_capabilities() {
+        c.sampling = declared.sampling.is_some();
+        c.elicitation = declared.elicitation.is_some();
+        c.roots = declared.roots.is_some();
+    }
+    c
+}
