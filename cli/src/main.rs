@@ -13,6 +13,7 @@ mod log;
 mod metrics;
 mod new;
 mod otlp_client;
+mod remedy;
 mod scaffold;
 mod schema;
 mod serve;

@@ -31,6 +31,7 @@ mod elicit;
 mod gateway;
 mod http;
 mod offered;
+mod remedies;
 mod sessions;
 mod stdio;
 mod tenants;
@@ -85,6 +86,8 @@ pub struct McpServer {
     max_message_bytes: usize,
     /// Over HTTP: the calls of each session, their client and their slots.
     calls: Option<Arc<sessions::Registry>>,
+    /// How a client is told what fixes a refusal.
+    remedies: remedies::Remedies,
 }
 
 impl McpServer {
@@ -101,7 +104,22 @@ impl McpServer {
             log: Arc::new(|_| {}),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             calls: None,
+            remedies: remedies::Remedies::default(),
         }
+    }
+
+    /// The command line that carries out a [`Remedy`](crate::Remedy) where
+    /// this host is served (the embedder's own tool, with the host's
+    /// folders), put in tool descriptions and error results so the user
+    /// learns what to run. Without it (or when it returns `None`), clients
+    /// read the host's neutral words, which name no command.
+    #[must_use]
+    pub fn with_remedy_command(
+        mut self,
+        command: impl Fn(&crate::Remedy) -> Option<String> + Send + Sync + 'static,
+    ) -> McpServer {
+        self.remedies = remedies::Remedies::new(Arc::new(command));
+        self
     }
 
     /// Where to send log lines: refused messages, cancelled calls, expired
@@ -143,10 +161,13 @@ impl McpServer {
         if view.offer(t) == Offer::AfterApproval
             && let Ok(state) = view.state(&t.plugin)
         {
+            let remedy = crate::Remedy::Approve {
+                plugin: t.plugin.name().to_owned(),
+            };
             description.push_str(&format!(
-                " ({}: run {})",
+                " ({}: {})",
                 state.label(),
-                self.host.approve_command(t.plugin.name())
+                self.remedies.in_description(&remedy)
             ));
         }
         if let Some(tool) = self.listed_tool(t, description.clone()) {
@@ -378,7 +399,7 @@ impl ServerHandler for McpServer {
                 &crate::CallError::Cancelled {
                     tool: request.name.to_string(),
                 },
-                None,
+                &self.remedies,
             )
             .into());
         }
@@ -407,13 +428,7 @@ impl ServerHandler for McpServer {
         }
         Ok(match result {
             Ok(outcome) => outcome_result(&outcome),
-            Err(e) => {
-                let command = e
-                    .refusal()
-                    .and_then(crate::Refusal::plugin_to_approve)
-                    .map(|p| self.host.approve_command(p));
-                error_result(&e, command)
-            }
+            Err(e) => error_result(&e, &self.remedies),
         }
         .into())
     }
