@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::plugins::manifest::{EnvVarName, Permission, ToolChange};
+use crate::remedy::Remedy;
 
 /// The kind of a host error, as printed by the CLI and sent over MCP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -197,8 +198,8 @@ pub struct RejectedTool {
 fn not_found(tool: &str, hint: Option<&str>, rejected: Option<&RejectedTool>) -> String {
     match (rejected, hint) {
         (Some(r), _) => format!(
-            "no tool named \"{tool}\" is offered: plugin \"{}\" declares it but was rejected ({}); run: plughost validate {}",
-            r.plugin, r.reason, r.plugin
+            "no tool named \"{tool}\" is offered: plugin \"{}\" declares it but was rejected ({})",
+            r.plugin, r.reason
         ),
         (None, Some(h)) => format!("no tool named \"{tool}\"; did you mean \"{h}\"?"),
         (None, None) => format!("no tool named \"{tool}\""),
@@ -362,6 +363,13 @@ impl Refusal {
             | Refusal::ServerNotApproved { plugin, .. } => Some(plugin),
             _ => None,
         }
+    }
+
+    /// What lifts the refusal, when one action does: approving the plugin.
+    pub fn remedy(&self) -> Option<Remedy> {
+        self.plugin_to_approve().map(|plugin| Remedy::Approve {
+            plugin: plugin.to_owned(),
+        })
     }
 }
 
@@ -674,6 +682,21 @@ impl CallError {
     pub fn refusal(&self) -> Option<&Refusal> {
         match self {
             CallError::NotAllowed { refusal } => Some(refusal),
+            _ => None,
+        }
+    }
+
+    /// What fixes the error, when one action does: approving a refused
+    /// plugin, or checking the rejected plugin that declares the tool asked
+    /// for. Front ends show it after the message, in their own words.
+    pub fn remedy(&self) -> Option<Remedy> {
+        match self {
+            CallError::NotAllowed { refusal } => refusal.remedy(),
+            CallError::NotFound {
+                rejected: Some(r), ..
+            } => Some(Remedy::Validate {
+                plugin: r.plugin.clone(),
+            }),
             _ => None,
         }
     }

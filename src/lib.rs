@@ -74,7 +74,8 @@
 //! - A call ends in a [`ToolOutcome`] (the plugin answered; its own
 //!   `is_error` included) or a [`CallError`] whose [`ErrorKind`] is the same
 //!   word in the CLI, the library and MCP. A refused call carries a
-//!   [`Refusal`] to match on.
+//!   [`Refusal`] to match on; [`CallError::remedy`] says what fixes it, as a
+//!   [`Remedy`] for the front end to put in its own words.
 //! - Approvals: [`ApprovalState`], an [`Approver`] that asks the user
 //!   ([`TerminalApprover`](approval::TerminalApprover), or your own dialog),
 //!   [`PluginHost::approve_with`].
@@ -119,6 +120,7 @@ pub mod paths;
 mod plugins;
 pub mod protect;
 pub mod protocol;
+mod remedy;
 mod run;
 pub mod schemas;
 #[cfg(feature = "mcp-server")]
@@ -145,7 +147,7 @@ pub mod sandbox {
 pub mod report {
     pub use crate::error::RejectedTool;
     pub use crate::host::Offered;
-    pub use crate::host::{Doctor, Listing, PluginListing, ToolListing, Validation};
+    pub use crate::host::{Doctor, Listing, PluginListing, Problem, ToolListing, Validation};
     pub use crate::plugins::catalog::{Collision, Precedence, Rejected};
     pub use crate::run::worker::{WorkerInfo, WorkerLoad};
 }
@@ -167,5 +169,6 @@ pub use host::{CallOptions, CodeToolsError, PluginHost, PluginHostBuilder, Sandb
 pub use observe::Observer;
 pub use plugins::watcher::Watcher;
 pub use protocol::{Invocation, Scope, Source};
+pub use remedy::Remedy;
 pub use run::executor::{Limits, Progress};
 pub use run::outcome::ToolOutcome;

@@ -245,7 +245,7 @@ fn doctor_names_a_server_command_that_is_gone() {
     let text = stdout(&out);
     assert!(
         text.contains(&format!(
-            "gone: its entrypoint server.sh starts {}, which does not exist any more",
+            "gone: its entrypoint server.sh starts {}, which does not exist any more; reinstall it (plughost update gone for an added package) or fix the script",
             program.display()
         )),
         "{text}"

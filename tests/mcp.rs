@@ -286,7 +286,8 @@ async fn unapproved_tools_say_so_and_elicitation_approves() {
         .unwrap_or_default()
         .to_owned();
     assert!(
-        description.contains("needs approval") && description.contains("approve net-tool"),
+        description.contains("needs approval: run plughost ")
+            && description.contains("approve net-tool"),
         "{description}"
     );
     assert_eq!(
@@ -300,7 +301,9 @@ async fn unapproved_tools_say_so_and_elicitation_approves() {
         .unwrap();
     assert_eq!(r.is_error, Some(true));
     assert!(
-        text(&r).contains("error not_allowed") && text(&r).contains("approve net-tool"),
+        text(&r).contains("error not_allowed")
+            && text(&r).contains("; the user can approve it by running: plughost ")
+            && text(&r).contains("approve net-tool"),
         "{}",
         text(&r)
     );

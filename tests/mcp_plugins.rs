@@ -772,7 +772,7 @@ async fn a_corrupt_tool_cache_is_reported_and_never_trusted() {
         host.doctor()
             .problems
             .iter()
-            .any(|p| p.contains("unreadable"))
+            .any(|p| p.text.contains("unreadable"))
     );
     // Approving again lists the tools from the server and rewrites the cache.
     assert_eq!(

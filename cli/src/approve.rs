@@ -34,7 +34,7 @@ pub fn approve(cli: &Cli, args: &ApproveArgs) -> Result<ExitCode, String> {
         if needs_asking && !TerminalApprover::available() {
             return Err(format!(
                 "no terminal to ask on; to approve without asking run: {} --yes",
-                host.approve_command(name)
+                crate::remedy::approve_command(&host, name)
             ));
         }
         super::runtime().block_on(host.approve_with(name, &TerminalApprover))

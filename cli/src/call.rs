@@ -12,9 +12,7 @@ use std::sync::Arc;
 
 use plughost::approval::TerminalApprover;
 use plughost::protocol::TraceContext;
-use plughost::{
-    Approver, CallError, CallOptions, Invocation, PluginHost, Progress, Refusal, Scope, Source,
-};
+use plughost::{Approver, CallError, CallOptions, Invocation, PluginHost, Progress, Scope, Source};
 use serde_json::{Value, json};
 
 use super::Cli;
@@ -205,11 +203,9 @@ fn read_input(arg: Option<&str>, max: usize) -> Result<Value, String> {
 }
 
 fn report_error(cli: &Cli, host: &PluginHost, err: &CallError) {
-    // What to do about a refusal that approving lifts: the command that does.
-    let remedy = err
-        .refusal()
-        .and_then(Refusal::plugin_to_approve)
-        .map(|plugin| host.approve_command(plugin));
+    // What fixes the error, when one action does: the command that does it.
+    let folders = crate::remedy::Folders::of(host);
+    let remedy = err.remedy().and_then(|r| folders.command(&r));
     if cli.json {
         // With --json, only the JSON: a program reads stdout, nothing else.
         super::print_json(&json!({"error": {

@@ -21,8 +21,20 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         return plugin(cli, &host, name);
     }
     let d = host.doctor();
+    // Each problem as one sentence, its remedy as this command line says it.
+    let folders = crate::remedy::Folders::of(&host);
+    let problems: Vec<String> = d
+        .problems
+        .iter()
+        .map(|p| match &p.remedy {
+            Some(remedy) => format!("{}; {}", p.text, folders.advice(remedy)),
+            None => p.text.clone(),
+        })
+        .collect();
     if cli.json {
-        super::print_json(&d);
+        let mut json = serde_json::to_value(&d).expect("a doctor report serializes");
+        json["problems"] = serde_json::json!(problems);
+        super::print_json(&json);
         return Ok(ExitCode::SUCCESS);
     }
     say!("plughost {}", d.version);
@@ -152,11 +164,11 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             list.display()
         );
     }
-    if d.problems.is_empty() {
+    if problems.is_empty() {
         say!("\nno plugin has a problem");
     } else {
         say!("\nproblems:");
-        for p in &d.problems {
+        for p in &problems {
             say!("  {p}");
         }
     }

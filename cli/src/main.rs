@@ -13,9 +13,11 @@ mod log;
 mod metrics;
 mod new;
 mod otlp_client;
+mod remedy;
 mod scaffold;
 mod schema;
 mod serve;
+mod shell;
 mod stats;
 mod terminal;
 mod traces;
@@ -219,7 +221,7 @@ impl Cli {
 
     /// [`Cli::command_line`] for the plugins folder `plugins`.
     fn command_line_in(&self, plugins: Option<&std::path::Path>, rest: &str) -> String {
-        let q = quoted;
+        let q = shell::quote;
         let mut cmd = String::from("plughost");
         if let Some(d) = plugins {
             cmd.push_str(&format!(" --plugins-dir {}", q(&d.to_string_lossy())));
@@ -325,7 +327,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// `text` quoted for `sh` when it needs it.
 /// A value of one of the library's enums on the command line: its names
 /// and their order come from the library (`ALL`, `name`).
 fn choice<T: Copy + Send + Sync + 'static>(
@@ -338,18 +339,6 @@ fn choice<T: Copy + Send + Sync + 'static>(
             .find(|t| name(**t) == chosen)
             .expect("clap only passes a possible value")
     })
-}
-
-fn quoted(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@%,".contains(c));
-    if plain {
-        text.to_owned()
-    } else {
-        scaffold::mcp::shell_quote(text)
-    }
 }
 
 /// A multi-threaded runtime for commands that run calls.

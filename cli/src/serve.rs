@@ -115,8 +115,10 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let server_for = |name: &str, host: &Arc<PluginHost>| {
         let (log, tag) = (log.clone(), name.to_owned());
         let tagged = args.tokens.is_some();
+        let folders = crate::remedy::Folders::of(host);
         McpServer::new(host.clone())
             .with_max_message_bytes(args.max_message_bytes)
+            .with_remedy_command(move |remedy| folders.command(remedy))
             .with_log(move |m| match tagged {
                 true => log.line(&format!("[{tag}] {m}")),
                 false => log.line(m),

@@ -1,5 +1,6 @@
 //! Approving and revoking plugins: one flow for a call that needs approval,
-//! `plughost approve`, MCP elicitation and an embedder's own dialog.
+//! an approval asked for on its own, MCP elicitation and an embedder's own
+//! dialog.
 
 use std::sync::Arc;
 
@@ -101,11 +102,6 @@ impl PluginHost {
                 })?;
         }
         Ok(p.tools.iter().map(|t| ToolInfo::of(&p, &t.spec)).collect())
-    }
-
-    /// The command that approves `plugin` for this host's folders.
-    pub fn approve_command(&self, plugin: &str) -> String {
-        self.inner.approve_command(plugin)
     }
 
     /// Withdraws a plugin's approval; `Ok(false)` when it had none. Its

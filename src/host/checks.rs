@@ -202,79 +202,10 @@ impl Inner {
             .expect("confinements lock")
             .remove(&generation);
     }
-
-    /// `plughost approve NAME`, naming this host's folders when they are not the
-    /// defaults, so the command copied from a message approves the right plugin.
-    pub(super) fn approve_command(&self, plugin: &str) -> String {
-        let (plugins, state) = (
-            crate::paths::default_plugins_dir(),
-            crate::paths::default_state_dir(),
-        );
-        let plugins =
-            (self.config.plugins_dir != plugins).then_some(self.config.plugins_dir.as_path());
-        let state = (self.config.state_dir != state).then_some(self.config.state_dir.as_path());
-        approve_command_in(plugin, plugins, state)
-    }
 }
 
 fn unreadable(e: ApprovalError) -> CallError {
     CallError::NotAllowed {
         refusal: Refusal::ApprovalsUnreadable(e),
-    }
-}
-
-/// The command that approves a plugin, naming the plugins and state folders
-/// when they are not the defaults (pass `None` for a default one), so that the
-/// command copied from an error message approves the plugin that was refused.
-fn approve_command_in(
-    plugin: &str,
-    plugins_dir: Option<&Path>,
-    state_dir: Option<&Path>,
-) -> String {
-    let mut cmd = String::from("plughost");
-    if let Some(dir) = plugins_dir {
-        cmd.push_str(" --plugins-dir ");
-        cmd.push_str(&shell_quote(&dir.to_string_lossy()));
-    }
-    if let Some(dir) = state_dir {
-        cmd.push_str(" --state-dir ");
-        cmd.push_str(&shell_quote(&dir.to_string_lossy()));
-    }
-    cmd.push_str(" approve ");
-    cmd.push_str(&shell_quote(plugin));
-    cmd
-}
-
-/// Quotes a word for a POSIX shell when it needs it.
-fn shell_quote(word: &str) -> String {
-    let safe = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
-    if safe {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    #[test]
-    fn the_approve_command_names_non_default_folders_quoted_for_a_shell() {
-        assert_eq!(
-            super::approve_command_in(
-                "kv-store",
-                Some(Path::new("/tmp/my plugins")),
-                Some(Path::new("/tmp/state"))
-            ),
-            "plughost --plugins-dir '/tmp/my plugins' --state-dir /tmp/state approve kv-store"
-        );
-        assert_eq!(
-            super::approve_command_in("kv", None, None),
-            "plughost approve kv"
-        );
     }
 }

@@ -37,7 +37,7 @@ pub use builder::PluginHostBuilder;
 pub use code_tools::CodeToolsError;
 pub use denials::DenialRecord;
 pub use gateway::Offered;
-pub use reports::{Doctor, Listing, PluginListing, ToolListing, Validation};
+pub use reports::{Doctor, Listing, PluginListing, Problem, ToolListing, Validation};
 
 use crate::approval::{ApprovalStore, ApprovalView, Approver};
 use crate::error::CallError;

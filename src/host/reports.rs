@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::approval::{ApprovalState, ApprovalView, Offer};
 use crate::plugins::catalog::{Catalog, Collision, Plugin, Rejected};
 use crate::plugins::manifest::{MANIFEST_FILE, Persistent, Protocol};
+use crate::remedy::Remedy;
 use crate::run::sandbox::{self, SandboxSupport};
 use crate::run::worker::WorkerInfo;
 
@@ -131,8 +132,38 @@ pub struct Doctor {
     /// The user's own list of secrets, added to the defaults.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protected_list: Option<PathBuf>,
-    /// One sentence per problem, each naming the plugin and the fix.
-    pub problems: Vec<String>,
+    /// Every problem found, each naming the plugin (or the folder) and,
+    /// when one action fixes it, the remedy.
+    pub problems: Vec<Problem>,
+}
+
+/// One finding of [`Doctor`]: what is wrong, in words, and what fixes it
+/// as data, so each front end says how in its own words. `Display` puts
+/// the two together with the host's neutral words for the remedy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Problem {
+    /// What is wrong, led by the plugin's name (or `rejected:`,
+    /// `collision:`, `approvals:`, `state folder:`).
+    pub text: String,
+    /// What fixes it, when one action does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<Remedy>,
+}
+
+impl Problem {
+    fn new(text: String) -> Problem {
+        Problem { text, remedy: None }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.remedy {
+            Some(remedy) => write!(f, "{}; {remedy}", self.text),
+            None => f.write_str(&self.text),
+        }
+    }
 }
 
 impl PluginHost {
@@ -165,45 +196,53 @@ impl PluginHost {
     pub fn doctor(&self) -> Doctor {
         let view = self.view();
         let catalog = view.catalog();
-        let mut problems: Vec<String> = Vec::new();
+        let mut problems: Vec<Problem> = Vec::new();
         for r in catalog.rejected() {
-            problems.extend(r.to_string().lines().map(|l| format!("rejected: {l}")));
+            problems.extend(
+                r.to_string()
+                    .lines()
+                    .map(|l| Problem::new(format!("rejected: {l}"))),
+            );
         }
         for c in catalog.collisions() {
-            problems.push(format!("collision: {c}"));
+            problems.push(Problem::new(format!("collision: {c}")));
         }
         for p in catalog.plugins() {
+            let plugin = p.name().to_owned();
             if let Ok(state) = view.state(p)
                 && (!state.allows_call() || matches!(state, ApprovalState::ToolsChanged { .. }))
             {
-                problems.push(format!(
-                    "{}: {}; run: {}",
-                    p.name(),
-                    state.label(),
-                    self.approve_command(p.name())
-                ));
+                problems.push(Problem {
+                    text: format!("{plugin}: {}", state.label()),
+                    remedy: Some(Remedy::Approve {
+                        plugin: plugin.clone(),
+                    }),
+                });
             }
             for note in p.all_notes() {
-                problems.push(format!("{}: {note}", p.name()));
+                problems.push(Problem::new(format!("{plugin}: {note}")));
             }
             if let Some(note) = shim_note(&p.entrypoint) {
-                problems.push(format!("{}: {note}", p.name()));
+                problems.push(Problem::new(format!("{plugin}: {note}")));
             }
             for gone in missing_programs(&p.entrypoint) {
-                problems.push(format!(
-                    "{}: its entrypoint {} starts {}, which does not exist any more; reinstall it (plughost update {} for an added package) or fix the script",
-                    p.name(),
-                    p.manifest.entrypoint,
-                    gone.display(),
-                    p.name()
-                ));
+                problems.push(Problem {
+                    text: format!(
+                        "{plugin}: its entrypoint {} starts {}, which does not exist any more",
+                        p.manifest.entrypoint,
+                        gone.display(),
+                    ),
+                    remedy: Some(Remedy::Reinstall {
+                        plugin: plugin.clone(),
+                    }),
+                });
             }
         }
         if let Some(e) = view.approvals_error() {
-            problems.push(format!("approvals: {e}"));
+            problems.push(Problem::new(format!("approvals: {e}")));
         }
         let state_problem = state_folder_problem(self.state_dir());
-        problems.extend(state_problem.clone());
+        problems.extend(state_problem.clone().map(Problem::new));
         Doctor {
             version: env!("CARGO_PKG_VERSION"),
             plugins_dir: self.plugins_dir().to_owned(),

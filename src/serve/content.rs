@@ -11,6 +11,7 @@
 use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 
+use super::remedies::Remedies;
 use crate::error::CallError;
 use crate::protocol::{Attachment, MediaType};
 use crate::run::outcome::ToolOutcome;
@@ -66,10 +67,10 @@ fn as_sent(outcome: &ToolOutcome) -> CallToolResult {
 }
 
 /// The MCP result of a host error: `isError: true` with the kind and the
-/// reason, and for a refusal that approving lifts, who can approve and how.
-pub(super) fn error_result(error: &CallError, approve_command: Option<String>) -> CallToolResult {
-    let remedy = match approve_command {
-        Some(command) => format!("; the user can approve it by running: {command}"),
+/// reason, and when one action fixes it (approving the plugin, say), how.
+pub(super) fn error_result(error: &CallError, remedies: &Remedies) -> CallToolResult {
+    let remedy = match error.remedy() {
+        Some(remedy) => format!("; {}", remedies.after_error(&remedy)),
         None => String::new(),
     };
     CallToolResult::error(vec![ContentBlock::text(format!(

@@ -31,6 +31,7 @@ mod elicit;
 mod gateway;
 mod http;
 mod offered;
+mod remedies;
 mod revision;
 mod rounds;
 mod sessions;
@@ -89,6 +90,8 @@ pub struct McpServer {
     calls: Option<Arc<sessions::Registry>>,
     /// The calls of 2026-07-28 clients that wait for the client's answers.
     rounds: Arc<rounds::Rounds>,
+    /// How a client is told what fixes a refusal.
+    remedies: remedies::Remedies,
 }
 
 impl McpServer {
@@ -106,7 +109,22 @@ impl McpServer {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             calls: None,
             rounds: Arc::new(rounds::Rounds::new()),
+            remedies: remedies::Remedies::default(),
         }
+    }
+
+    /// The command line that carries out a [`Remedy`](crate::Remedy) where
+    /// this host is served (the embedder's own tool, with the host's
+    /// folders), put in tool descriptions and error results so the user
+    /// learns what to run. Without it (or when it returns `None`), clients
+    /// read the host's neutral words, which name no command.
+    #[must_use]
+    pub fn with_remedy_command(
+        mut self,
+        command: impl Fn(&crate::Remedy) -> Option<String> + Send + Sync + 'static,
+    ) -> McpServer {
+        self.remedies = remedies::Remedies::new(Arc::new(command));
+        self
     }
 
     /// Where to send log lines: refused messages, cancelled calls, expired
@@ -148,10 +166,13 @@ impl McpServer {
         if view.offer(t) == Offer::AfterApproval
             && let Ok(state) = view.state(&t.plugin)
         {
+            let remedy = crate::Remedy::Approve {
+                plugin: t.plugin.name().to_owned(),
+            };
             description.push_str(&format!(
-                " ({}: run {})",
+                " ({}: {})",
                 state.label(),
-                self.host.approve_command(t.plugin.name())
+                self.remedies.in_description(&remedy)
             ));
         }
         if let Some(tool) = self.listed_tool(t, description.clone()) {
@@ -446,7 +467,7 @@ impl McpServer {
                 &crate::CallError::Cancelled {
                     tool: request.name.to_string(),
                 },
-                None,
+                &self.remedies,
             );
         }
         let client = Some(client);
@@ -474,13 +495,7 @@ impl McpServer {
         }
         match result {
             Ok(outcome) => outcome_result(&outcome),
-            Err(e) => {
-                let command = e
-                    .refusal()
-                    .and_then(crate::Refusal::plugin_to_approve)
-                    .map(|p| self.host.approve_command(p));
-                error_result(&e, command)
-            }
+            Err(e) => error_result(&e, &self.remedies),
         }
     }
 }

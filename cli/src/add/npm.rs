@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::install::{self, Installed};
 use super::source::Package;
-use crate::scaffold::mcp::shell_quote;
+use crate::shell;
 
 /// Installs `package` into `stage` and writes nothing else; `bin` chooses
 /// among several commands.
@@ -52,7 +52,7 @@ pub fn install(stage: &Path, package: &Package, bin: Option<&str>) -> Result<Ins
     let exec = if runs_on_node {
         format!(
             "exec {} {target} \"$@\"",
-            shell_quote(&node.to_string_lossy())
+            shell::quote(&node.to_string_lossy())
         )
     } else {
         format!("exec {target} \"$@\"")

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use super::install::{self, Installed};
 use super::source::Package;
-use crate::scaffold::mcp::shell_quote;
+use crate::shell;
 
 /// Installs `package` into `stage/lib`; `script` chooses among several
 /// console scripts.
@@ -90,7 +90,7 @@ pub fn install(stage: &Path, package: &Package, script: Option<&str>) -> Result<
          # Starts the MCP server of the PyPI package {} {version} (see server.py).\n\
          exec {} -B \"$(dirname \"$0\")/server.py\" \"$@\"\n",
         package.name,
-        shell_quote(&python.to_string_lossy())
+        shell::quote(&python.to_string_lossy())
     );
     let mut env_vars = Vec::new();
     for f in own_files(&dist, &lib) {

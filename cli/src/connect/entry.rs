@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+use super::json::quote;
+
 /// A value in an entry: only what the clients' MCP entries hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Node {
@@ -111,10 +113,6 @@ pub struct Style {
     pub newline: String,
     /// One line, no blanks: for a file written that way.
     pub compact: bool,
-}
-
-fn quote(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serializes")
 }
 
 #[cfg(test)]

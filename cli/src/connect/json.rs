@@ -325,7 +325,8 @@ fn line_indent(text: &str, pos: usize) -> &str {
     &line[..blanks]
 }
 
-fn quote(s: &str) -> String {
+/// `s` as a JSON string literal, quotes and escapes included.
+pub(super) fn quote(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }
 

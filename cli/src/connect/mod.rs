@@ -114,7 +114,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     if client == Client::Codex {
         println!(
             "Codex sends the token from the variable {var}: set it where Codex starts, e.g. in your shell's profile:\n  export {var}=\"$(cat {})\"",
-            super::quoted(&token_file.to_string_lossy()),
+            crate::shell::quote(&token_file.to_string_lossy()),
             var = clients::CODEX_TOKEN_VAR
         );
     }

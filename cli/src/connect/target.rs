@@ -6,8 +6,9 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use super::super::{Cli, quoted};
+use super::super::Cli;
 use super::clients::Target;
+use crate::shell;
 
 /// `plughost [global options] serve`, started by the client.
 pub fn stdio(cli: &Cli) -> Result<Target, String> {
@@ -53,10 +54,10 @@ pub fn serve_command(cli: &Cli, url: &str, token_file: Option<&Path>) -> Option<
         .parse::<SocketAddr>()
         .ok()?;
     let mut words = vec!["plughost".to_owned()];
-    words.extend(global_args(cli).ok()?.into_iter().map(|a| quoted(&a)));
+    words.extend(global_args(cli).ok()?.into_iter().map(|a| shell::quote(&a)));
     words.push(format!("serve --http {addr}"));
     if let Some(file) = token_file {
-        words.push(format!("--token-file {}", quoted(&utf8(file).ok()?)));
+        words.push(format!("--token-file {}", shell::quote(&utf8(file).ok()?)));
     }
     Some(words.join(" "))
 }

@@ -76,7 +76,7 @@ pub fn create(parent: &Path, name: &str, command: &[String]) -> Result<Created, 
          # Starts the MCP server; plughost passes plugin.json's \"args\" and\n\
          # speaks MCP on stdin and stdout. The working folder is this one.\n\
          exec {} \"$@\"\n",
-        shell_quote(&program.to_string_lossy())
+        crate::shell::quote(&program.to_string_lossy())
     );
     super::write(&dir.join("server.sh"), &script, true)?;
     Ok(Created {
@@ -121,11 +121,6 @@ pub(crate) fn install_folder(program: &Path, home: Option<&Path>) -> Option<Path
         .flatten()
         .find(|f| !too_wide(f))
         .map(Path::to_owned)
-}
-
-/// `text` in single quotes for `sh`.
-pub(crate) fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 #[cfg(test)]
