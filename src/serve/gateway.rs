@@ -25,7 +25,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::RoleServer;
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, ServerNotification};
 use rmcp::service::{Peer, RequestContext};
 
 use super::McpServer;
@@ -75,68 +75,105 @@ impl McpServer {
 
     /// Passes one host event on to the sessions it concerns.
     pub(super) async fn forward(&self, event: &HostEvent) {
-        match event {
-            // None changes what is offered (a server's new listing comes as
-            // a plugin update): churn must not make every client list again.
-            HostEvent::Notice(_)
-            | HostEvent::WorkerStarted { .. }
-            | HostEvent::WorkerStopped { .. }
-            | HostEvent::SandboxDenied { .. } => {}
-            HostEvent::ResourcesChanged { .. } => {
-                for s in self.live() {
-                    if let Some(peer) = s.peer.get() {
-                        let _ = peer.notify_resource_list_changed().await;
-                    }
-                }
-            }
-            HostEvent::PromptsChanged { .. } => {
-                for s in self.live() {
-                    if let Some(peer) = s.peer.get() {
-                        let _ = peer.notify_prompt_list_changed().await;
-                    }
-                }
-            }
-            HostEvent::ResourceUpdated { uri, .. } => {
-                for s in self.live() {
-                    let subscribed = s.subscriptions.lock().expect("session lock").contains(uri);
-                    if let (true, Some(peer)) = (subscribed, s.peer.get()) {
-                        let _ = peer
-                            .notify_resource_updated(
-                                rmcp::model::ResourceUpdatedNotificationParam::new(uri.clone()),
-                            )
-                            .await;
-                    }
-                }
-            }
-            HostEvent::ServerLog { plugin, message } => {
-                let Ok(mut params) =
-                    serde_json::from_value::<LoggingMessageNotificationParam>(message.clone())
-                else {
-                    return;
-                };
-                params.logger = Some(match params.logger {
-                    Some(logger) => format!("{plugin}/{logger}"),
-                    None => plugin.clone(),
-                });
-                for s in self.live() {
-                    let level = *s.log_level.lock().expect("session lock");
-                    let passes = level.is_none_or(|l| rank(params.level) >= rank(l));
-                    if let (true, Some(peer)) = (passes, s.peer.get()) {
-                        let _ = peer.notify_logging_message(params.clone()).await;
-                    }
-                }
-            }
-            // The catalog or an approval changed: any list may differ.
-            _ => {
-                for s in self.live() {
-                    if let Some(peer) = s.peer.get() {
-                        let _ = peer.notify_tool_list_changed().await;
-                        let _ = peer.notify_prompt_list_changed().await;
-                        let _ = peer.notify_resource_list_changed().await;
+        for change in changes(event) {
+            match change {
+                Change::Log(plugin, message) => self.forward_log(&plugin, &message).await,
+                change => {
+                    let Some(notification) = change.notification() else {
+                        continue;
+                    };
+                    for s in self.live() {
+                        let wanted = match &change {
+                            Change::Updated(uri) => {
+                                s.subscriptions.lock().expect("session lock").contains(uri)
+                            }
+                            _ => true,
+                        };
+                        if let (true, Some(peer)) = (wanted, s.peer.get()) {
+                            let _ = peer.send_notification(notification.clone()).await;
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// A server's log message, to each session whose level lets it through,
+    /// its `logger` naming the plugin.
+    async fn forward_log(&self, plugin: &str, message: &serde_json::Value) {
+        let Ok(mut params) =
+            serde_json::from_value::<LoggingMessageNotificationParam>(message.clone())
+        else {
+            return;
+        };
+        params.logger = Some(match params.logger {
+            Some(logger) => format!("{plugin}/{logger}"),
+            None => plugin.to_owned(),
+        });
+        for s in self.live() {
+            let level = *s.log_level.lock().expect("session lock");
+            let passes = level.is_none_or(|l| rank(params.level) >= rank(l));
+            if let (true, Some(peer)) = (passes, s.peer.get()) {
+                let _ = peer.notify_logging_message(params.clone()).await;
+            }
+        }
+    }
+}
+
+/// What a host event changes for a client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Change {
+    /// The tools listed may differ.
+    Tools,
+    /// The prompts listed may differ.
+    Prompts,
+    /// The resources listed may differ.
+    Resources,
+    /// A resource's content changed.
+    Updated(String),
+    /// A server's log message: its plugin and params.
+    Log(String, serde_json::Value),
+}
+
+impl Change {
+    /// The notification that says so; none for a log message, which goes
+    /// by each session's level.
+    pub(super) fn notification(&self) -> Option<ServerNotification> {
+        Some(match self {
+            Change::Tools => ServerNotification::ToolListChangedNotification(Default::default()),
+            Change::Prompts => {
+                ServerNotification::PromptListChangedNotification(Default::default())
+            }
+            Change::Resources => {
+                ServerNotification::ResourceListChangedNotification(Default::default())
+            }
+            Change::Updated(uri) => ServerNotification::ResourceUpdatedNotification(
+                rmcp::model::ResourceUpdatedNotification::new(
+                    rmcp::model::ResourceUpdatedNotificationParam::new(uri.clone()),
+                ),
+            ),
+            Change::Log(..) => return None,
+        })
+    }
+}
+
+/// What `event` changes for clients. Worker churn, notices and denials
+/// change nothing offered (a server's new listing comes as a plugin
+/// update): churn must not make every client list again. A change of the
+/// catalog or of an approval may change any list.
+pub(super) fn changes(event: &HostEvent) -> Vec<Change> {
+    match event {
+        HostEvent::Notice(_)
+        | HostEvent::WorkerStarted { .. }
+        | HostEvent::WorkerStopped { .. }
+        | HostEvent::SandboxDenied { .. } => vec![],
+        HostEvent::ResourcesChanged { .. } => vec![Change::Resources],
+        HostEvent::PromptsChanged { .. } => vec![Change::Prompts],
+        HostEvent::ResourceUpdated { uri, .. } => vec![Change::Updated(uri.clone())],
+        HostEvent::ServerLog { plugin, message } => {
+            vec![Change::Log(plugin.clone(), message.clone())]
+        }
+        _ => vec![Change::Tools, Change::Prompts, Change::Resources],
     }
 }
 

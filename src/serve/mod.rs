@@ -386,6 +386,46 @@ impl ServerHandler for McpServer {
         Ok(())
     }
 
+    /// `subscriptions/listen` (2026-07-28): every category asked for that
+    /// the server declares (rmcp keeps only those).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    /// A listen stream: the host's changes, as they happen, until the
+    /// client closes it. A burst the stream fell behind on is sent as every
+    /// list changed.
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut events = self.host.events();
+        loop {
+            let changes = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                event = events.recv() => match event {
+                    Ok(event) => gateway::changes(&event),
+                    Err(RecvError::Lagged(_)) => vec![
+                        gateway::Change::Tools,
+                        gateway::Change::Prompts,
+                        gateway::Change::Resources,
+                    ],
+                    Err(RecvError::Closed) => return Ok(()),
+                },
+            };
+            for notification in changes.iter().filter_map(gateway::Change::notification) {
+                // What the filter did not accept is refused by the sink, and
+                // skipped here.
+                if let Err(rmcp::service::SubscriptionSendError::SubscriptionClosed) =
+                    context.sink().send(notification).await
+                {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
     async fn call_tool(
         &self,
         mut request: CallToolRequestParams,
