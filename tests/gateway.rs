@@ -328,3 +328,189 @@ async fn through_the_library_an_embedders_client_answers_the_server() {
     drop(host);
     assert_no_processes_in(&dir);
 }
+
+/// server-everything approved in a sandbox of its own, with the Python SDK:
+/// the sandbox, the plugin's folder and the SDK's folder.
+fn approved_everything() -> Option<(Sandbox, PathBuf, PathBuf)> {
+    let install = server_everything()?;
+    let pydeps = util::python_mcp_sdk()?;
+    let sandbox = Sandbox::new();
+    let dir = everything_plugin(&sandbox, &install);
+    let approve = util::run({
+        let mut c = sandbox.cmd();
+        c.args(["approve", "everything", "--yes"]);
+        c
+    });
+    assert!(approve.status.success(), "{}", util::stderr(&approve));
+    Some((sandbox, dir, pydeps))
+}
+
+/// `tests/gateway_client_2026.py` over `transport` (`stdio`, or `http URL
+/// TOKEN`): its report, and what it wrote to stderr (on stdio, plughost's
+/// log too).
+fn client_2026(sandbox: &Sandbox, pydeps: &std::path::Path, transport: &[&str]) -> (Value, String) {
+    let out = Command::new(util::real_python3())
+        .arg(util::repo().join("tests/gateway_client_2026.py"))
+        .arg(util::plughost())
+        .arg(sandbox.plugins())
+        .arg(sandbox.state())
+        .args(transport)
+        .env("PYTHONPATH", pydeps)
+        .env_remove("PLUGHOST_PLUGINS_DIR")
+        .env_remove("PLUGHOST_STATE_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the 2026-07-28 client failed:\n{}\n{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    let report: Value = serde_json::from_str(util::stdout(&out).trim()).unwrap();
+    println!("the 2026-07-28 client's report: {report:#}");
+    (report, util::stderr(&out).to_owned())
+}
+
+/// What the Python SDK's 2026-07-28 client must have seen: no handshake, a
+/// plain call, and for each of the server's elicitation, sampling and roots
+/// requests one `input_required` round whose answer (from the SDK's
+/// callback) reached the server, which put it in its result. `log` is
+/// plughost's log of the session.
+fn assert_2026_rounds(r: &Value, log: &str) {
+    let text = |k: &str| r[k]["text"].as_str().unwrap_or_default().to_owned();
+    // server/discover, never initialize: the SDK's `auto` mode falls back to
+    // the handshake when discover does not name 2026-07-28.
+    assert_eq!(r["protocol_version"], "2026-07-28", "{r:#}");
+    assert_eq!(r["discovered"], true, "{r:#}");
+    assert_eq!(r["initialized"], false, "{r:#}");
+    assert!(
+        r["supported_versions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2025-11-25")),
+        "{}",
+        r["supported_versions"]
+    );
+    let tools: Vec<&str> = r["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for t in [
+        "ev_echo",
+        "ev_trigger-elicitation-request",
+        "ev_trigger-sampling-request",
+        "ev_get-roots-list",
+    ] {
+        assert!(tools.contains(&t), "{t} missing from {tools:?}");
+    }
+
+    assert_eq!(
+        r["echo"],
+        json!({"text": "Echo: hello 2026", "is_error": false})
+    );
+    for k in ["elicitation", "sampling", "roots"] {
+        assert_eq!(r[k]["is_error"], false, "{k}: {}", text(k));
+    }
+    // What each callback answered, as the server reports it.
+    assert!(
+        text("elicitation").contains("Name: Grace Hopper"),
+        "{}",
+        text("elicitation")
+    );
+    assert!(
+        text("sampling").contains("sampled: ") && text("sampling").contains("the tide?"),
+        "{}",
+        text("sampling")
+    );
+    assert!(
+        text("roots").contains("URI: file:///srv/project"),
+        "{}",
+        text("roots")
+    );
+
+    // The rounds: each asking call was answered `input_required` with the
+    // server's one request under plughost's key and a state, and retried
+    // with the callback's answer under that key and the state.
+    let round = |tool: &str, key: &str, method: &str| {
+        json!([
+            {"tool": tool, "sent_responses": [], "sent_state": false,
+             "got": "input_required", "input_requests": {key: method}, "got_state": true},
+            {"tool": tool, "sent_responses": [key], "sent_state": true, "got": "complete"},
+        ])
+    };
+    let mut legs = vec![
+        json!({"tool": "ev_echo", "sent_responses": [], "sent_state": false, "got": "complete"}),
+    ];
+    for (tool, key, method) in [
+        (
+            "ev_trigger-elicitation-request",
+            "elicitation-1",
+            "elicitation/create",
+        ),
+        (
+            "ev_trigger-sampling-request",
+            "sampling-1",
+            "sampling/createMessage",
+        ),
+        ("ev_get-roots-list", "roots-1", "roots/list"),
+    ] {
+        legs.extend(round(tool, key, method).as_array().unwrap().iter().cloned());
+    }
+    assert_eq!(r["legs"], Value::Array(legs), "the rounds");
+    // The callbacks were asked through the rounds (by input key), never by a
+    // request of the server's own (a JSON-RPC id).
+    assert_eq!(
+        r["asked"],
+        json!([
+            {"callback": "elicitation", "key": "elicitation-1"},
+            {"callback": "sampling", "key": "sampling-1"},
+            {"callback": "roots", "key": "roots-1"},
+        ])
+    );
+
+    for tool in [
+        "ev_echo",
+        "ev_trigger-elicitation-request",
+        "ev_trigger-sampling-request",
+        "ev_get-roots-list",
+    ] {
+        assert!(
+            log.contains(&format!("call {tool} (everything): ok")),
+            "{tool} not logged as ok:\n{log}"
+        );
+    }
+    assert!(
+        !log.contains("refused"),
+        "plughost refused something:\n{log}"
+    );
+}
+
+/// The acceptance test of MCP 2026-07-28 on stdio: the Python SDK 2.3's
+/// client at 2026-07-28 through `plughost serve` to server-everything (a
+/// 2025-11-25 server), a plain call and the elicitation, sampling and
+/// roots rounds.
+#[test]
+fn a_2026_client_on_stdio_answers_server_everything_in_input_required_rounds() {
+    let Some((sandbox, dir, pydeps)) = approved_everything() else {
+        return;
+    };
+    let (report, log) = client_2026(&sandbox, &pydeps, &["stdio"]);
+    assert_2026_rounds(&report, &log);
+    assert_no_processes_in(&dir);
+}
+
+/// The same over `plughost serve --http` with a bearer token.
+#[test]
+fn a_2026_client_over_http_answers_server_everything_in_input_required_rounds() {
+    let Some((sandbox, dir, pydeps)) = approved_everything() else {
+        return;
+    };
+    let server = util::http::Server::start(&sandbox, &[]);
+    let url = server.url();
+    let (report, _) = client_2026(&sandbox, &pydeps, &["http", &url, util::http::TOKEN]);
+    assert_2026_rounds(&report, &server.log_text());
+    drop(server);
+    assert_no_processes_in(&dir);
+}
