@@ -3,12 +3,13 @@
 //! count, absolute times move from run to run. Run through `scripts/bench`
 //! (`--quick` for fewer calls, `--json` for one JSON object, `--only
 //! GROUP[,GROUP]` for some groups: `calls`, `protected`, `net`, `traces`, `spawn`,
-//! `children`, `workers`, `mcp`, `sdk`, `load`).
+//! `children`, `workers`, `mcp`, `http`, `sdk`, `load`).
 //!
 //! Each module measures one group of rows and prints its section of the table:
 //! `calls` (a process per call), `traces` (a span per call, exported),
 //! `spawn` (the ways to start a process),
 //! `workers` (persistent plugins), `mcp` (MCP on either side of the host),
+//! `http` (MCP over HTTP at 2026-07-28 and 2025-11-25),
 //! `sdk` (the Python SDK's own cost), `load` (loading and hot reload),
 //! `children` (scenarios run in a fresh process, for memory and file
 //! descriptors). `raw` holds the baselines, `fixtures` the plugins, `stats`
@@ -81,6 +82,13 @@
 //!   idle workers (the workers' memory is their own).
 //! - `mcp_roundtrip_us`: p50 of a `tools/call` of the tiny plugin through
 //!   `plughost serve --no-sandbox` on stdio.
+//! - `mcp_http`: `[{what, modern_p50_us, modern_p99_us, legacy_p50_us,
+//!   legacy_p99_us, modern_over_legacy_p50, direct_p50_us, direct_p99_us,
+//!   modern_over_direct_p50}]`: a `tools/call` over HTTP through `plughost
+//!   serve --http` at 2026-07-28 (no session) and at 2025-11-25 (in a
+//!   session), in turn, for `tiny` (sandboxed) and for the conformance
+//!   fixture run as an MCP server plugin, whose row also has the fixture
+//!   served directly (`direct_…`, at 2025-11-25).
 //! - `mcp_server`: `[{what, sandbox, calls, library_p50_us, library_p99_us,
 //!   serve_p50_us, serve_p99_us, direct_p50_us, direct_p99_us,
 //!   library_ratio_p50, serve_ratio_p50}]`: a Python MCP SDK server wrapped
@@ -103,6 +111,7 @@
 mod calls;
 mod children;
 mod fixtures;
+mod http;
 // The built binary, found as the integration tests find it.
 #[path = "../../tests/util/binary.rs"]
 mod binary;
@@ -245,6 +254,9 @@ impl Bench {
         if self.runs("mcp") {
             mcp::rows(self, &mut report).await;
         }
+        if self.runs("http") {
+            http::rows(self, &mut report).await;
+        }
         if self.runs("sdk") {
             sdk::rows(self, &mut report).await;
         }
@@ -271,7 +283,7 @@ pub(crate) fn cell(v: &Value) -> String {
 /// One section per group measured, each with its header line.
 fn print_table(bench: &Bench, r: &Value) {
     type Print = fn(&Value);
-    let groups: [(&str, Print); 10] = [
+    let groups: [(&str, Print); 11] = [
         ("calls", calls::print),
         ("protected", calls::print_protected),
         ("net", net::print),
@@ -283,6 +295,7 @@ fn print_table(bench: &Bench, r: &Value) {
         ("children", children::print),
         ("workers", workers::print),
         ("mcp", mcp::print),
+        ("http", http::print),
         ("sdk", sdk::print),
         ("load", load::print),
     ];

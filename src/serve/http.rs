@@ -294,7 +294,13 @@ pub async fn serve(
     loop {
         let stream = tokio::select! {
             r = listener.accept() => match r {
-                Ok((stream, _)) => stream,
+                Ok((stream, _)) => {
+                    // An answer goes out in several writes (headers, then
+                    // each event): without this, Nagle's algorithm holds
+                    // the last one until the client's delayed ACK, 40 ms.
+                    let _ = stream.set_nodelay(true);
+                    stream
+                }
                 Err(e) => {
                     log(&format!("accept failed: {e}"));
                     // Out of descriptors, say: do not spin.
