@@ -25,6 +25,7 @@
     reason = "logging and resources/subscribe are the 2025-11-25 protocol's, which MCP clients and servers speak; rmcp marks them for its successor"
 )]
 
+mod call;
 mod content;
 mod downstream;
 mod elicit;
@@ -46,21 +47,17 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde_json::Value;
-use tokio::sync::mpsc;
 
-use crate::approval::{ApprovalView, Approver, Offer};
+use crate::approval::{ApprovalView, Offer};
 use crate::host::{CallOptions, PluginHost};
 use crate::plugins::catalog::{Plugin, ToolRef};
 use crate::plugins::manifest::Permission;
-use crate::protocol::{Invocation, Scope, Source};
 
-use content::{error_result, outcome_result};
 pub use http::{
     DEFAULT_MAX_SESSIONS, DEFAULT_RESUME_WINDOW, DEFAULT_SESSION_IDLE, HttpOptions, Tenant,
     TokenError, load_or_create_token, serve as serve_http,
@@ -189,23 +186,6 @@ impl McpServer {
         }
         tool
     }
-}
-
-/// The caller's W3C trace context: the request's `_meta.traceparent` and
-/// `tracestate` (MCP's place for them), else over HTTP the request's own
-/// `traceparent` and `tracestate` headers. A malformed one is ignored.
-fn trace_context(context: &RequestContext<RoleServer>) -> Option<crate::protocol::TraceContext> {
-    use crate::protocol::TraceContext;
-    let meta = &context.meta.0;
-    if let Some(parent) = meta.get_traceparent() {
-        return TraceContext::parse(parent, meta.get_tracestate());
-    }
-    let headers = &context
-        .extensions
-        .get::<hyper::http::request::Parts>()?
-        .headers;
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    TraceContext::parse(header("traceparent")?, header("tracestate"))
 }
 
 /// Hints for clients, from the plugin's permissions: read-only when it asks for
@@ -452,90 +432,5 @@ impl ServerHandler for McpServer {
             })
             .await?;
         Ok(done.map_or_else(Into::into, Into::into))
-    }
-}
-
-impl McpServer {
-    /// Runs a `tools/call` with `client` as the client of what an MCP server
-    /// plugin asks during it, until `cancel`.
-    async fn call_tool_as(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-        client: Arc<dyn crate::client::CallClient>,
-        cancel: tokio_util::sync::CancellationToken,
-    ) -> rmcp::model::CallToolResult {
-        let input = Value::Object(request.arguments.unwrap_or_default());
-        let peer = context.peer.clone();
-        let progress = context.meta.get_progress_token().map(|token| {
-            // One forwarding task per call keeps the notifications in order.
-            let (tx, mut rx) = mpsc::unbounded_channel::<crate::Progress>();
-            let peer = peer.clone();
-            let forwarder = tokio::spawn(async move {
-                while let Some(p) = rx.recv().await {
-                    let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
-                    if let Some(total) = p.total {
-                        param = param.with_total(total);
-                    }
-                    if let Some(message) = p.message {
-                        param = param.with_message(message);
-                    }
-                    let _ = peer.notify_progress(param).await;
-                }
-            });
-            (tx, forwarder)
-        });
-        let (progress, forwarder) = progress.unzip();
-        let approver = elicit::supported(&peer)
-            .then(|| Arc::new(elicit::ElicitApprover::new(peer)) as Arc<dyn Approver>);
-        // Over HTTP the session cancels the call when its client is gone, and
-        // the call waits for one of the session's slots first.
-        let ticket = self.calls.as_ref().and_then(|calls| {
-            let parts = context.extensions.get::<hyper::http::request::Parts>()?;
-            let session = parts.headers.get("mcp-session-id")?.to_str().ok()?;
-            calls.bind(session, &context.id, &cancel)
-        });
-        let _slot = match &ticket {
-            Some(ticket) => tokio::select! {
-                slot = ticket.slots().clone().acquire_owned() => Some(slot),
-                () = cancel.cancelled() => None,
-            },
-            None => None,
-        };
-        if ticket.is_some() && _slot.is_none() {
-            return error_result(
-                &crate::CallError::Cancelled {
-                    tool: request.name.to_string(),
-                },
-                &self.remedies,
-            );
-        }
-        let client = Some(client);
-        let options = CallOptions {
-            client,
-            invocation: Invocation {
-                request_id: Some(format!("{}", context.id)),
-                session_id: self.session_id.clone(),
-                source: Some(Source::Mcp),
-                scope: Some(Scope::Foreground),
-                trace: trace_context(&context),
-                ..Invocation::default()
-            },
-            cancel: Some(cancel),
-            on_progress: progress.map(|tx| {
-                Arc::new(move |p| drop(tx.send(p))) as Arc<dyn Fn(crate::Progress) + Send + Sync>
-            }),
-            approver,
-        };
-        let result = self.host.call_with(&request.name, input, options).await;
-        // The call's end dropped the last sender: once the forwarder has sent
-        // what is left, every progress notification precedes the result.
-        if let Some(forwarder) = forwarder {
-            let _ = forwarder.await;
-        }
-        match result {
-            Ok(outcome) => outcome_result(&outcome),
-            Err(e) => error_result(&e, &self.remedies),
-        }
     }
 }

@@ -5,8 +5,6 @@
 
 use serde_json::Value;
 
-use super::json::quote;
-
 /// A value in an entry: only what the clients' MCP entries hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Node {
@@ -157,4 +155,9 @@ mod tests {
             serde_json::json!({"args": ["serve"], "env": {}, "command": "/usr/bin/plughost"})
         );
     }
+}
+
+/// `s` as a JSON string literal.
+pub(super) fn quote(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
 }

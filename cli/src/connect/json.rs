@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use super::entry::Style;
+use super::entry::{Style, quote};
 
 /// Deepest nesting parsed; configuration files are a few levels deep.
 const MAX_DEPTH: usize = 128;
@@ -326,10 +326,6 @@ fn line_indent(text: &str, pos: usize) -> &str {
 }
 
 /// `s` as a JSON string literal, quotes and escapes included.
-pub(super) fn quote(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serializes")
-}
-
 struct Parser<'a> {
     b: &'a [u8],
     pos: usize,

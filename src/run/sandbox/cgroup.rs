@@ -19,7 +19,12 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::child::PLUGIN_TASKS;
+/// The most processes and threads the plugins of one host may have at once,
+/// together, where they run in its user namespace and plughost is not root
+/// (the kernel does not hold root to `RLIMIT_NPROC`). A fork bomb stops
+/// there instead of taking the user's whole allowance, and with it the
+/// host's own next spawn and the user's session.
+pub(crate) const PLUGIN_TASKS: u64 = 2048;
 
 /// The group, made on first use; `None` where plughost cannot make one.
 static GROUP: OnceLock<Option<PidsGroup>> = OnceLock::new();

@@ -41,16 +41,9 @@ pub(crate) struct ChildSteps {
     pub drop_privileges: bool,
     /// `RLIMIT_NPROC` for the process (0: left as it is). In the host's
     /// user namespace the kernel counts it per namespace: the processes and
-    /// threads of all of this host's plugins together (see [`PLUGIN_TASKS`]).
+    /// threads of all of this host's plugins together (see `cgroup::PLUGIN_TASKS`).
     pub tasks: u64,
 }
-
-/// The most processes and threads the plugins of one host may have at once,
-/// together, where they run in its user namespace and plughost is not root
-/// (the kernel does not hold root to `RLIMIT_NPROC`). A fork bomb stops
-/// there instead of taking the user's whole allowance, and with it the
-/// host's own next spawn and the user's session.
-pub(crate) const PLUGIN_TASKS: u64 = 2048;
 
 impl ChildSteps {
     /// The steps that hold for every process of a PID namespace, taken

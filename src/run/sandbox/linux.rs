@@ -404,7 +404,7 @@ impl Confinement {
         let net = egress.and_then(|e| e.netns.clone());
         // Wherever the user namespace works, every process joins it (even
         // one that needs no other namespace), for the task limit it counts
-        // (`child::PLUGIN_TASKS`) and a PID namespace of its own.
+        // (`cgroup::PLUGIN_TASKS`) and a PID namespace of its own.
         let in_user_namespace = policy.namespaces && namespace::user().is_ok();
         enforcement.processes_contained = in_user_namespace && super::init::available().is_ok();
         let namespaces = (mnt.is_some() || net.is_some() || in_user_namespace)
@@ -531,7 +531,7 @@ impl Prepared {
             tasks_group: super::cgroup::procs_fd().unwrap_or(-1),
             drop_privileges: true,
             tasks: if joins.is_some_and(|j| j.user >= 0) {
-                super::child::PLUGIN_TASKS
+                super::cgroup::PLUGIN_TASKS
             } else {
                 0
             },

@@ -135,7 +135,7 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
     let root = unsafe { libc::geteuid() } == 0;
     // RLIMIT_NPROC in plughost's user namespace, else its pids cgroup.
     let plugin_tasks = (user_namespaces && !root)
-        .then_some(super::child::PLUGIN_TASKS)
+        .then_some(super::cgroup::PLUGIN_TASKS)
         .or_else(super::cgroup::limit);
     notes.push("shell:exec, clipboard and notifications are advisory".into());
     SandboxSupport {
