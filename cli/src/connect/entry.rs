@@ -113,6 +113,11 @@ pub struct Style {
     pub compact: bool,
 }
 
+/// `s` as a JSON string literal.
+pub(super) fn quote(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,9 +160,4 @@ mod tests {
             serde_json::json!({"args": ["serve"], "env": {}, "command": "/usr/bin/plughost"})
         );
     }
-}
-
-/// `s` as a JSON string literal.
-pub(super) fn quote(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serializes")
 }

@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The most processes and threads the plugins of one host may have at once,
-/// together, where they run in its user namespace and plughost is not root
-/// (the kernel does not hold root to `RLIMIT_NPROC`). A fork bomb stops
-/// there instead of taking the user's whole allowance, and with it the
+/// together: `RLIMIT_NPROC` in its user namespace where plughost is not root,
+/// this group's `pids.max` where it is. A fork bomb stops there instead of
+/// taking the user's whole allowance (or the machine's), and with it the
 /// host's own next spawn and the user's session.
 pub(crate) const PLUGIN_TASKS: u64 = 2048;
 
