@@ -88,11 +88,4 @@ pub trait CallClient: Send + Sync {
         method: &'a str,
         params: Value,
     ) -> BoxFuture<'a, Result<Value, ClientRequestError>>;
-    /// Whether its call is parked until the client answers what the server
-    /// asked (an MCP 2026-07-28 client's call between rounds): a call that
-    /// waits for its answers asks nothing more, so a server's request is
-    /// not routed to it.
-    fn is_parked(&self) -> bool {
-        false
-    }
 }

@@ -84,10 +84,15 @@ pub struct CallOptions {
 }
 
 impl CallOptions {
-    /// Options whose only setting is the call's client.
-    pub fn with_client(client: Arc<dyn crate::client::CallClient>) -> CallOptions {
+    /// Options whose only settings are the call's client and its
+    /// cancellation.
+    pub fn for_client(
+        client: Arc<dyn crate::client::CallClient>,
+        cancel: CancellationToken,
+    ) -> CallOptions {
         CallOptions {
             client: Some(client),
+            cancel: Some(cancel),
             ..CallOptions::default()
         }
     }

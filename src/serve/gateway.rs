@@ -120,6 +120,48 @@ impl McpServer {
     }
 }
 
+/// Resources a `subscriptions/listen` stream follows: subscribed at their
+/// servers while it lives (the host counts subscribers per URI), and
+/// unsubscribed when it ends, however it ends.
+pub(super) struct Followed {
+    host: Arc<crate::PluginHost>,
+    uris: Vec<String>,
+}
+
+impl Followed {
+    pub(super) fn new(host: Arc<crate::PluginHost>) -> Followed {
+        Followed {
+            host,
+            uris: Vec::new(),
+        }
+    }
+
+    /// Subscribes `uri`, unless no server offers it.
+    pub(super) async fn follow(&mut self, uri: String) {
+        if self.host.subscribe(&uri).await.is_ok() {
+            self.uris.push(uri);
+        }
+    }
+}
+
+impl Drop for Followed {
+    fn drop(&mut self) {
+        let uris = std::mem::take(&mut self.uris);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if uris.is_empty() {
+            return;
+        }
+        let host = self.host.clone();
+        runtime.spawn(async move {
+            for uri in uris {
+                let _ = host.unsubscribe(&uri).await;
+            }
+        });
+    }
+}
+
 /// What a host event changes for a client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Change {

@@ -291,10 +291,14 @@ impl ServerHandler for McpServer {
         let server = self.clone();
         let done = self
             .rounds
-            .run_typed(round, rounds::Kind::READ, move |client| async move {
-                let options = CallOptions::with_client(client);
-                server.read_with(request, &context, options).await
-            })
+            .run_typed(
+                round,
+                rounds::Kind::READ,
+                move |client, cancel| async move {
+                    let options = CallOptions::for_client(client, cancel);
+                    server.read_with(request, &context, options).await
+                },
+            )
             .await?;
         Ok(done.map_or_else(Into::into, Into::into))
     }
@@ -340,11 +344,15 @@ impl ServerHandler for McpServer {
         let server = self.clone();
         let done = self
             .rounds
-            .run_typed(round, rounds::Kind::PROMPT, move |client| async move {
-                server
-                    .get_with(request, CallOptions::with_client(client))
-                    .await
-            })
+            .run_typed(
+                round,
+                rounds::Kind::PROMPT,
+                move |client, cancel| async move {
+                    server
+                        .get_with(request, CallOptions::for_client(client, cancel))
+                        .await
+                },
+            )
             .await?;
         Ok(done.map_or_else(Into::into, Into::into))
     }
@@ -381,6 +389,17 @@ impl ServerHandler for McpServer {
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
         use tokio::sync::broadcast::error::RecvError;
         let mut events = self.host.events();
+        // The resources it asked to follow, subscribed at their servers for
+        // as long as the stream is open (a URI no server offers is left out).
+        let mut followed = gateway::Followed::new(self.host.clone());
+        for uri in context
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default()
+        {
+            followed.follow(uri).await;
+        }
         loop {
             let changes = tokio::select! {
                 () = context.cancelled() => return Ok(()),
@@ -426,10 +445,13 @@ impl ServerHandler for McpServer {
         let server = self.clone();
         let done = self
             .rounds
-            .run_typed(round, rounds::Kind::TOOL, move |client| async move {
-                let cancel = tokio_util::sync::CancellationToken::new();
-                Ok(server.call_tool_as(request, context, client, cancel).await)
-            })
+            .run_typed(
+                round,
+                rounds::Kind::TOOL,
+                move |client, cancel| async move {
+                    Ok(server.call_tool_as(request, context, client, cancel).await)
+                },
+            )
             .await?;
         Ok(done.map_or_else(Into::into, Into::into))
     }

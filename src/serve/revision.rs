@@ -70,11 +70,14 @@ pub(super) const REMOVED: [&str; 6] = [
 ];
 
 /// Whether an HTTP request without a session speaks 2026-07-28 or later:
-/// its body's `_meta` names a protocol version, or its
-/// `MCP-Protocol-Version` header names one that is not an older revision.
+/// its body's `_meta` or its `MCP-Protocol-Version` header names a
+/// revision that is not an older one.
 pub(super) fn speaks_2026(header: Option<&str>, body: &serde_json::Value) -> bool {
-    let in_meta = body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].is_string();
-    in_meta || header.is_some_and(|h| !LEGACY.contains(&h))
+    let newer = |v: &str| !LEGACY.contains(&v);
+    let in_meta = body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
+        .as_str()
+        .is_some_and(newer);
+    in_meta || header.is_some_and(newer)
 }
 
 #[cfg(test)]
@@ -92,5 +95,8 @@ mod tests {
         assert!(speaks_2026(Some("v999.0.0"), &json!({})));
         assert!(!speaks_2026(Some("2025-11-25"), &json!({"params": {}})));
         assert!(!speaks_2026(None, &json!({"method": "initialize"})));
+        let old =
+            json!({"params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25"}}});
+        assert!(!speaks_2026(None, &old));
     }
 }

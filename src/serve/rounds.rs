@@ -31,7 +31,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,6 +43,7 @@ use rmcp::model::{
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::client::{BoxFuture, CallClient, ClientCapabilities, ClientRequestError};
 
@@ -63,11 +64,23 @@ pub(super) struct Rounds {
     next: AtomicU64,
 }
 
+/// A call's task: cancelled when dropped (a call nobody will come back
+/// for, or whose client cancelled), so it ends like a cancelled call and
+/// gives back its slot.
+struct Call {
+    task: JoinHandle<Result<ServerResult, McpError>>,
+    cancel: CancellationToken,
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
 /// A call whose server waits for the client.
 struct Waiting {
-    call: JoinHandle<Result<ServerResult, McpError>>,
-    /// Set while the call is in the waiting room (see [`CallClient::is_parked`]).
-    parked: Arc<AtomicBool>,
+    call: Call,
     asks: mpsc::UnboundedReceiver<Ask>,
     /// Asked in the last round, not answered yet.
     open: Vec<Ask>,
@@ -117,7 +130,7 @@ impl Rounds {
         &self,
         request: Request,
         kind: Kind<T>,
-        start: impl FnOnce(Arc<dyn CallClient>) -> F + Send,
+        start: impl FnOnce(Arc<dyn CallClient>, CancellationToken) -> F + Send,
     ) -> Result<Result<T, InputRequiredResult>, McpError>
     where
         T: Send + 'static,
@@ -125,8 +138,8 @@ impl Rounds {
     {
         let into = kind.into;
         let round = self
-            .run(request, move |client| {
-                let call = start(client);
+            .run(request, move |client, cancel| {
+                let call = start(client, cancel);
                 async move { call.await.map(into) }
             })
             .await?;
@@ -145,7 +158,7 @@ impl Rounds {
     pub(super) async fn run<F>(
         &self,
         request: Request,
-        start: impl FnOnce(Arc<dyn CallClient>) -> F,
+        start: impl FnOnce(Arc<dyn CallClient>, CancellationToken) -> F,
     ) -> Result<Round, McpError>
     where
         F: Future<Output = Result<ServerResult, McpError>> + Send + 'static,
@@ -155,6 +168,7 @@ impl Rounds {
             capabilities,
             state,
             responses,
+            cancelled,
         } = request;
         let binding = binding.as_str();
         let responses = responses.unwrap_or_default();
@@ -169,18 +183,19 @@ impl Rounds {
             None => {
                 let (tx, asks) = mpsc::unbounded_channel();
                 let refused = Arc::new(Mutex::new(BTreeSet::new()));
-                let parked = Arc::new(AtomicBool::new(false));
                 let client = Arc::new(RoundClient {
                     capabilities,
                     session: format!("round-{}", self.next.fetch_add(1, Ordering::Relaxed)),
                     asks: tx,
                     refused: refused.clone(),
-                    parked: parked.clone(),
                     made_up: AtomicU32::new(0),
                 });
+                let cancel = CancellationToken::new();
                 Waiting {
-                    call: tokio::spawn(start(client)),
-                    parked,
+                    call: Call {
+                        task: tokio::spawn(start(client, cancel.clone())),
+                        cancel,
+                    },
                     asks,
                     open: Vec::new(),
                     refused,
@@ -188,7 +203,15 @@ impl Rounds {
                 }
             }
         };
-        self.drive(binding, waiting, responses).await
+        tokio::select! {
+            round = self.drive(binding, waiting, responses) => round,
+            // The client cancelled, or went away: the call is dropped with
+            // the driving future, which cancels it.
+            () = cancelled.cancelled() => Err(McpError::internal_error(
+                "the client cancelled the request",
+                None,
+            )),
+        }
     }
 
     /// The waiting call `state` names, taken out of the waiting room.
@@ -225,7 +248,6 @@ impl Rounds {
         mut waiting: Waiting,
         mut responses: InputResponses,
     ) -> Result<Round, McpError> {
-        waiting.parked.store(false, Ordering::Relaxed);
         for ask in std::mem::take(&mut waiting.open) {
             match responses.remove(&ask.key) {
                 Some(answer) => drop(ask.answer.send(Ok(answer))),
@@ -239,7 +261,7 @@ impl Rounds {
         loop {
             let until = gathered.unwrap_or_else(|| tokio::time::Instant::now() + KEEP);
             tokio::select! {
-                ended = &mut waiting.call => {
+                ended = &mut waiting.call.task => {
                     for ask in waiting.open.drain(..) {
                         drop(ask.answer.send(Err(ClientRequestError::new(
                             ErrorCode::INTERNAL_ERROR.0,
@@ -289,17 +311,10 @@ impl Rounds {
                 .ttl(KEEP),
         );
         let mut waiting_room = self.lock();
-        // Calls nobody came back for: cancelled (their task is aborted,
-        // which ends the call like a client's cancellation).
-        waiting_room.retain(|_, w| {
-            let keep = w.since.elapsed() < KEEP;
-            if !keep {
-                w.call.abort();
-            }
-            keep
-        });
+        // Calls nobody came back for, and calls that ended meanwhile (a
+        // timeout): dropped, which cancels what still runs.
+        waiting_room.retain(|_, w| w.since.elapsed() < KEEP && !w.call.task.is_finished());
         waiting.since = Instant::now();
-        waiting.parked.store(true, Ordering::Relaxed);
         waiting_room.insert(id, waiting);
         Ok(Round::Input(InputRequiredResult::new(
             Some(requests),
@@ -342,12 +357,11 @@ fn finish(
 /// become the next round's input requests.
 struct RoundClient {
     capabilities: ClientCapabilities,
-    /// Its own session: a server's requests go to it only while it is the
-    /// one call in flight there that is not parked.
+    /// Its own session: a server's request goes to it when it names this
+    /// call, or when it is the one call in flight on the server.
     session: String,
     asks: mpsc::UnboundedSender<Ask>,
     refused: Arc<Mutex<BTreeSet<&'static str>>>,
-    parked: Arc<AtomicBool>,
     made_up: AtomicU32,
 }
 
@@ -360,10 +374,6 @@ impl CallClient for RoundClient {
 
     fn session(&self) -> String {
         self.session.clone()
-    }
-
-    fn is_parked(&self) -> bool {
-        self.parked.load(Ordering::Relaxed)
     }
 
     fn request<'a>(
@@ -432,6 +442,8 @@ pub(super) struct Request {
     state: Option<String>,
     /// The `inputResponses` of a retry.
     responses: Option<InputResponses>,
+    /// Cancelled when the client cancels this request or goes away.
+    cancelled: CancellationToken,
 }
 
 impl Request {
@@ -448,6 +460,7 @@ impl Request {
             capabilities: declared(&context.meta),
             state: None,
             responses: None,
+            cancelled: context.ct.clone(),
         }
     }
 

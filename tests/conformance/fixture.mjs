@@ -14,6 +14,9 @@
 // its stream mid-call when the server can resume), test_slow (sleeps `ms`), test_blob (bytes of `size`, base64),
 // json_schema_2020_12_tool.
 //
+// Every server-to-client request echoes the `plughost/call` id of the request
+// it is for, in its params' `_meta`, so plughost routes it exactly.
+//
 // Tools for MCP 2026-07-28 clients, whose server-to-client requests plughost
 // turns into `input_required` results: each request names its inputRequests
 // key in params._meta["plughost/inputKey"]. test_missing_capability (sampling,
@@ -137,9 +140,21 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const AnyResult = z.object({}).passthrough();
 
 // A server-to-client request on behalf of the request `extra` belongs to,
-// naming the inputRequests key plughost files it under for 2026-07-28 clients.
+// echoing the call id plughost sent with that request (`plughost/call`), so
+// that plughost routes it to that call's client exactly, whatever else is in
+// flight on this server.
+const send = (extra, request, schema) => {
+  const call = extra._meta?.["plughost/call"];
+  if (call === undefined) return extra.sendRequest(request, schema);
+  const params = request.params ?? {};
+  const meta = { ...(params._meta ?? {}), "plughost/call": call };
+  return extra.sendRequest({ ...request, params: { ...params, _meta: meta } }, schema);
+};
+
+// The same, naming the inputRequests key plughost files it under for
+// 2026-07-28 clients.
 const ask = (extra, key, method, params, schema) =>
-  extra.sendRequest({ method, params: { ...params, _meta: { "plughost/inputKey": key } } }, schema);
+  send(extra, { method, params: { ...params, _meta: { "plughost/inputKey": key } } }, schema);
 
 const askName = (extra, schema = ElicitResultSchema) => ask(extra, "user_name", "elicitation/create", {
   message: "What is your name?",
@@ -220,13 +235,13 @@ function makeServer() {
       case "test_error_handling":
         return { isError: true, content: [text("This tool failed on purpose.")] };
       case "test_sampling": {
-        const result = await extra.sendRequest({ method: "sampling/createMessage", params: {
+        const result = await send(extra, { method: "sampling/createMessage", params: {
           messages: [{ role: "user", content: { type: "text", text: args.prompt ?? "Say hi." } }],
           maxTokens: 100 } }, CreateMessageResultSchema);
         return { content: [text(`LLM said: ${result.content?.text ?? JSON.stringify(result.content)}`)] };
       }
       case "test_elicitation": {
-        const result = await extra.sendRequest({ method: "elicitation/create", params: {
+        const result = await send(extra, { method: "elicitation/create", params: {
           message: args.message ?? "Who are you?",
           requestedSchema: { type: "object", properties: {
             username: { type: "string", description: "Your user name" },
@@ -235,7 +250,7 @@ function makeServer() {
         return { content: [text(`elicitation: ${result.action} ${JSON.stringify(result.content ?? {})}`)] };
       }
       case "test_elicitation_sep1034_defaults": {
-        const result = await extra.sendRequest({ method: "elicitation/create", params: {
+        const result = await send(extra, { method: "elicitation/create", params: {
           message: "Check the defaults.",
           requestedSchema: { type: "object", properties: {
             name: { type: "string", default: "John Doe" },
@@ -246,7 +261,7 @@ function makeServer() {
         return { content: [text(`elicitation: ${result.action}`)] };
       }
       case "test_elicitation_sep1330_enums": {
-        const result = await extra.sendRequest({ method: "elicitation/create", params: {
+        const result = await send(extra, { method: "elicitation/create", params: {
           message: "Pick.",
           requestedSchema: { type: "object", properties: {
             untitledSingle: { type: "string", enum: ["a", "b", "c"] },
@@ -258,7 +273,7 @@ function makeServer() {
         return { content: [text(`elicitation: ${result.action}`)] };
       }
       case "test_list_roots": {
-        const result = await extra.sendRequest({ method: "roots/list" }, ListRootsResultSchema);
+        const result = await send(extra, { method: "roots/list" }, ListRootsResultSchema);
         return { content: [text(`roots: ${result.roots.map((r) => r.uri).join(" ")}`)] };
       }
       case "test_reconnection":

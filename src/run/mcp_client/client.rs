@@ -16,8 +16,14 @@
 //! - several: the request is refused, never guessed, with an error that
 //!   says why (over stdio a request carries nothing that ties it to a call).
 //!
-//! A call parked between the rounds of a 2026-07-28 client is not counted:
-//! it waits for its client's answers and asks nothing meanwhile.
+//! A call parked between the rounds of a 2026-07-28 client counts like any
+//! other: a server may still ask for it (its request joins the call's next
+//! round), so a request that could be its is never given to another call.
+//!
+//! Exact routing: each request plughost sends for a call carries the call's
+//! id in `_meta["plughost/call"]`; a server that puts the same key and value
+//! in the `_meta` of a request it sends during that call has it routed to
+//! that call's client, however many calls are in flight.
 //!
 //! A client that cannot answer (it did not declare the capability) gets the
 //! request refused with an error that says so. Log messages and resource
@@ -63,10 +69,20 @@ pub(super) struct Clients {
     next: std::sync::atomic::AtomicU64,
 }
 
+/// The `_meta` key of the call id plughost sends and a server may echo.
+pub(crate) const CALL_KEY: &str = "plughost/call";
+
 /// A call's registration with [`Clients`]; dropping it ends the call's.
 pub(super) struct InFlight {
     clients: Arc<Clients>,
     id: u64,
+}
+
+impl InFlight {
+    /// The call's id among those in flight on the server.
+    pub(super) fn id(&self) -> u64 {
+        self.id
+    }
 }
 
 impl Drop for InFlight {
@@ -99,11 +115,20 @@ impl Clients {
         }
     }
 
-    /// The client that answers a request of the server now (see the module docs).
-    fn answering(&self, method: &str) -> Result<Arc<dyn CallClient>, ErrorData> {
+    /// The client that answers a request of the server now (see the module
+    /// docs); `meta` is the request's own.
+    fn answering(
+        &self,
+        method: &str,
+        meta: &rmcp::model::RequestMetaObject,
+    ) -> Result<Arc<dyn CallClient>, ErrorData> {
         let in_flight = self.in_flight.lock().expect("clients lock");
+        let named = meta.0.get(CALL_KEY).and_then(serde_json::Value::as_u64);
+        if let Some(Some(client)) = named.and_then(|id| in_flight.get(&id)) {
+            return Self::can_answer(client.clone(), method);
+        }
         let mut sessions: Vec<(String, &Arc<dyn CallClient>)> = Vec::new();
-        for c in in_flight.values().flatten().filter(|c| !c.is_parked()) {
+        for c in in_flight.values().flatten() {
             let s = c.session();
             if !sessions.iter().any(|(k, _)| *k == s) {
                 sessions.push((s, c));
@@ -150,6 +175,14 @@ impl Clients {
                 ));
             }
         };
+        Self::can_answer(client, method)
+    }
+
+    /// `client`, if it declared what `method` needs.
+    fn can_answer(
+        client: Arc<dyn CallClient>,
+        method: &str,
+    ) -> Result<Arc<dyn CallClient>, ErrorData> {
         if !client.capabilities().answers(method) {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
@@ -171,7 +204,7 @@ impl Clients {
         params: P,
         meta: &rmcp::model::RequestMetaObject,
     ) -> Result<R, ErrorData> {
-        let client = self.answering(method)?;
+        let client = self.answering(method, meta)?;
         let mut params = serde_json::to_value(params)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         if !meta.is_empty()

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientRequest, ErrorData, ServerResult};
+use rmcp::model::{ClientRequest, ErrorData, GetMeta, ServerResult};
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{Peer, ServiceError, ServiceExt};
@@ -221,10 +221,20 @@ impl McpSession {
             .expect("stderr tap")
             .requests
             .insert(n, StderrCollector::new(ask.max_stderr));
-        let _in_flight = self.clients.enter(ask.client.clone());
+        let in_flight = self.clients.enter(ask.client.clone());
+        // The call's id, which a server may echo in its own requests' `_meta`
+        // to say which call they are for (see `client.rs`).
+        let mut request = ask.request;
+        if ask.client.is_some() {
+            request
+                .get_meta_mut()
+                .0
+                .insert(client::CALL_KEY.to_owned(), in_flight.id().into());
+        }
         let ended = self
-            .exchange(ask.request, ask.deadline, cancel, exited, ask.on_progress)
+            .exchange(request, ask.deadline, cancel, exited, ask.on_progress)
             .await;
+        drop(in_flight);
         let stderr = self
             .stderr
             .lock()
