@@ -112,7 +112,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         match support.plugin_tasks {
             Some(n) => format!("at most {n} (a fork bomb stops there)"),
             None if support.user_namespaces =>
-                "NOT limited: the kernel holds no root process to RLIMIT_NPROC".to_owned(),
+                "NOT limited: the kernel holds no root process to RLIMIT_NPROC, and plughost cannot make a pids cgroup here".to_owned(),
             None => "NOT limited: no user namespaces".to_owned(),
         }
     );
