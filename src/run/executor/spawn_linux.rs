@@ -314,6 +314,9 @@ fn only_child(pid: u32) -> Option<u32> {
 struct FilteredSpawner {
     queue: Mutex<Queue>,
     wake: Condvar,
+    /// Every thread joined the plugins' pids cgroup: what they clone starts
+    /// in it, and the children need not join it themselves.
+    in_tasks_group: AtomicBool,
 }
 
 struct Queue {
@@ -377,6 +380,9 @@ fn filtered_spawner(plan: &mut Plan) -> Option<&'static FilteredSpawner> {
         }
     }?;
     steps.seccomp = None;
+    if spawner.in_tasks_group.load(Ordering::Relaxed) {
+        steps.tasks_group = -1;
+    }
     Some(spawner)
 }
 
@@ -389,6 +395,7 @@ impl FilteredSpawner {
                 closed: false,
             }),
             wake: Condvar::new(),
+            in_tasks_group: AtomicBool::new(true),
         }));
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
         let (ready, installed) = mpsc::sync_channel(threads);
@@ -409,6 +416,9 @@ impl FilteredSpawner {
                         drop_privileges: true,
                         tasks: 0,
                     };
+                    if !sandbox::join_tasks_group() {
+                        spawner.in_tasks_group.store(false, Ordering::Relaxed);
+                    }
                     let ok = sandbox::enforce(&steps) == 0;
                     let _ = ready.send(ok);
                     if ok {

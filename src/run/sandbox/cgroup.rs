@@ -33,6 +33,9 @@ static GROUP: OnceLock<Option<PidsGroup>> = OnceLock::new();
 struct PidsGroup {
     /// `cgroup.procs` of the group, open for writing.
     procs: OwnedFd,
+    /// `tasks` of the group (cgroup v1, which moves single threads), open
+    /// for writing.
+    tasks: Option<OwnedFd>,
 }
 
 /// The descriptor a confined child writes `0` to, to join the group; `None`
@@ -42,6 +45,19 @@ pub(crate) fn procs_fd() -> Option<RawFd> {
         .get_or_init(PidsGroup::make)
         .as_ref()
         .map(|g| g.procs.as_raw_fd())
+}
+
+/// Moves the calling thread into the group (cgroup v1), so that every
+/// process it clones starts there and need not move itself: moving a
+/// process between groups takes a lock the whole machine shares, which
+/// costs the spawns of a busy host milliseconds at their tail. Whether the
+/// thread is in the group now.
+pub(crate) fn join_thread() -> bool {
+    GROUP
+        .get_or_init(PidsGroup::make)
+        .as_ref()
+        .and_then(|g| g.tasks.as_ref())
+        .is_some_and(|tasks| join(tasks.as_raw_fd()) == 0)
 }
 
 /// The limit the group holds all plugins to together, if there is a group.
@@ -73,8 +89,14 @@ impl PidsGroup {
                 .write(true)
                 .open(dir.join("cgroup.procs"))
                 .ok()?;
+            let tasks = fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("tasks"))
+                .ok()
+                .map(OwnedFd::from);
             Some(PidsGroup {
                 procs: OwnedFd::from(procs),
+                tasks,
             })
         })();
         match made {

@@ -112,6 +112,8 @@ mod os;
 mod tests;
 
 #[cfg(target_os = "linux")]
+pub(crate) use cgroup::join_thread as join_tasks_group;
+#[cfg(target_os = "linux")]
 pub(crate) use child::{ChildSteps, enforce, join};
 pub(crate) use os::{Confinement, Prepared, prepare_egress};
 
