@@ -4,10 +4,12 @@
 //! Landlock alone, where there is no user namespace to count in).
 //!
 //! The group is a child of plughost's own pids cgroup, named after its pid
-//! (`plughost-PID`), with `pids.max` set to [`PLUGIN_TASKS`]. Each confined
-//! child moves itself into it first thing (it writes `0` to the group's
-//! `cgroup.procs`, opened once here), so everything it and the plugin start
-//! is counted there from the start: no fork can happen outside it.
+//! (`plughost-PID`), with `pids.max` set to [`PLUGIN_TASKS`]. The threads
+//! that spawn confined children join it once (cgroup v1 moves single
+//! threads), so each child starts in it; elsewhere a confined child moves
+//! itself into it first thing (it writes `0` to the group's `cgroup.procs`,
+//! opened once here). Either way everything it and the plugin start is
+//! counted there from the start: no fork can happen outside it.
 //!
 //! Made only where the pids controller's folder is writable (as root, or
 //! in a delegated cgroup v2 subtree); elsewhere there is no group and
