@@ -178,6 +178,12 @@ pub(super) enum Change {
 }
 
 impl Change {
+    /// Every list may differ: what a change of the catalog or of an
+    /// approval means, and what a stream that fell behind must assume.
+    pub(super) fn every_list() -> Vec<Change> {
+        vec![Change::Tools, Change::Prompts, Change::Resources]
+    }
+
     /// The notification that says so; none for a log message, which goes
     /// by each session's level.
     pub(super) fn notification(&self) -> Option<ServerNotification> {
@@ -215,7 +221,7 @@ pub(super) fn changes(event: &HostEvent) -> Vec<Change> {
         HostEvent::ServerLog { plugin, message } => {
             vec![Change::Log(plugin.clone(), message.clone())]
         }
-        _ => vec![Change::Tools, Change::Prompts, Change::Resources],
+        _ => Change::every_list(),
     }
 }
 

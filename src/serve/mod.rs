@@ -32,6 +32,7 @@ mod elicit;
 mod gateway;
 mod http;
 mod offered;
+mod random;
 mod remedies;
 mod revision;
 mod rounds;
@@ -405,11 +406,7 @@ impl ServerHandler for McpServer {
                 () = context.cancelled() => return Ok(()),
                 event = events.recv() => match event {
                     Ok(event) => gateway::changes(&event),
-                    Err(RecvError::Lagged(_)) => vec![
-                        gateway::Change::Tools,
-                        gateway::Change::Prompts,
-                        gateway::Change::Resources,
-                    ],
+                    Err(RecvError::Lagged(_)) => gateway::Change::every_list(),
                     Err(RecvError::Closed) => return Ok(()),
                 },
             };

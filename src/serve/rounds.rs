@@ -30,7 +30,6 @@
 //! already did, so plughost does not.
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
-use std::io::Read;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -59,7 +58,7 @@ pub(super) const INPUT_KEY: &str = "plughost/inputKey";
 
 /// The calls of this process that wait for a client's answers.
 pub(super) struct Rounds {
-    codec: RequestStateCodec,
+    codec: Option<RequestStateCodec>,
     waiting: Mutex<HashMap<u64, Waiting>>,
     next: AtomicU64,
 }
@@ -97,7 +96,7 @@ pub(super) struct Ask {
 }
 
 /// What a request of a 2026-07-28 client ends with.
-pub(super) enum Round {
+enum Round {
     /// The call ended.
     Done(Box<ServerResult>),
     /// The call waits for the client's answers.
@@ -105,23 +104,27 @@ pub(super) enum Round {
 }
 
 impl Rounds {
-    /// Rounds sealed with a key of this process's own.
+    /// Rounds sealed with a random key of this process's own. Without a
+    /// random source there is no key, and a request that would need a round
+    /// is refused (a guessable key would let a client forge a state).
     pub(super) fn new() -> Rounds {
-        let mut key = [0u8; 32];
-        let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key));
-        if random.is_err() {
-            // Never a predictable key: the time and the address space's
-            // layout are what is left.
-            let seed = format!("{:?}{:p}", Instant::now(), &key);
-            for (i, b) in seed.bytes().enumerate() {
-                key[i % 32] ^= b;
-            }
-        }
+        let codec = super::random::bytes::<32>()
+            .ok()
+            .and_then(|key| RequestStateCodec::try_new(key.to_vec()).ok());
         Rounds {
-            codec: RequestStateCodec::try_new(key.to_vec()).expect("a 32-byte key"),
+            codec,
             waiting: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
         }
+    }
+
+    fn codec(&self) -> Result<&RequestStateCodec, McpError> {
+        self.codec.as_ref().ok_or_else(|| {
+            McpError::internal_error(
+                "plughost has no random source (/dev/urandom) to seal requestState with, so it cannot wait for the client's answers",
+                None,
+            )
+        })
     }
 
     /// [`Self::run`] for a request whose result is `kind`'s: the result, or
@@ -155,7 +158,7 @@ impl Rounds {
     /// a new call started by `start` with the client it gets, or, with a
     /// state, the waiting call it names, given the request's responses. A
     /// state is accepted only with the binding it was sealed with.
-    pub(super) async fn run<F>(
+    async fn run<F>(
         &self,
         request: Request,
         start: impl FnOnce(Arc<dyn CallClient>, CancellationToken) -> F,
@@ -217,7 +220,7 @@ impl Rounds {
     /// The waiting call `state` names, taken out of the waiting room.
     fn resume(&self, binding: &str, state: &str) -> Result<Waiting, McpError> {
         let id = self
-            .codec
+            .codec()?
             .open_with(state, binding.as_bytes())
             .ok()
             .and_then(|bytes| <[u8; 8]>::try_from(bytes.as_slice()).ok())
@@ -304,7 +307,7 @@ impl Rounds {
             }
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let state = self.codec.seal_with(
+        let state = self.codec()?.seal_with(
             &id.to_be_bytes(),
             &SealOptions::new()
                 .associated_data(binding.as_bytes())

@@ -17,7 +17,9 @@
 //! killed is empty (its plugins died with it) and is removed by the next.
 
 use std::fs;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -33,11 +35,13 @@ static GROUP: OnceLock<Option<PidsGroup>> = OnceLock::new();
 
 /// plughost's pids cgroup for its plugins.
 struct PidsGroup {
+    /// Its folder, removed when plughost exits.
+    dir: PathBuf,
     /// `cgroup.procs` of the group, open for writing.
-    procs: OwnedFd,
+    procs: File,
     /// `tasks` of the group (cgroup v1, which moves single threads), open
     /// for writing.
-    tasks: Option<OwnedFd>,
+    tasks: Option<File>,
 }
 
 /// The descriptor a confined child writes `0` to, to join the group; `None`
@@ -59,7 +63,8 @@ pub(crate) fn join_thread() -> bool {
         .get_or_init(PidsGroup::make)
         .as_ref()
         .and_then(|g| g.tasks.as_ref())
-        .is_some_and(|tasks| join(tasks.as_raw_fd()) == 0)
+        // `0` is the writer: the calling thread, for `tasks`.
+        .is_some_and(|mut tasks| tasks.write_all(b"0").is_ok())
 }
 
 /// The limit the group holds all plugins to together, if there is a group.
@@ -94,16 +99,15 @@ impl PidsGroup {
             let tasks = fs::OpenOptions::new()
                 .write(true)
                 .open(dir.join("tasks"))
-                .ok()
-                .map(OwnedFd::from);
+                .ok();
             Some(PidsGroup {
-                procs: OwnedFd::from(procs),
+                dir: dir.clone(),
+                procs,
                 tasks,
             })
         })();
         match made {
             Some(group) => {
-                let _ = FOLDER.set(dir);
                 // SAFETY: registers a plain function without arguments.
                 unsafe { libc::atexit(remove_at_exit) };
                 Some(group)
@@ -116,14 +120,11 @@ impl PidsGroup {
     }
 }
 
-/// The group's folder, for [`remove_at_exit`].
-static FOLDER: OnceLock<PathBuf> = OnceLock::new();
-
 /// Removes the group when plughost exits normally, if it is empty by then
 /// (a worker still ending keeps it; the next plughost removes it then).
 extern "C" fn remove_at_exit() {
-    if let Some(dir) = FOLDER.get() {
-        let _ = fs::remove_dir(dir);
+    if let Some(Some(group)) = GROUP.get() {
+        let _ = fs::remove_dir(&group.dir);
     }
 }
 
@@ -167,22 +168,6 @@ fn remove_stale(own: &Path) {
         if !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = fs::remove_dir(entry.path());
         }
-    }
-}
-
-/// Joins the group from a confined child, before anything else: writes `0`
-/// (the writer) to `cgroup.procs`. Returns 0 or the errno.
-///
-/// Runs between `clone` and `exec`: one raw system call.
-pub(crate) fn join(procs: RawFd) -> i32 {
-    // SAFETY: writes one byte from a static string to a descriptor the
-    // host keeps open for the life of the process.
-    let rc = unsafe { libc::write(procs, b"0".as_ptr().cast(), 1) };
-    if rc == 1 {
-        0
-    } else {
-        // SAFETY: reads this thread's errno.
-        unsafe { *libc::__errno_location() }
     }
 }
 

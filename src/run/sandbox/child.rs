@@ -81,9 +81,10 @@ pub(crate) fn join(steps: &ChildSteps) -> i32 {
     // The pids cgroup before anything can fork: what the child and the
     // plugin start is counted there from the start.
     if steps.tasks_group >= 0 {
-        let rc = super::cgroup::join(steps.tasks_group);
-        if rc != 0 {
-            return rc;
+        // SAFETY: writes one byte of a static string to a descriptor the
+        // host keeps open for its life; `0` is the writer, for `cgroup.procs`.
+        if unsafe { libc::write(steps.tasks_group, b"0".as_ptr().cast(), 1) } != 1 {
+            return errno();
         }
     }
     match &steps.joins {
