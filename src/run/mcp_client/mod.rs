@@ -13,9 +13,15 @@
 //! messages and resource updates to the host ([`client`]). A list_changed
 //! notification (tools, resources, prompts) makes the session list what the
 //! server offers again and hand it to the host.
+//!
+//! A server is first asked `server/discover`: one that speaks 2026-07-28 is
+//! spoken to at that revision ([`modern`]), any other gets the 2025-11-25
+//! handshake it expects (rmcp gives a server that does not answer the probe
+//! 10 seconds before falling back).
 
 mod client;
 mod convert;
+mod modern;
 mod wire;
 
 use std::future::Future;
@@ -23,10 +29,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientRequest, ErrorData, GetMeta, ServerResult};
-use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
+use rmcp::model::{
+    ClientRequest, ErrorCode, ErrorData, GetMeta, ProtocolVersion, RequestMetaObject, ServerResult,
+};
+use rmcp::service::{ClientLifecycleMode, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::{Peer, ServiceError, ServiceExt};
+use rmcp::{ClientServiceExt, Peer, ServiceError};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, mpsc};
 
@@ -54,8 +62,11 @@ pub(crate) struct McpSession {
     broken: Arc<AtomicBool>,
     stderr: Arc<Mutex<StderrTap>>,
     next_request: AtomicU64,
-    /// The list_changed task and the stderr drain, stopped with the session.
-    _tasks: [Aborting; 2],
+    /// Set when the server speaks 2026-07-28.
+    modern: Option<Arc<modern::Modern>>,
+    /// The relisting, the stderr drain and (2026-07-28) the listen stream,
+    /// stopped with the session.
+    _tasks: Vec<Aborting>,
 }
 
 /// A background task of the session, stopped with it.
@@ -142,20 +153,31 @@ impl McpSession {
             notices: connect.notices.clone(),
             changed: changed.clone(),
         };
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        };
         let failed = |detail: String| {
             let stderr = tap.lock().expect("stderr tap").recent.render();
             ConnectError { detail, stderr }
         };
         let handshake = async {
             let service = client
-                .serve(transport)
+                .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| format!("the MCP handshake failed: {e}"))?;
             let listing = list(service.peer()).await?;
-            Ok::<_, String>((service, listing))
+            // A 2026-07-28 server tells its changes on a stream opened now,
+            // before the first call (one it refuses is asked for again later).
+            let modern = speaks_2026(service.peer()).then(|| Arc::new(modern::Modern::new()));
+            let stream = match &modern {
+                Some(m) => modern::open(service.peer(), m).await.ok(),
+                None => None,
+            };
+            Ok::<_, String>((service, listing, modern, stream))
         };
         tokio::pin!(exited);
-        let (service, listing) = tokio::select! {
+        let (service, listing, modern, stream) = tokio::select! {
             r = tokio::time::timeout(connect.timeout, handshake) => match r {
                 Ok(Ok(done)) => done,
                 Ok(Err(detail)) => return Err(failed(detail)),
@@ -172,11 +194,21 @@ impl McpSession {
                 return Err(failed("the MCP server exited during its start-up".into()));
             }
         };
-        let relist = Aborting(tokio::spawn(relist(
+        let mut tasks = vec![drain];
+        if let Some(modern) = &modern {
+            tasks.push(Aborting(tokio::spawn(modern::listen(
+                service.peer().clone(),
+                modern.clone(),
+                stream,
+                changed.clone(),
+                connect.notices.clone(),
+            ))));
+        }
+        tasks.push(Aborting(tokio::spawn(relist(
             service.peer().clone(),
             changed,
             connect.on_listing,
-        )));
+        ))));
         let session = McpSession {
             service,
             clients,
@@ -184,7 +216,8 @@ impl McpSession {
             broken,
             stderr: tap,
             next_request: AtomicU64::new(0),
-            _tasks: [relist, drain],
+            modern,
+            _tasks: tasks,
         };
         Ok((session, listing))
     }
@@ -215,6 +248,15 @@ impl McpSession {
         cancel: impl Future<Output = ()>,
         exited: impl Future<Output = ()>,
     ) -> (Result<McpAnswer, Stop>, String) {
+        if let Some(modern) = &self.modern
+            && let Some(local) = modern::Modern::local(&ask.request)
+        {
+            let answer = match modern.answer(local, ask.deadline).await {
+                Ok(()) => McpAnswer::Result(Box::new(ServerResult::empty(()))),
+                Err(e) => McpAnswer::Error(e),
+            };
+            return (Ok(answer), String::new());
+        }
         let n = self.next_request.fetch_add(1, Ordering::Relaxed);
         self.stderr
             .lock()
@@ -231,9 +273,75 @@ impl McpSession {
                 .0
                 .insert(client::CALL_KEY.to_owned(), in_flight.id().into());
         }
-        let ended = self
-            .exchange(request, ask.deadline, cancel, exited, ask.on_progress)
-            .await;
+        let meta = self.modern.as_ref().map(|m| {
+            m.meta(
+                ask.client
+                    .as_ref()
+                    .map(|c| c.capabilities())
+                    .unwrap_or_default(),
+            )
+        });
+        tokio::pin!(cancel, exited);
+        let mut rounds = 0;
+        let ended = loop {
+            let ended = self
+                .exchange(
+                    request.clone(),
+                    meta.clone(),
+                    ask.deadline,
+                    &mut cancel,
+                    &mut exited,
+                    ask.on_progress,
+                )
+                .await;
+            let round = match ended {
+                Ok(McpAnswer::Result(result)) if self.modern.is_some() => {
+                    match modern::as_round(*result) {
+                        Ok(round) => round,
+                        Err(result) => break Ok(McpAnswer::Result(Box::new(result))),
+                    }
+                }
+                other => break other,
+            };
+            rounds += 1;
+            if rounds > modern::MAX_ROUNDS {
+                break Ok(McpAnswer::Error(ErrorData::internal_error(
+                    format!(
+                        "plughost: the MCP server asked for input {} times without answering",
+                        modern::MAX_ROUNDS
+                    ),
+                    None,
+                )));
+            }
+            let asks = round.input_requests.as_ref().is_some_and(|r| !r.is_empty());
+            if !asks && round.request_state.is_none() {
+                break Ok(McpAnswer::Error(ErrorData::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    "plughost: the MCP server answered input_required with neither input requests nor requestState",
+                    None,
+                )));
+            }
+            // A round with state alone is the server saying "not yet":
+            // it is asked again after a pause that grows.
+            let pause = if asks {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(50 << rounds.min(5))
+            };
+            let answered = async {
+                tokio::time::sleep(pause).await;
+                modern::answer_round(request.clone(), round, ask.client.as_ref()).await
+            };
+            tokio::select! {
+                next = answered => match next {
+                    Ok(next) => request = next,
+                    Err(e) => break Ok(McpAnswer::Error(e)),
+                },
+                _ = tokio::time::sleep_until(ask.deadline) => break Err(Stop::Timeout),
+                _ = &mut cancel => break Err(Stop::Cancelled),
+                _ = &mut exited => break Err(Stop::Died { stdout: Vec::new(), exited: true }),
+            }
+        };
         drop(in_flight);
         let stderr = self
             .stderr
@@ -249,15 +357,18 @@ impl McpSession {
     async fn exchange(
         &self,
         request: ClientRequest,
+        meta: Option<RequestMetaObject>,
         deadline: tokio::time::Instant,
         cancel: impl Future<Output = ()>,
         exited: impl Future<Output = ()>,
         on_progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<McpAnswer, Stop> {
+        let mut options = PeerRequestOptions::no_options();
+        options.meta = meta;
         let mut handle = match self
             .service
             .peer()
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .send_cancellable_request(request, options)
             .await
         {
             Ok(h) => h,
@@ -346,6 +457,13 @@ impl Drop for Unroute<'_> {
             .expect("progress routes")
             .unregister(&self.token);
     }
+}
+
+/// Whether `peer`'s server answered `server/discover` (2026-07-28 has no
+/// `initialize`).
+fn speaks_2026(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_some_and(|i| !i.protocol_version.has_initialize())
 }
 
 /// Everything `peer`'s server offers: its tools, and the resources,
