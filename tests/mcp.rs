@@ -342,6 +342,46 @@ async fn unapproved_tools_say_so_and_elicitation_approves() {
     s.client.cancel().await.unwrap();
 }
 
+/// A 2026-07-28 client is asked the same question in an `input_required`
+/// round of its `tools/call`: a no leaves the tool refused and nothing
+/// saved, a yes runs it and saves the approval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_approves_in_an_input_required_round() {
+    let sandbox = Sandbox::new();
+    network_plugin(&sandbox);
+
+    let s = mcp_client::connect_2026(&sandbox, Some(false)).await;
+    let r = s
+        .client
+        .call_tool(call("net_fetch", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true), "{}", text(&r));
+    assert!(
+        s.asked.lock().unwrap()[0].contains("network"),
+        "the question names the permission"
+    );
+    assert!(!sandbox.state().join("approvals.json").exists());
+    s.client.cancel().await.unwrap();
+
+    let s = mcp_client::connect_2026(&sandbox, Some(true)).await;
+    let r = s
+        .client
+        .call_tool(call("net_fetch", json!({})))
+        .await
+        .unwrap();
+    assert_eq!((text(&r).as_str(), r.is_error), ("fetched", Some(false)));
+    assert_eq!(s.asked.lock().unwrap().len(), 1);
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(sandbox.state().join("approvals.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        saved["plugins"]["net-tool"]["permissions"],
+        json!(["network"])
+    );
+    s.client.cancel().await.unwrap();
+}
+
 #[test]
 fn http_requires_the_token_and_serves_a_real_client() {
     let Some(pydeps) = util::python_mcp_sdk() else {

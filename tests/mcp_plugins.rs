@@ -866,3 +866,153 @@ fn new_mcp_wraps_an_installed_server_that_approve_then_lists_and_calls() {
         util::stdout(&out)
     );
 }
+
+/// The client an embedder gives its calls: a person who answers the
+/// elicitation with a name and has one root, and remembers what was asked.
+#[derive(Default)]
+struct Person {
+    asked: Mutex<Vec<String>>,
+}
+
+impl plughost::client::CallClient for Person {
+    fn capabilities(&self) -> plughost::client::ClientCapabilities {
+        let mut c = plughost::client::ClientCapabilities::all(true);
+        c.sampling = false;
+        c
+    }
+    fn session(&self) -> String {
+        "person".into()
+    }
+    fn request<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> plughost::client::BoxFuture<'a, Result<Value, plughost::client::ClientRequestError>> {
+        Box::pin(async move {
+            self.asked.lock().unwrap().push(method.to_owned());
+            match method {
+                "elicitation/create" => {
+                    assert_eq!(params["message"], "Whom should I greet?", "{params}");
+                    Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
+                }
+                "roots/list" => Ok(json!({"roots": [{"uri": "file:///srv/project"}]})),
+                other => panic!("the person was asked {other}"),
+            }
+        })
+    }
+}
+
+/// A server that asks its client for input mid-call: at 2026-07-28 it
+/// answers `input_required` and plughost asks the call's client each input
+/// request, then sends the call again with the answers; at 2025-11-25 (the
+/// fixture made to refuse `server/discover`) it sends the requests itself.
+/// Either way the same client answers and the tool gets both answers, and a
+/// call without a client is told which capability it lacks.
+#[tokio::test]
+async fn a_server_at_either_revision_asks_the_calls_client() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    for revision in ["2026-07-28", "2025-11-25"] {
+        let sandbox = Sandbox::new();
+        let dir = server_plugin(&sandbox, &pydeps, &[]);
+        if revision == "2025-11-25" {
+            std::fs::write(dir.join("revision"), revision).unwrap();
+        }
+        let host = host(&sandbox);
+        assert_eq!(
+            host.approve(PLUGIN).await.unwrap(),
+            plughost::Approval::Approved
+        );
+        let person = Arc::new(Person::default());
+        let options = CallOptions {
+            client: Some(person.clone()),
+            ..CallOptions::default()
+        };
+        let o = host
+            .call_with("py_greet", json!({"greeting": "Hello"}), options)
+            .await
+            .unwrap();
+        assert_eq!(
+            o.result,
+            format!("Hello, Ada; roots: file:///srv/project (at {revision})"),
+            "{o:?}"
+        );
+        let mut asked = person.asked.lock().unwrap().clone();
+        asked.sort();
+        assert_eq!(asked, ["elicitation/create", "roots/list"], "{revision}");
+
+        // No client: nothing can answer, and the outcome says what was missing.
+        let text = match call(&host, "py_greet", json!({"greeting": "Hello"})).await {
+            Ok(o) => {
+                assert!(o.is_error, "{revision}: {o:?}");
+                o.result
+            }
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            text.contains("elicitation") && text.contains("MCP client that supports it"),
+            "{revision}: {text}"
+        );
+        drop(host);
+        assert_no_processes_in(&dir);
+    }
+}
+
+/// The official Python SDK's client through `plughost serve` to the fixture
+/// server, in the four pairs of revisions: a 2025-11-25 client is sent the
+/// server's questions as requests, a 2026-07-28 client gets them in an
+/// `input_required` round, whichever revision the server asks them at, and
+/// the tool gets the answers (`tests/greet_client.py`).
+#[tokio::test]
+async fn clients_and_servers_of_either_revision_meet_through_serve() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    for server in ["2026-07-28", "2025-11-25"] {
+        let sandbox = Sandbox::new();
+        let dir = server_plugin(&sandbox, &pydeps, &[]);
+        if server == "2025-11-25" {
+            std::fs::write(dir.join("revision"), server).unwrap();
+        }
+        assert_eq!(
+            host(&sandbox).approve(PLUGIN).await.unwrap(),
+            plughost::Approval::Approved
+        );
+        for (mode, client) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+            let out = tokio::process::Command::new(util::real_python3())
+                .arg(util::repo().join("tests/greet_client.py"))
+                .arg(mode)
+                .arg(util::plughost())
+                .arg(sandbox.plugins())
+                .arg(sandbox.state())
+                .env("PYTHONPATH", &pydeps)
+                .env_remove("PLUGHOST_PLUGINS_DIR")
+                .env_remove("PLUGHOST_STATE_DIR")
+                .output()
+                .await
+                .unwrap();
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                panic!(
+                    "{client} client, {server} server: {e}\n{}\n{}",
+                    util::stdout(&out),
+                    util::stderr(&out)
+                )
+            });
+            let pair = format!("{client} client, {server} server: {report}");
+            assert_eq!(report["protocol_version"], client, "{pair}");
+            assert_eq!(report["is_error"], false, "{pair}");
+            assert_eq!(
+                report["text"],
+                format!("Hi, Grace; roots: file:///srv/project (at {server})"),
+                "{pair}"
+            );
+            assert_eq!(
+                report["asked"],
+                json!(["elicitation/create", "roots/list"]),
+                "{pair}"
+            );
+        }
+        assert_no_processes_in(&dir);
+    }
+}

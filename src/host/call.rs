@@ -530,6 +530,18 @@ pub(super) fn failure_error(
             tool,
             violations: vec![format!("the MCP server refused the input: {message}")],
         },
+        // 2026-07-28's "missing required client capability": the server
+        // needs what the caller did not declare.
+        Failure::Run(RunError::ServerError {
+            code: -32021,
+            message,
+        }) => failed(
+            format!(
+                "the MCP server needs a client capability the caller of this tool did not declare ({message}); call it from an MCP client that supports it"
+            ),
+            None,
+            String::new(),
+        ),
         Failure::Run(RunError::ServerError { code, message }) => failed(
             format!("the MCP server answered with error {code}: {message}"),
             None,

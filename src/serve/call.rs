@@ -48,8 +48,8 @@ impl McpServer {
             (tx, forwarder)
         });
         let (progress, forwarder) = progress.unzip();
-        let approver = elicit::supported(&peer)
-            .then(|| Arc::new(elicit::ElicitApprover::new(peer)) as Arc<dyn Approver>);
+        let approver =
+            elicit::ElicitApprover::of(&client).map(|a| Arc::new(a) as Arc<dyn Approver>);
         // Over HTTP the session cancels the call when its client is gone, and
         // the call waits for one of the session's slots first.
         let ticket = self.calls.as_ref().and_then(|calls| {

@@ -1,32 +1,34 @@
 //! Approval through MCP elicitation: the client shows the same text as the
 //! terminal prompt and returns the user's yes or no.
+//!
+//! The question goes through the call's [`CallClient`], the way a wrapped
+//! server's elicitation does: a 2025-11-25 client is sent
+//! `elicitation/create`, a 2026-07-28 client gets it in an `input_required`
+//! round of its `tools/call`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::RoleServer;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
-use rmcp::service::Peer;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 
 use crate::approval::{ApprovalState, Approver, BoxFuture, prompt};
+use crate::client::CallClient;
 use crate::plugins::manifest::Manifest;
 
 /// How long the user has to answer before the answer counts as no.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Whether the client declared the elicitation capability.
-pub(super) fn supported(peer: &Peer<RoleServer>) -> bool {
-    peer.peer_info()
-        .is_some_and(|info| info.capabilities.elicitation.is_some())
-}
-
 /// Asks the MCP client's user; any failure or non-answer is a no.
 pub(super) struct ElicitApprover {
-    peer: Peer<RoleServer>,
+    client: Arc<dyn CallClient>,
 }
 
 impl ElicitApprover {
-    pub(super) fn new(peer: Peer<RoleServer>) -> ElicitApprover {
-        ElicitApprover { peer }
+    /// An approver for the calls of `client`, if it declared elicitation.
+    pub(super) fn of(client: &Arc<dyn CallClient>) -> Option<ElicitApprover> {
+        client.capabilities().elicitation.then(|| ElicitApprover {
+            client: client.clone(),
+        })
     }
 }
 
@@ -50,11 +52,15 @@ impl Approver for ElicitApprover {
                 message: prompt::text(manifest, state),
                 requested_schema: schema,
             };
-            match self
-                .peer
-                .create_elicitation_with_timeout(request, Some(ANSWER_TIMEOUT))
-                .await
-            {
+            let Ok(params) = serde_json::to_value(request) else {
+                return false;
+            };
+            let asked = self.client.request("elicitation/create", params);
+            let answer = match tokio::time::timeout(ANSWER_TIMEOUT, asked).await {
+                Ok(Ok(answer)) => serde_json::from_value::<ElicitResult>(answer),
+                _ => return false,
+            };
+            match answer {
                 Ok(answer) => {
                     matches!(answer.action, ElicitationAction::Accept)
                         && answer

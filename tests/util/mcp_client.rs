@@ -99,6 +99,31 @@ pub async fn connect(sandbox: &Sandbox, approve: Option<bool>) -> Session {
 
 /// Connects a client to the MCP server that `cmd` starts on stdio.
 pub async fn connect_command(cmd: tokio::process::Command, approve: Option<bool>) -> Session {
+    connect_at(cmd, approve, None).await
+}
+
+/// Like [`connect`], as a 2026-07-28 client: `server/discover`, no
+/// handshake, and the server's questions come in `input_required` rounds
+/// (rmcp's `call_tool` answers them through the handler).
+pub async fn connect_2026(sandbox: &Sandbox, approve: Option<bool>) -> Session {
+    let cmd = tokio::process::Command::new(crate::util::plughost()).configure(|c| {
+        c.arg("--plugins-dir")
+            .arg(sandbox.plugins())
+            .arg("--state-dir")
+            .arg(sandbox.state())
+            .arg("serve");
+    });
+    let discover = rmcp::service::ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
+    connect_at(cmd, approve, Some(discover)).await
+}
+
+async fn connect_at(
+    cmd: tokio::process::Command,
+    approve: Option<bool>,
+    lifecycle: Option<rmcp::service::ClientLifecycleMode>,
+) -> Session {
     let (ptx, progress) = mpsc::unbounded_channel();
     let (ltx, list_changed) = mpsc::unbounded_channel();
     let asked = Arc::new(Mutex::new(Vec::new()));
@@ -112,10 +137,14 @@ pub async fn connect_command(cmd: tokio::process::Command, approve: Option<bool>
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let client = handler
-        .serve(transport)
-        .await
-        .expect("the MCP session starts");
+    let client = match lifecycle {
+        None => handler.serve(transport).await,
+        Some(lifecycle) => {
+            use rmcp::ClientServiceExt;
+            handler.serve_with_lifecycle(transport, lifecycle).await
+        }
+    }
+    .expect("the MCP session starts");
     Session {
         client,
         progress,

@@ -295,12 +295,10 @@ impl McpSession {
                 )
                 .await;
             let round = match ended {
-                Ok(McpAnswer::Result(result)) if self.modern.is_some() => {
-                    match modern::as_round(*result) {
-                        Ok(round) => round,
-                        Err(result) => break Ok(McpAnswer::Result(Box::new(result))),
-                    }
-                }
+                Ok(McpAnswer::Result(result)) if self.modern.is_some() => match *result {
+                    ServerResult::InputRequiredResult(round) => round,
+                    other => break Ok(McpAnswer::Result(Box::new(other))),
+                },
                 other => break other,
             };
             rounds += 1;

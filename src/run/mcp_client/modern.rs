@@ -31,7 +31,7 @@ use std::time::Duration;
 use rmcp::model::{
     ClientCapabilities, ClientRequest, ElicitationCapability, ErrorCode, ErrorData, InputRequest,
     InputRequiredResult, InputResponses, LoggingLevel, RequestMetaObject, ServerNotification,
-    ServerResult, SubscriptionFilter,
+    SubscriptionFilter,
 };
 use rmcp::service::RoleClient;
 use rmcp::service::Subscription;
@@ -339,13 +339,5 @@ fn hand_on(notification: ServerNotification, changed: &Notify, notices: &dyn Not
             }
         }
         _ => {}
-    }
-}
-
-/// Whether `result` asks for another round.
-pub(super) fn as_round(result: ServerResult) -> Result<InputRequiredResult, ServerResult> {
-    match result {
-        ServerResult::InputRequiredResult(round) => Ok(round),
-        other => Err(other),
     }
 }

@@ -1,0 +1,49 @@
+"""The official Python SDK's client at a chosen revision (`legacy` for
+2025-11-25's handshake, `auto` for 2026-07-28) driving `plughost serve` over
+stdio, where the fixture server (`tests/fixtures/mcp/server.py`) is a plugin
+whose tool `greet` asks its client for a name and for its roots.
+
+Whatever revision the server speaks, the request reaches this client the way
+its own revision says: a 2025-11-25 client is sent `elicitation/create` and
+`roots/list`; a 2026-07-28 client gets an `input_required` result and sends
+the call again with the answers.
+
+Usage: greet_client.py MODE PLUGHOST PLUGINS_DIR STATE_DIR
+Prints one JSON object; the Rust test (tests/mcp_plugins.rs) checks it.
+"""
+import asyncio
+import json
+import sys
+
+import mcp.types as types
+from mcp import Client, StdioServerParameters
+
+asked = []
+
+
+async def elicitation(context, params):
+    asked.append("elicitation/create")
+    return types.ElicitResult(action="accept", content={"name": "Grace"})
+
+
+async def roots(context):
+    asked.append("roots/list")
+    return types.ListRootsResult(roots=[types.Root(uri="file:///srv/project", name="project")])
+
+
+async def main(mode, plughost, plugins, state):
+    server = StdioServerParameters(
+        command=plughost, args=["--plugins-dir", plugins, "--state-dir", state, "serve"])
+    async with Client(server, elicitation_callback=elicitation, list_roots_callback=roots,
+                      mode=mode, cache=None) as client:
+        result = await client.call_tool("py_greet", {"greeting": "Hi"})
+        report = {
+            "protocol_version": client.protocol_version,
+            "text": "\n".join(c.text for c in result.content if c.type == "text"),
+            "is_error": bool(result.is_error),
+            "asked": sorted(asked),
+        }
+    print(json.dumps(report))
+
+
+asyncio.run(main(*sys.argv[1:]))
