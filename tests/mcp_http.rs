@@ -411,6 +411,78 @@ fn two_tenants_side_by_side_keep_their_approvals_data_and_sessions_apart() {
     assert_eq!(server.client_with(TOKEN).post(&json!({})).status, 401);
 }
 
+/// Opens a 2026-07-28 `subscriptions/listen` stream and reads until the
+/// server acknowledged it or refused it: the stream (open while it lives)
+/// and what was read.
+fn listen(client: &Client, id: i64) -> (std::net::TcpStream, String) {
+    use std::io::Read;
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}},
+                   "notifications": {"toolsListChanged": true}}});
+    let mut s = client.send(
+        "POST",
+        body.to_string().as_bytes(),
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "subscriptions/listen"),
+        ],
+    );
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut read = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&read).contains("acknowledged")
+        && !String::from_utf8_lossy(&read).contains("\"error\"")
+    {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read.extend_from_slice(&buf[..n]),
+        }
+    }
+    (s, String::from_utf8_lossy(&read).into_owned())
+}
+
+/// A tenant holds as many `subscriptions/listen` streams as sessions: one
+/// more is refused in a sentence that says what to do, and closing one
+/// makes room.
+#[test]
+fn listen_streams_are_held_to_the_session_limit() {
+    let sandbox = Sandbox::new();
+    slow_answer(&sandbox, 1);
+    let server = Server::start(&sandbox, &["--max-sessions", "2"]);
+    let client = server.client();
+    let (first, read) = listen(&client, 1);
+    assert!(
+        read.contains("notifications/subscriptions/acknowledged"),
+        "{read}"
+    );
+    let (_second, read) = listen(&client, 2);
+    assert!(
+        read.contains("notifications/subscriptions/acknowledged"),
+        "{read}"
+    );
+    let (_, read) = listen(&client, 3);
+    assert!(
+        read.contains("2 subscriptions/listen streams are open") && read.contains("close one"),
+        "{read}"
+    );
+    drop(first);
+    // The server notices the closed stream when it next writes to it, or
+    // when the connection's end reaches it: within a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_again, read) = listen(&client, 4);
+        if read.contains("notifications/subscriptions/acknowledged") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no room after a stream closed: {read}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn a_tenant_at_its_session_limit_ends_the_quietest_session_and_refuses_when_all_are_busy() {
     let sandbox = Sandbox::new();

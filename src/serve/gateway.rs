@@ -205,23 +205,35 @@ impl Change {
     }
 }
 
-/// What `event` changes for clients. Worker churn, notices and denials
-/// change nothing offered (a server's new listing comes as a plugin
-/// update): churn must not make every client list again. A change of the
-/// catalog or of an approval may change any list.
+/// What `event` changes for clients. Worker churn, notices, denials and an
+/// approval asked or declined change nothing offered (a server's new listing
+/// comes as a plugin update): they must not make every client list again. A
+/// change of the catalog or of an approval may change any list; a tool
+/// withheld changes the tools.
 pub(super) fn changes(event: &HostEvent) -> Vec<Change> {
     match event {
         HostEvent::Notice(_)
         | HostEvent::WorkerStarted { .. }
         | HostEvent::WorkerStopped { .. }
-        | HostEvent::SandboxDenied { .. } => vec![],
+        | HostEvent::SandboxDenied { .. }
+        | HostEvent::HostRefused { .. }
+        | HostEvent::ApprovalAsked { .. }
+        | HostEvent::ApprovalDeclined { .. } => vec![],
+        HostEvent::ToolWithheld { .. } => vec![Change::Tools],
         HostEvent::ResourcesChanged { .. } => vec![Change::Resources],
         HostEvent::PromptsChanged { .. } => vec![Change::Prompts],
         HostEvent::ResourceUpdated { uri, .. } => vec![Change::Updated(uri.clone())],
         HostEvent::ServerLog { plugin, message } => {
             vec![Change::Log(plugin.clone(), message.clone())]
         }
-        _ => Change::every_list(),
+        HostEvent::PluginAdded { .. }
+        | HostEvent::PluginUpdated { .. }
+        | HostEvent::PluginRemoved { .. }
+        | HostEvent::PluginRejected { .. }
+        | HostEvent::Collision { .. }
+        | HostEvent::CollisionResolved { .. }
+        | HostEvent::ApprovalGranted { .. }
+        | HostEvent::ApprovalRevoked { .. } => Change::every_list(),
     }
 }
 
@@ -236,5 +248,34 @@ pub(super) fn rank(level: LoggingLevel) -> u8 {
         LoggingLevel::Critical => 5,
         LoggingLevel::Alert => 6,
         LoggingLevel::Emergency => 7,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only what changes an offer makes clients list again.
+    #[test]
+    fn only_changes_of_what_is_offered_are_announced() {
+        let plugin = || "p".to_owned();
+        for quiet in [
+            HostEvent::ApprovalAsked { plugin: plugin() },
+            HostEvent::ApprovalDeclined { plugin: plugin() },
+        ] {
+            assert_eq!(changes(&quiet), vec![], "{quiet:?}");
+        }
+        let withheld = HostEvent::ToolWithheld {
+            plugin: plugin(),
+            tool: "t".into(),
+            change: crate::approval::ToolChange::New,
+        };
+        assert_eq!(changes(&withheld), vec![Change::Tools]);
+        for loud in [
+            HostEvent::ApprovalGranted { plugin: plugin() },
+            HostEvent::ApprovalRevoked { plugin: plugin() },
+        ] {
+            assert_eq!(changes(&loud), Change::every_list(), "{loud:?}");
+        }
     }
 }

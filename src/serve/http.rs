@@ -130,7 +130,8 @@ pub struct HttpOptions {
     pub session_idle: Duration,
     /// Sessions a tenant may hold at once. A new one ends the session idle
     /// longest that has no call or stream; when all are busy, `initialize`
-    /// is answered 503.
+    /// is answered 503. A tenant's 2026-07-28 `subscriptions/listen`
+    /// streams are held to the same number; one more is refused.
     pub max_sessions: usize,
     /// Where each tenant's open sessions are counted (its hosts count their
     /// own calls: [`crate::PluginHostBuilder::prometheus`]).
@@ -180,6 +181,9 @@ struct Front {
     mcp: StreamableHttpService<McpServer, Sessions>,
     max_message_bytes: usize,
     log: super::Log,
+    /// The tenant's open `subscriptions/listen` streams, held to `max_listeners`.
+    listeners: Arc<tokio::sync::Semaphore>,
+    max_listeners: usize,
 }
 
 /// Serves the tenants' servers over MCP streamable HTTP at `http://ADDR/mcp`
@@ -266,6 +270,8 @@ pub async fn serve(
             mcp,
             max_message_bytes: server.max_message_bytes,
             log: server.log.clone(),
+            listeners: Arc::new(tokio::sync::Semaphore::new(max_sessions.max(1))),
+            max_listeners: max_sessions.max(1),
         });
     }
     let fronts: Arc<[Front]> = fronts.into();
@@ -479,10 +485,48 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
                     },
                 );
             }
-            front
+            // A listen stream holds its connection for as long as the
+            // client keeps it: a tenant holds as many as it may sessions.
+            let listens = matches!(
+                m.as_ref(),
+                rmcp::model::ClientJsonRpcMessage::Request(r)
+                    if matches!(r.request, rmcp::model::ClientRequest::SubscriptionsListenRequest(_))
+            );
+            let open = match listens {
+                true => match front.listeners.clone().try_acquire_owned() {
+                    Ok(open) => Some(open),
+                    Err(_) => {
+                        return refuse(
+                            front,
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            &Rejection {
+                                id: id(),
+                                code: wire::SERVER_BUSY,
+                                message: format!(
+                                    "Server busy: {} subscriptions/listen streams are open, the most one token may hold; close one you no longer use, or try again later",
+                                    front.max_listeners
+                                ),
+                            },
+                        );
+                    }
+                },
+                false => None,
+            };
+            let reply = front
                 .mcp
                 .handle(Request::from_parts(parts, Full::new(Bytes::from(bytes))))
-                .await
+                .await;
+            match open {
+                // The stream's place is given back when its body is dropped.
+                Some(open) => reply.map(|body| {
+                    body.map_frame(move |frame| {
+                        let _ = &open;
+                        frame
+                    })
+                    .boxed()
+                }),
+                None => reply,
+            }
         }
     }
 }
