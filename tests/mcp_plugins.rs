@@ -963,7 +963,8 @@ async fn a_server_at_either_revision_asks_the_calls_client() {
 /// server, in the four pairs of revisions: a 2025-11-25 client is sent the
 /// server's questions as requests, a 2026-07-28 client gets them in an
 /// `input_required` round, whichever revision the server asks them at, and
-/// the tool gets the answers (`tests/greet_client.py`).
+/// the tool gets the answers; the server's log messages reach a client that
+/// set a level, per request or per session (`tests/greet_client.py`).
 #[tokio::test]
 async fn clients_and_servers_of_either_revision_meet_through_serve() {
     let Some(pydeps) = util::python_mcp_sdk() else {
@@ -1010,6 +1011,11 @@ async fn clients_and_servers_of_either_revision_meet_through_serve() {
             assert_eq!(
                 report["asked"],
                 json!(["elicitation/create", "roots/list"]),
+                "{pair}"
+            );
+            assert_eq!(
+                report["logged"],
+                json!([{"level": "info", "logger": PLUGIN, "data": "a line for the log"}]),
                 "{pair}"
             );
         }

@@ -263,6 +263,36 @@ impl PluginHost {
         }
     }
 
+    /// [`Self::set_log_level`] to `level` unless the servers already log
+    /// at it or at a more verbose one (MCP's levels, `debug` … `emergency`).
+    pub async fn raise_log_level(&self, level: &str) {
+        const LEVELS: [&str; 8] = [
+            "debug",
+            "info",
+            "notice",
+            "warning",
+            "error",
+            "critical",
+            "alert",
+            "emergency",
+        ];
+        let rank = |l: &str| LEVELS.iter().position(|x| *x == l);
+        let current = self
+            .inner
+            .gateway
+            .log_level
+            .lock()
+            .expect("gateway lock")
+            .clone();
+        let louder = match current.as_ref().and_then(Value::as_str).and_then(rank) {
+            Some(now) => rank(level).is_some_and(|new| new < now),
+            None => true,
+        };
+        if louder {
+            self.set_log_level(level).await;
+        }
+    }
+
     fn resource_owner(&self, uri: &str) -> Result<Arc<Plugin>, CallError> {
         let view = self.view();
         if let Some(owner) = view.catalog().owner(Offering::Resource, uri) {
@@ -417,11 +447,7 @@ impl Inner {
     async fn send_log_level(&self, plugin: &Arc<Plugin>, server: &Arc<Server>) {
         let level = self.gateway.log_level.lock().expect("gateway lock").clone();
         let Some(level) = level else { return };
-        if !plugin
-            .listing
-            .as_ref()
-            .is_some_and(|l| l.offers("logging", None))
-        {
+        if !plugin.listing.as_ref().is_some_and(|l| l.takes_log_level()) {
             return;
         }
         let Ok(params) =

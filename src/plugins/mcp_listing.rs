@@ -59,11 +59,29 @@ pub(crate) struct Listing {
     /// `completions`…), as it declared them.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub capabilities: Value,
+    /// The revision the server spoke when it listed this.
+    #[serde(
+        default,
+        rename = "protocolVersion",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub protocol_version: Option<String>,
 }
 
 impl Listing {
     /// Whether the server declared `capability` (a top-level key such as
     /// `logging`), or `capability.feature` when given (`resources.subscribe`).
+    /// Whether the server takes a log level: it declared `logging`, or it
+    /// speaks 2026-07-28, where the level rides each request and a server
+    /// that does not log ignores it.
+    pub(crate) fn takes_log_level(&self) -> bool {
+        self.offers("logging", None)
+            || self
+                .protocol_version
+                .as_deref()
+                .is_some_and(|v| v >= "2026-07-28")
+    }
+
     pub(crate) fn offers(&self, capability: &str, feature: Option<&str>) -> bool {
         let Some(c) = self.capabilities.get(capability) else {
             return false;

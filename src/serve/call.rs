@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::content::{error_result, outcome_result};
-use super::{McpServer, elicit};
+use super::{McpServer, elicit, gateway};
 use crate::approval::Approver;
 use crate::host::CallOptions;
 use crate::protocol::{Invocation, Scope, Source};
@@ -48,6 +48,7 @@ impl McpServer {
             (tx, forwarder)
         });
         let (progress, forwarder) = progress.unzip();
+        let _logs = self.forward_call_logs(&request.name, &context).await;
         let approver =
             elicit::ElicitApprover::of(&client).map(|a| Arc::new(a) as Arc<dyn Approver>);
         // Over HTTP the session cancels the call when its client is gone, and
@@ -99,6 +100,61 @@ impl McpServer {
             Ok(outcome) => outcome_result(&outcome),
             Err(e) => error_result(&e, &self.remedies),
         }
+    }
+}
+
+impl McpServer {
+    /// A 2026-07-28 request that names a log level in its `_meta` gets the
+    /// log messages of the server that runs its call, at that level or
+    /// above, while the call runs (the revision has no `logging/setLevel`).
+    /// The server is asked to log at that level if no session asked for
+    /// more. The forwarding stops when the returned guard is dropped.
+    async fn forward_call_logs(
+        &self,
+        tool: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Aborting> {
+        let level = context.meta.log_level()?;
+        let plugin = self
+            .host
+            .tools()
+            .into_iter()
+            .find(|t| t.name == tool)?
+            .plugin;
+        let mut events = self.host.events();
+        if let Ok(Value::String(name)) = serde_json::to_value(level) {
+            self.host.raise_log_level(&name).await;
+        }
+        let peer = context.peer.clone();
+        Some(Aborting(tokio::spawn(async move {
+            while let Ok(event) = events.recv().await {
+                let crate::HostEvent::ServerLog {
+                    plugin: from,
+                    message,
+                } = event
+                else {
+                    continue;
+                };
+                let Some(params) = (from == plugin)
+                    .then(|| gateway::log_params(&from, &message))
+                    .flatten()
+                else {
+                    continue;
+                };
+                if gateway::rank(params.level) >= gateway::rank(level) {
+                    let _ = peer.notify_logging_message(params).await;
+                }
+            }
+        })))
+    }
+}
+
+/// A task stopped when this is dropped.
+struct Aborting(tokio::task::JoinHandle<()>);
+
+impl Drop for Aborting {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -101,15 +101,9 @@ impl McpServer {
     /// A server's log message, to each session whose level lets it through,
     /// its `logger` naming the plugin.
     async fn forward_log(&self, plugin: &str, message: &serde_json::Value) {
-        let Ok(mut params) =
-            serde_json::from_value::<LoggingMessageNotificationParam>(message.clone())
-        else {
+        let Some(params) = log_params(plugin, message) else {
             return;
         };
-        params.logger = Some(match params.logger {
-            Some(logger) => format!("{plugin}/{logger}"),
-            None => plugin.to_owned(),
-        });
         for s in self.live() {
             let level = *s.log_level.lock().expect("session lock");
             let passes = level.is_none_or(|l| rank(params.level) >= rank(l));
@@ -118,6 +112,21 @@ impl McpServer {
             }
         }
     }
+}
+
+/// A server's log message as a client gets it: its `logger` names the
+/// plugin first. `None` for a message that is not one.
+pub(super) fn log_params(
+    plugin: &str,
+    message: &serde_json::Value,
+) -> Option<LoggingMessageNotificationParam> {
+    let mut params =
+        serde_json::from_value::<LoggingMessageNotificationParam>(message.clone()).ok()?;
+    params.logger = Some(match params.logger {
+        Some(logger) => format!("{plugin}/{logger}"),
+        None => plugin.to_owned(),
+    });
+    Some(params)
 }
 
 /// Resources a `subscriptions/listen` stream follows: subscribed at their

@@ -473,6 +473,7 @@ async fn list(peer: &Peer<RoleClient>) -> Result<Listing, String> {
         .map(|i| serde_json::to_value(&i.capabilities).unwrap_or_default())
         .unwrap_or_default();
     let instructions = info.as_ref().and_then(|i| i.instructions.clone());
+    let protocol_version = info.as_ref().map(|i| i.protocol_version.to_string());
     let offers = |c: &str| capabilities.get(c).is_some();
     let tools = if offers("tools") {
         peer.list_all_tools()
@@ -509,6 +510,7 @@ async fn list(peer: &Peer<RoleClient>) -> Result<Listing, String> {
         prompts,
         instructions,
         capabilities,
+        protocol_version,
     })
 }
 
