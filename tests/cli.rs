@@ -130,6 +130,27 @@ fn input_can_come_from_stdin() {
     assert_eq!(request["context"]["source"], "cli");
 }
 
+/// Approving a rejected plugin fails with its problems and the command
+/// that lists them (the engine's typed remedy, rendered by the command line).
+#[test]
+fn approving_a_rejected_plugin_says_how_to_see_why() {
+    let sandbox = Sandbox::new();
+    let mut m = util::manifest("broken", "broken_tool");
+    m["permission"] = json!([]);
+    sandbox.write_plugin("broken", &m, &util::answer_script("x"));
+    let mut approve = sandbox.cmd();
+    approve.args(["approve", "broken", "--yes"]);
+    let out = run(approve);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("plugin \"broken\" is rejected; fix it first:")
+            && stderr(&out).contains("unknown field \"permission\"")
+            && stderr(&out).contains("run: plughost validate broken"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// Every bundled example answers through `plughost call` as its README says.
 #[test]
 fn every_example_answers_through_plughost_call() {

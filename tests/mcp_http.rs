@@ -515,7 +515,9 @@ fn a_tenant_at_its_session_limit_ends_the_quietest_session_and_refuses_when_all_
     let error = &r.answer(&json!(0)).expect("an answer with the id")["error"];
     let message = error["message"].as_str().unwrap();
     assert!(
-        error["code"] == -32000 && message.contains("--max-sessions") && message.contains("DELETE"),
+        error["code"] == -32000
+            && message.contains("all 2 sessions this server keeps")
+            && message.contains("DELETE"),
         "{error}"
     );
     // The busy sessions go on.

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use plughost::approval::TerminalApprover;
-use plughost::{Approval, ApproveError};
+use plughost::{Approval, ApproveError, PluginHost};
 
 use super::Cli;
 use super::terminal::{esay, say};
@@ -49,7 +49,7 @@ pub fn approve(cli: &Cli, args: &ApproveArgs) -> Result<ExitCode, String> {
             say!("not approved");
             return Ok(ExitCode::from(1));
         }
-        Err(e) => return not_done(&e),
+        Err(e) => return not_done(&host, &e),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -59,18 +59,21 @@ pub fn revoke(cli: &Cli, args: &RevokeArgs) -> Result<ExitCode, String> {
     match host.revoke(&args.name) {
         Ok(true) => say!("revoked {}", args.name),
         Ok(false) => say!("{} was not approved", args.name),
-        Err(e) => return not_done(&e),
+        Err(e) => return not_done(&host, &e),
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// A plugin that does not exist or is rejected is the user's mistake (exit
 /// 1); an unreadable approvals file is plughost's trouble (exit 2).
-fn not_done(e: &ApproveError) -> Result<ExitCode, String> {
+fn not_done(host: &PluginHost, e: &ApproveError) -> Result<ExitCode, String> {
     match e {
         ApproveError::Approvals(_) => Err(e.to_string()),
         _ => {
             esay!("plughost: {e}");
+            if let Some(remedy) = e.remedy() {
+                esay!("{}", crate::remedy::Folders::of(host).advice(&remedy));
+            }
             Ok(ExitCode::from(1))
         }
     }

@@ -204,7 +204,14 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 options.max_sessions = args.max_sessions;
                 options.metrics = Some(metrics.clone());
                 let log = log.clone();
-                mcp::serve_http(served, options, stop, move |m| log.line(m)).await?;
+                mcp::serve_http(served, options, stop, move |m| log.line(m))
+                    .await
+                    .map_err(|e| match e {
+                        mcp::ServeError::NotLoopback { addr } => format!(
+                            "{addr} is not a loopback address; pass --allow-remote to serve other machines"
+                        ),
+                        e => e.to_string(),
+                    })?;
             }
         }
         // Calls in flight kill and reap their processes before the program

@@ -73,9 +73,7 @@ pub enum ApproveError {
         nearest: Option<String>,
     },
     /// The plugin's folder is rejected; `reason` lists its problems.
-    #[error(
-        "plugin \"{plugin}\" is rejected; fix it first (plughost validate {plugin}):\n{reason}"
-    )]
+    #[error("plugin \"{plugin}\" is rejected; fix it first:\n{reason}")]
     Rejected {
         /// The plugin (its folder's name).
         plugin: String,
@@ -107,6 +105,18 @@ pub enum ApproveError {
         /// The MCP server's plugin.
         plugin: String,
     },
+}
+
+impl ApproveError {
+    /// What the user can do about it: check a rejected plugin's folder.
+    pub fn remedy(&self) -> Option<crate::Remedy> {
+        match self {
+            ApproveError::Rejected { plugin, .. } => Some(crate::Remedy::Validate {
+                plugin: plugin.clone(),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// The extra warning shown when a plugin asks for both `shell:exec` and `network`.

@@ -436,7 +436,7 @@ fn check_size(tool: &str, input: &Value, limit: usize) -> Result<usize, CallErro
         Err(_) => Err(CallError::InvalidArgs {
             tool: tool.to_owned(),
             violations: vec![format!(
-                "the input is larger than the limit of {limit} bytes (of compact JSON); send less, or raise the limit (--max-input-bytes)"
+                "the input is larger than the limit of {limit} bytes (of compact JSON); send less, or raise the host's input limit"
             )],
         }),
     }

@@ -72,10 +72,10 @@ pub(super) fn state_fix(state_dir: &Path, e: &std::io::Error) -> String {
     let state = state_dir.display();
     match e.raw_os_error() {
         Some(libc::ENOSPC | libc::EDQUOT) => format!(
-            "the file system of the state folder {state} is full: free some space, or choose another state folder (--state-dir)"
+            "the file system of the state folder {state} is full: free some space, or choose another state folder"
         ),
         _ => format!(
-            "make the state folder {state} writable, create the folder yourself, or choose another state folder (--state-dir)"
+            "make the state folder {state} writable, create the folder yourself, or choose another state folder"
         ),
     }
 }
@@ -195,7 +195,7 @@ impl TempPool {
         std::io::Error::new(
             e.kind(),
             format!(
-                "cannot create a temp folder {}: {e}{why}; free some space or make that folder writable, or choose another state folder (--state-dir)",
+                "cannot create a temp folder {}: {e}{why}; free some space or make that folder writable, or choose another state folder",
                 tmp.display()
             ),
         )

@@ -22,6 +22,31 @@ use super::wire::{self, Checked, Rejection};
 use super::{McpServer, revision};
 use std::time::Duration;
 
+/// Why the HTTP server could not start serving.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The address is not a loopback one and [`HttpOptions::allow_remote`]
+    /// is off.
+    #[error("{addr} is not a loopback address, and serving other machines was not allowed")]
+    NotLoopback {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// No tenant (no token) was given.
+    #[error("no token to serve")]
+    NoTenant,
+    /// The address cannot be listened on.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What binding it gave.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Why the HTTP server's bearer token cannot be had.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -203,7 +228,7 @@ pub async fn serve(
     options: HttpOptions,
     stop: impl std::future::Future<Output = ()>,
     log: impl Fn(&str) + Send + Sync + 'static,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let HttpOptions {
         addr,
         allow_remote,
@@ -216,12 +241,10 @@ pub async fn serve(
         metrics,
     } = options;
     if !addr.ip().is_loopback() && !allow_remote {
-        return Err(format!(
-            "{addr} is not a loopback address; pass --allow-remote to serve other machines"
-        ));
+        return Err(ServeError::NotLoopback { addr });
     }
     if tenants.is_empty() {
-        return Err("no token to serve".to_owned());
+        return Err(ServeError::NoTenant);
     }
     let log: super::Log = Arc::new(log);
     let shutdown = CancellationToken::new();
@@ -277,8 +300,10 @@ pub async fn serve(
     let fronts: Arc<[Front]> = fronts.into();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| ServeError::Bind { addr, source })?;
     log(&format!(
         "serving MCP at http://{bound}/mcp (bearer token required{})",
         if names.len() > 1 {
@@ -339,7 +364,7 @@ async fn route(req: Request<Incoming>, fronts: &[Front], origins: &[String]) -> 
     {
         return plain(
             StatusCode::FORBIDDEN,
-            "forbidden: this origin may not use the MCP endpoint (plughost serve --allow-origin ORIGIN allows one)",
+            "forbidden: this origin may not use the MCP endpoint (the server allows the origins it was told to)",
         );
     }
     if req.uri().path() != "/mcp" {
@@ -480,7 +505,7 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
                         id: id(),
                         code: wire::SERVER_BUSY,
                         message: format!(
-                            "Server busy: all {limit} sessions have a call or a stream open (plughost serve --max-sessions); close sessions you no longer use (DELETE), or try again later"
+                            "Server busy: all {limit} sessions this server keeps have a call or a stream open; close sessions you no longer use (DELETE), or try again later"
                         ),
                     },
                 );

@@ -60,8 +60,8 @@ use crate::plugins::catalog::{Plugin, ToolRef};
 use crate::plugins::manifest::Permission;
 
 pub use http::{
-    DEFAULT_MAX_SESSIONS, DEFAULT_RESUME_WINDOW, DEFAULT_SESSION_IDLE, HttpOptions, Tenant,
-    TokenError, load_or_create_token, serve as serve_http,
+    DEFAULT_MAX_SESSIONS, DEFAULT_RESUME_WINDOW, DEFAULT_SESSION_IDLE, HttpOptions, ServeError,
+    Tenant, TokenError, load_or_create_token, serve as serve_http,
 };
 use stdio::forward_catalog_changes;
 pub use stdio::serve_stdio;

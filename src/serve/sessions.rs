@@ -127,7 +127,7 @@ impl Sessions {
             return Err(limit);
         };
         (self.registry.log)(&format!(
-            "http: session {id} ended to make room for a new one: {limit} sessions is the limit (plughost serve --max-sessions)"
+            "http: session {id} ended to make room for a new one: {limit} sessions is the limit"
         ));
         self.end(&id).await;
         Ok(())

@@ -110,7 +110,7 @@ impl Rejection {
             leading_id(prefix).unwrap_or(Value::Null),
             INVALID_REQUEST,
             format!(
-                "Invalid Request: the message is larger than the limit of {limit} bytes (plughost serve --max-message-bytes)"
+                "Invalid Request: the message is larger than the limit of {limit} bytes this server takes"
             ),
         )
     }
