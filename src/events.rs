@@ -332,7 +332,7 @@ pub enum Notice {
     /// An observer returned an error (`error`) or panicked (`None`); the
     /// host goes on.
     ObserverFailed {
-        /// The hook that failed (`call_started`, `call_finished`…, or `an
+        /// The hook that failed (`call_started`, `call_ended`…, or `an
         /// event`).
         hook: String,
         /// The error it returned; `None` when it panicked.

@@ -346,8 +346,15 @@ async fn the_library_reports_the_rejected_plugin_the_input_cap_and_the_kind() {
     #[derive(Default)]
     struct Kinds(Mutex<Vec<Option<plughost::protocol::ToolErrorKind>>>);
     impl Observer for Kinds {
-        fn call_finished(&self, _: &CallInfo, _: &ToolOutcome, s: &CallSummary) -> ObserverResult {
-            self.0.lock().unwrap().push(s.tool_error);
+        fn call_ended(
+            &self,
+            _: &CallInfo,
+            ended: &Result<ToolOutcome, CallError>,
+            s: &CallSummary,
+        ) -> ObserverResult {
+            if ended.is_ok() {
+                self.0.lock().unwrap().push(s.tool_error);
+            }
             Ok(())
         }
     }

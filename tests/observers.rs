@@ -50,26 +50,20 @@ impl Observer for Recorder {
             .push(format!("progress {} {}", call.tool, p.progress));
         Ok(())
     }
-    fn call_finished(
+    fn call_ended(
         &self,
         call: &CallInfo,
-        outcome: &ToolOutcome,
+        ended: &Result<ToolOutcome, CallError>,
         s: &CallSummary,
     ) -> ObserverResult {
-        assert_eq!(s.bytes_out, outcome.result.len());
-        self.seen
-            .lock()
-            .unwrap()
-            .push(format!("finished {} exit {:?}", call.tool, s.exit_code));
-        Ok(())
-    }
-    fn call_failed(&self, call: &CallInfo, e: &CallError, s: &CallSummary) -> ObserverResult {
-        self.seen.lock().unwrap().push(format!(
-            "failed {} {} {:?}",
-            call.tool,
-            e.kind(),
-            s.error_kind
-        ));
+        let line = match ended {
+            Ok(outcome) => {
+                assert_eq!(s.bytes_out, outcome.result.len());
+                format!("finished {} exit {:?}", call.tool, s.exit_code)
+            }
+            Err(e) => format!("failed {} {} {:?}", call.tool, e.kind(), s.error_kind),
+        };
+        self.seen.lock().unwrap().push(line);
         Ok(())
     }
 }
@@ -86,7 +80,12 @@ impl Observer for Broken {
         }
         Err("observer could not write".into())
     }
-    fn call_finished(&self, _: &CallInfo, _: &ToolOutcome, _: &CallSummary) -> ObserverResult {
+    fn call_ended(
+        &self,
+        _: &CallInfo,
+        _: &Result<ToolOutcome, CallError>,
+        _: &CallSummary,
+    ) -> ObserverResult {
         if self.panics {
             panic!("observer bug");
         }

@@ -86,28 +86,20 @@ impl Observer for Log {
         Ok(())
     }
 
-    fn call_finished(
+    fn call_ended(
         &self,
         call: &CallInfo,
-        outcome: &ToolOutcome,
+        ended: &Result<ToolOutcome, CallError>,
         s: &CallSummary,
     ) -> ObserverResult {
-        let kind = if outcome.is_error { "tool error" } else { "ok" };
-        self.line(&format!(
-            "call {} ({}): {kind} in {:.1} ms",
-            call.tool,
-            call.plugin,
-            s.duration.as_secs_f64() * 1e3
-        ));
-        Ok(())
-    }
-    fn call_failed(&self, call: &CallInfo, e: &CallError, s: &CallSummary) -> ObserverResult {
-        self.line(&format!(
-            "call {}: {} in {:.1} ms: {e}",
-            call.tool,
-            e.kind(),
-            s.duration.as_secs_f64() * 1e3
-        ));
+        let ms = s.duration.as_secs_f64() * 1e3;
+        self.line(&match ended {
+            Ok(outcome) => {
+                let kind = if outcome.is_error { "tool error" } else { "ok" };
+                format!("call {} ({}): {kind} in {ms:.1} ms", call.tool, call.plugin)
+            }
+            Err(e) => format!("call {}: {} in {ms:.1} ms: {e}", call.tool, e.kind()),
+        });
         Ok(())
     }
 }

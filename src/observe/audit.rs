@@ -110,16 +110,12 @@ impl Observer for AuditLog {
         Interests::CALLS
     }
 
-    fn call_finished(
+    fn call_ended(
         &self,
         call: &CallInfo,
-        _: &ToolOutcome,
+        _: &Result<ToolOutcome, CallError>,
         summary: &CallSummary,
     ) -> ObserverResult {
-        self.record(call, summary)
-    }
-
-    fn call_failed(&self, call: &CallInfo, _: &CallError, summary: &CallSummary) -> ObserverResult {
         self.record(call, summary)
     }
 }

@@ -114,16 +114,12 @@ impl Observer for Metrics {
         Ok(())
     }
 
-    fn call_finished(
+    fn call_ended(
         &self,
         call: &CallInfo,
-        _: &ToolOutcome,
+        _: &Result<ToolOutcome, CallError>,
         summary: &CallSummary,
     ) -> ObserverResult {
-        self.add(&call.tool, summary)
-    }
-
-    fn call_failed(&self, call: &CallInfo, _: &CallError, summary: &CallSummary) -> ObserverResult {
         self.add(&call.tool, summary)
     }
 }

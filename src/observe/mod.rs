@@ -47,7 +47,7 @@ pub struct Interests {
     /// [`Observer::event`]: plugins, approvals, workers, notices.
     pub events: bool,
     /// [`Observer::call_started`], [`Observer::call_admitted`],
-    /// [`Observer::call_finished`], [`Observer::call_failed`].
+    /// [`Observer::call_ended`].
     pub calls: bool,
     /// [`Observer::call_progress`].
     pub progress: bool,
@@ -196,22 +196,13 @@ pub trait Observer: Send + Sync {
     fn call_progress(&self, call: &CallInfo, progress: &Progress) -> ObserverResult {
         Ok(())
     }
-    /// The plugin answered: `outcome` is its answer (its own `is_error`
-    /// included), `summary` the call's figures.
-    fn call_finished(
+    /// The call ended, however it ended: `ended` is the plugin's answer
+    /// (its own `is_error` included) or the host's error (refused, timed
+    /// out, cancelled…); `summary` has the call's figures either way.
+    fn call_ended(
         &self,
         call: &CallInfo,
-        outcome: &ToolOutcome,
-        summary: &CallSummary,
-    ) -> ObserverResult {
-        Ok(())
-    }
-    /// The call ended in a host error (refused, timed out, cancelled…);
-    /// `summary` has the call's figures.
-    fn call_failed(
-        &self,
-        call: &CallInfo,
-        error: &CallError,
+        ended: &Result<ToolOutcome, CallError>,
         summary: &CallSummary,
     ) -> ObserverResult {
         Ok(())
@@ -298,10 +289,7 @@ impl Bus {
         summary: &CallSummary,
     ) {
         for o in &self.on_calls {
-            self.guarded("call_finished", || match result {
-                Ok(outcome) => o.call_finished(call, outcome, summary),
-                Err(e) => o.call_failed(call, e, summary),
-            });
+            self.guarded("call_ended", || o.call_ended(call, result, summary));
         }
     }
 

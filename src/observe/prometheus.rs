@@ -410,16 +410,12 @@ impl Observer for TenantObserver {
         Ok(())
     }
 
-    fn call_finished(
+    fn call_ended(
         &self,
         call: &CallInfo,
-        _: &ToolOutcome,
+        _: &Result<ToolOutcome, CallError>,
         summary: &CallSummary,
     ) -> ObserverResult {
-        self.ended(call, summary)
-    }
-
-    fn call_failed(&self, call: &CallInfo, _: &CallError, summary: &CallSummary) -> ObserverResult {
         self.ended(call, summary)
     }
 }
@@ -536,8 +532,9 @@ mod tests {
             hint: None,
             rejected: None,
         };
-        let summary = CallSummary::of(&Err(err.clone()), &Phases::new(), None);
-        observer.call_failed(&refused, &err, &summary).unwrap();
+        let ended = Err(err);
+        let summary = CallSummary::of(&ended, &Phases::new(), None);
+        observer.call_ended(&refused, &ended, &summary).unwrap();
         // Ran: waiting, in flight, then nothing.
         let ran = call("echo", "echoer");
         let mut phases = Phases::new();
@@ -559,8 +556,9 @@ mod tests {
         let err = CallError::Cancelled {
             tool: "echo".into(),
         };
-        let summary = CallSummary::of(&Err(err.clone()), &phases, None);
-        observer.call_failed(&ran, &err, &summary).unwrap();
+        let ended = Err(err);
+        let summary = CallSummary::of(&ended, &phases, None);
+        observer.call_ended(&ran, &ended, &summary).unwrap();
         let t = text(&registry);
         assert!(
             t.contains(r#"plughost_calls_in_flight{tenant="t",plugin="echoer"} 0"#),
