@@ -165,7 +165,9 @@ pub use approval::{Approval, ApprovalError, ApprovalState, ApproveError, Approve
 pub use client::CallClient;
 pub use error::{BuildError, CallError, Cause, ErrorKind, Refusal, Requirement};
 pub use events::HostEvent;
-pub use host::{CallOptions, CodeToolsError, PluginHost, PluginHostBuilder, SandboxMode, ToolInfo};
+pub use host::{
+    CallOptions, CodeToolsError, PluginHost, PluginHostBuilder, Policy, SandboxMode, ToolInfo,
+};
 pub use observe::Observer;
 pub use plugins::watcher::Watcher;
 pub use protocol::{Invocation, Scope, Source};

@@ -5,8 +5,9 @@ use crate::util;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use plughost::Policy;
 use plughost::observe::AuditRecord;
-use plughost::observe::{CallInfo, CallSummary, Interests, ObserverResult, Policy};
+use plughost::observe::{CallInfo, CallSummary, Interests, ObserverResult};
 use plughost::{
     CallError, ErrorKind, HostEvent, Invocation, Observer, PluginHost, Progress, ToolOutcome,
 };

@@ -270,10 +270,10 @@ impl Cli {
             } else {
                 SandboxMode::On
             })
-            .policy(plughost::observe::Policy {
+            .policy(plughost::Policy {
                 rate_per_minute: self.rate_limit,
                 session_budget: self.session_budget,
-                ..plughost::observe::Policy::default()
+                ..plughost::Policy::default()
             });
         if let Some(max) = self.max_input_bytes {
             builder = builder.limits(plughost::Limits {

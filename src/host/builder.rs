@@ -8,12 +8,12 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::policy::{Policy, PolicyState};
 use super::{Inner, PluginHost, SandboxMode};
 use crate::approval::{ApprovalStore, Approver};
 use crate::error::BuildError;
 use crate::observe::audit::AuditLog;
 use crate::observe::metrics::Metrics;
-use crate::observe::policy::{Policy, PolicyState};
 use crate::observe::trace::Tracing;
 use crate::observe::{Bus, Observer};
 use crate::plugins::catalog::Catalog;

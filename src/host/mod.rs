@@ -17,6 +17,7 @@ mod egress;
 mod gateway;
 mod launch;
 mod mcp_plugins;
+mod policy;
 mod reload;
 mod reports;
 mod revocation;
@@ -37,6 +38,7 @@ pub use builder::PluginHostBuilder;
 pub use code_tools::CodeToolsError;
 pub use denials::DenialRecord;
 pub use gateway::Offered;
+pub use policy::Policy;
 pub use reports::{Doctor, Listing, PluginListing, Problem, ToolListing, Validation};
 
 use crate::approval::{ApprovalStore, ApprovalView, Approver};
@@ -44,13 +46,13 @@ use crate::error::CallError;
 use crate::events::{HostEvent, WorkerStop};
 use crate::observe::Bus;
 use crate::observe::metrics::{Metrics, ToolStats};
-use crate::observe::policy::PolicyState;
 use crate::plugins::catalog::{Catalog, ToolRef};
 use crate::plugins::watcher::{Reload, Watcher};
 use crate::protocol::Invocation;
 use crate::run::executor::Progress;
 use crate::run::outcome::ToolOutcome;
 use crate::run::worker::Workers;
+use policy::PolicyState;
 
 /// How much of the Linux sandbox a host applies to plugin processes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

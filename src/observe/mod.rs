@@ -11,14 +11,12 @@ pub(crate) mod metrics;
 #[cfg(feature = "otel")]
 mod otel;
 pub(crate) mod phases;
-pub(crate) mod policy;
 #[cfg(feature = "prometheus")]
 pub(crate) mod prometheus;
 pub(crate) mod trace;
 
 pub use audit::AuditRecord;
 pub use metrics::{ToolStats, WorkerStats};
-pub use policy::Policy;
 #[cfg(feature = "prometheus")]
 pub use prometheus::Prometheus;
 

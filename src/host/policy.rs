@@ -1,6 +1,7 @@
-//! Optional call policy, enforced before anything is spawned: a per-plugin
-//! rate limit (calls per minute, sliding window) and a per-session action
-//! budget (calls per `session_id`). A refusal is `not_allowed` with the reason.
+//! Optional call policy, enforced where a call is admitted, before anything
+//! is spawned: a per-plugin rate limit (calls per minute, sliding window)
+//! and a per-session action budget (calls per `session_id`). A refusal is
+//! `not_allowed` with the reason.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
