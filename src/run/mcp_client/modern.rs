@@ -148,16 +148,25 @@ pub(super) fn declared(can: client::ClientCapabilities) -> ClientCapabilities {
     capabilities
 }
 
-/// Asks `client` each input request of `round` and returns `request` ready
-/// to be sent again: the answers and the server's `requestState` on it.
+/// The `_meta` key of a request handed to the call's client that names the
+/// key the server filed it under (`serve/rounds.rs` keys its own round with it).
+const INPUT_KEY: &str = "plughost/inputKey";
+
+/// Asks `client` the input requests of `round`, all at once (a client of
+/// plughost at 2026-07-28 gets them in one round of its own, as the server
+/// asked them), and returns `request` ready to be sent again: the answers and
+/// the server's `requestState` on it. Each request names the server's key in
+/// its `_meta` ([`INPUT_KEY`]), so that round keeps the server's keys.
 pub(super) async fn answer_round(
     mut request: ClientRequest,
     round: InputRequiredResult,
     client: Option<&Arc<dyn CallClient>>,
 ) -> Result<ClientRequest, ErrorData> {
-    let mut answers = InputResponses::new();
+    // Dropped with the round (a timeout, a cancelled call): what is still
+    // asked is cancelled with it.
+    let mut asking = tokio::task::JoinSet::new();
     for (key, input) in round.input_requests.unwrap_or_default() {
-        let (method, params) = match &input {
+        let (method, mut params) = match &input {
             InputRequest::CreateMessage(r) => ("sampling/createMessage", to_json(&r.params)?),
             InputRequest::Elicitation(r) => ("elicitation/create", to_json(&r.params)?),
             InputRequest::ListRoots(_) => ("roots/list", serde_json::json!({})),
@@ -171,7 +180,7 @@ pub(super) async fn answer_round(
                 ));
             }
         };
-        let Some(client) = client.filter(|c| c.capabilities().answers(method)) else {
+        let Some(client) = client.filter(|c| c.capabilities().answers(method)).cloned() else {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 format!(
@@ -180,10 +189,21 @@ pub(super) async fn answer_round(
                 None,
             ));
         };
-        let answer = client
-            .request(method, params)
-            .await
-            .map_err(|e| ErrorData::new(ErrorCode(e.code), e.message, None))?;
+        if let Some(params) = params.as_object_mut()
+            && let Some(meta) = params
+                .entry("_meta")
+                .or_insert_with(|| serde_json::json!({}))
+                .as_object_mut()
+        {
+            meta.insert(INPUT_KEY.to_owned(), key.clone().into());
+        }
+        asking.spawn(async move { (key, client.request(method, params).await) });
+    }
+    let mut answers = InputResponses::new();
+    while let Some(asked) = asking.join_next().await {
+        let (key, answer) =
+            asked.map_err(|e| ErrorData::internal_error(format!("plughost: {e}"), None))?;
+        let answer = answer.map_err(|e| ErrorData::new(ErrorCode(e.code), e.message, None))?;
         answers.insert(key, answer);
     }
     let answers = (!answers.is_empty()).then_some(answers);
