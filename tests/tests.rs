@@ -22,6 +22,7 @@ mod followed_paths;
 mod gateway;
 mod hot_reload;
 mod mcp;
+mod mcp_hostile;
 mod mcp_http;
 mod mcp_plugins;
 mod mcp_state;

@@ -134,6 +134,11 @@ impl Inner {
             }),
             on_listing: self.on_listing(plugin),
             starter: client.cloned(),
+            known_legacy: plugin
+                .listing
+                .as_ref()
+                .and_then(|l| l.protocol_version.as_deref())
+                .is_some_and(|v| v < "2026-07-28"),
         };
         match slot.start(spec, connect).await {
             Ok((server, None)) => Ok((slot, server, false)),

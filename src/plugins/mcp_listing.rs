@@ -90,8 +90,10 @@ impl Listing {
     }
 }
 
+/// Fields a later version adds are ignored, so that a cache it wrote still
+/// reads here (versions before the one that wrote `protocolVersion` refused
+/// unknown fields: they report such a cache and list the server again).
 #[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct CacheFile {
     version: u32,
     #[serde(flatten)]

@@ -48,7 +48,7 @@ impl McpServer {
             (tx, forwarder)
         });
         let (progress, forwarder) = progress.unzip();
-        let _logs = self.forward_call_logs(&request.name, &context).await;
+        let logs = self.forward_call_logs(&request.name, &context).await;
         let approver =
             elicit::ElicitApprover::of(&client).map(|a| Arc::new(a) as Arc<dyn Approver>);
         // Over HTTP the session cancels the call when its client is gone, and
@@ -96,6 +96,9 @@ impl McpServer {
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }
+        if let Some(logs) = logs {
+            logs.finish().await;
+        }
         match result {
             Ok(outcome) => outcome_result(&outcome),
             Err(e) => error_result(&e, &self.remedies),
@@ -108,12 +111,13 @@ impl McpServer {
     /// log messages of the server that runs its call, at that level or
     /// above, while the call runs (the revision has no `logging/setLevel`).
     /// The server is asked to log at that level if no session asked for
-    /// more. The forwarding stops when the returned guard is dropped.
+    /// more. [`CallLogs::finish`] passes on what is still queued, before
+    /// the result goes.
     async fn forward_call_logs(
         &self,
         tool: &str,
         context: &RequestContext<RoleServer>,
-    ) -> Option<Aborting> {
+    ) -> Option<CallLogs> {
         let level = context.meta.log_level()?;
         let plugin = self
             .host
@@ -126,35 +130,59 @@ impl McpServer {
             self.host.raise_log_level(&name).await;
         }
         let peer = context.peer.clone();
-        Some(Aborting(tokio::spawn(async move {
-            while let Ok(event) = events.recv().await {
-                let crate::HostEvent::ServerLog {
-                    plugin: from,
-                    message,
-                } = event
-                else {
-                    continue;
-                };
-                let Some(params) = (from == plugin)
-                    .then(|| gateway::log_params(&from, &message))
-                    .flatten()
-                else {
-                    continue;
-                };
-                if gateway::rank(params.level) >= gateway::rank(level) {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let pass_on = move |event: crate::HostEvent| {
+            let crate::HostEvent::ServerLog {
+                plugin: from,
+                message,
+            } = event
+            else {
+                return None;
+            };
+            (from == plugin)
+                .then(|| gateway::log_params(&from, &message))
+                .flatten()
+                .filter(|p| gateway::rank(p.level) >= gateway::rank(level))
+        };
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    event = events.recv() => match event {
+                        Ok(event) => if let Some(params) = pass_on(event) {
+                            let _ = peer.notify_logging_message(params).await;
+                        },
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(_) => return,
+                    },
+                    _ = &mut stopped => break,
+                }
+            }
+            // The call ended: what its server said before is queued, or
+            // about to be (each notification is handled in a task of its own).
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            while let Ok(event) = events.try_recv() {
+                if let Some(params) = pass_on(event) {
                     let _ = peer.notify_logging_message(params).await;
                 }
             }
-        })))
+        });
+        Some(CallLogs { stop, task })
     }
 }
 
-/// A task stopped when this is dropped.
-struct Aborting(tokio::task::JoinHandle<()>);
+/// The log forwarding of one call.
+struct CallLogs {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
 
-impl Drop for Aborting {
-    fn drop(&mut self) {
-        self.0.abort();
+impl CallLogs {
+    /// Passes on what is queued, then stops.
+    async fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
     }
 }
 

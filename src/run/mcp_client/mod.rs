@@ -14,14 +14,14 @@
 //! notification (tools, resources, prompts) makes the session list what the
 //! server offers again and hand it to the host.
 //!
-//! A server is first asked `server/discover`: one that speaks 2026-07-28 is
-//! spoken to at that revision ([`modern`]), any other gets the 2025-11-25
-//! handshake it expects (rmcp gives a server that does not answer the probe
-//! 10 seconds before falling back).
+//! A server is first asked `server/discover` ([`probe`]): one that speaks
+//! 2026-07-28 is spoken to at that revision ([`modern`]), any other gets the
+//! 2025-11-25 handshake it expects.
 
 mod client;
 mod convert;
 mod modern;
+mod probe;
 mod request;
 mod wire;
 
@@ -100,6 +100,9 @@ pub(crate) struct Connect {
     /// The client of the call that starts the server: it answers what the
     /// server asks before any call is in flight.
     pub starter: Option<Arc<dyn CallClient>>,
+    /// The server spoke 2025-11-25 when it last listed what it offers: it
+    /// gets the handshake at once, without the `server/discover` probe.
+    pub known_legacy: bool,
 }
 
 /// The server's stderr: each request in flight keeps what came while it ran
@@ -123,7 +126,7 @@ impl McpSession {
     /// The handshake and the first listing, within `timeout`. `exited`
     /// resolves when the server's process exits, which ends the wait at once.
     pub(crate) async fn connect(
-        stdin: Stdin,
+        mut stdin: Stdin,
         stdout: Output,
         stderr: Option<Output>,
         exited: impl Future<Output = ()>,
@@ -136,15 +139,12 @@ impl McpSession {
             recent: StderrCollector::new(RECENT_STDERR),
         }));
         let drain = Aborting(tokio::spawn(drain_stderr(stderr, tap.clone())));
-        let reader = wire::Wire::new(
+        let mut reader = wire::Wire::new(
             stdout,
             connect.max_message,
             progress.clone(),
             broken.clone(),
         );
-        // The wire's own cap applies first; rmcp's keeps its buffer bounded.
-        let transport = AsyncRwTransport::new_client(reader, stdin)
-            .with_max_line_length(connect.max_message + 64 * 1024);
         let changed = Arc::new(Notify::new());
         let clients = Clients::starting(connect.starter.as_ref());
         let client = Client {
@@ -152,19 +152,34 @@ impl McpSession {
             notices: connect.notices.clone(),
             changed: changed.clone(),
         };
-        let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
-        };
         let failed = |detail: String| {
             let stderr = tap.lock().expect("stderr tap").recent.render();
             ConnectError { detail, stderr }
         };
         let handshake = async {
+            let spoken = match connect.known_legacy {
+                true => probe::Spoken::Legacy,
+                false => probe::probe(&mut stdin, &mut reader, connect.timeout / 2).await,
+            };
+            let lifecycle = match spoken {
+                probe::Spoken::Modern => ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+                probe::Spoken::Legacy => ClientLifecycleMode::Initialize,
+            };
+            // The wire's own cap applies first; rmcp's keeps its buffer bounded.
+            let transport = AsyncRwTransport::new_client(reader, stdin)
+                .with_max_line_length(connect.max_message + 64 * 1024);
             let service = client
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+            // What a server offers is listed when it says it changed, and
+            // approval pins it: a cached list would hide a change.
+            service
+                .peer()
+                .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
+                .await;
             let listing = list(service.peer()).await?;
             // A 2026-07-28 server tells its changes on a stream opened now,
             // before the first call (one it refuses is asked for again later).

@@ -28,6 +28,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::Peer;
 use rmcp::model::{
     ClientCapabilities, ClientRequest, ElicitationCapability, ErrorCode, ErrorData, InputRequest,
     InputRequiredResult, InputResponses, LoggingLevel, RequestMetaObject, ServerNotification,
@@ -35,7 +36,6 @@ use rmcp::model::{
 };
 use rmcp::service::RoleClient;
 use rmcp::service::Subscription;
-use rmcp::{Peer, ServiceError};
 use tokio::sync::{Notify, watch};
 
 use super::client::Notices;
@@ -43,6 +43,9 @@ use crate::client::{self, CallClient};
 
 /// How many `input_required` rounds one request may take before it fails.
 pub(super) const MAX_ROUNDS: usize = 16;
+/// How many input requests one round may hold: each is a question to the
+/// call's client (often its user).
+const MAX_INPUTS: usize = 16;
 
 /// The state a 2026-07-28 server's requests carry, which its 2025-11-25
 /// session would have held.
@@ -88,34 +91,45 @@ impl Modern {
         local: Local,
         deadline: tokio::time::Instant,
     ) -> Result<(), ErrorData> {
-        let changed = match local {
+        let (uri, follow) = match local {
             Local::LogLevel(level) => {
                 *self.log_level.lock().expect("log level") = Some(level);
                 return Ok(());
             }
-            Local::Follow(uri) => self.followed.send_if_modified(|(generation, set)| {
-                let new = set.insert(uri.clone());
-                *generation += u64::from(new);
-                new
-            }),
-            Local::Unfollow(uri) => self.followed.send_if_modified(|(generation, set)| {
-                let gone = set.remove(&uri);
-                *generation += u64::from(gone);
-                gone
-            }),
+            Local::Follow(uri) => (uri, true),
+            Local::Unfollow(uri) => (uri, false),
         };
-        if !changed {
+        if !self.set_followed(&uri, follow) {
             return Ok(());
         }
         let wanted = self.followed.borrow().0;
         let mut acknowledged = self.acknowledged.subscribe();
         match tokio::time::timeout_at(deadline, acknowledged.wait_for(|g| *g >= wanted)).await {
             Ok(Ok(_)) => Ok(()),
-            _ => Err(ErrorData::internal_error(
-                "plughost: the MCP server did not acknowledge the subscription in time".to_owned(),
-                None,
-            )),
+            _ => {
+                // Not followed after all: the host counts it as failed.
+                if follow {
+                    self.set_followed(&uri, false);
+                }
+                Err(ErrorData::internal_error(
+                    "plughost: the MCP server did not acknowledge the subscription in time"
+                        .to_owned(),
+                    None,
+                ))
+            }
         }
+    }
+
+    /// Follows `uri` or stops; whether that changed the set.
+    fn set_followed(&self, uri: &str, follow: bool) -> bool {
+        self.followed.send_if_modified(|(generation, set)| {
+            let changed = match follow {
+                true => set.insert(uri.to_owned()),
+                false => set.remove(uri),
+            };
+            *generation += u64::from(changed);
+            changed
+        })
     }
 
     /// The `_meta` a request of a call whose client can answer `can` carries.
@@ -164,8 +178,18 @@ pub(super) async fn answer_round(
 ) -> Result<ClientRequest, ErrorData> {
     // Dropped with the round (a timeout, a cancelled call): what is still
     // asked is cancelled with it.
+    let inputs = round.input_requests.unwrap_or_default();
+    if inputs.len() > MAX_INPUTS {
+        return Err(ErrorData::internal_error(
+            format!(
+                "plughost: the MCP server asked {} questions in one round, more than the {MAX_INPUTS} it may",
+                inputs.len()
+            ),
+            None,
+        ));
+    }
     let mut asking = tokio::task::JoinSet::new();
-    for (key, input) in round.input_requests.unwrap_or_default() {
+    for (key, input) in inputs {
         let (method, mut params) = match &input {
             InputRequest::CreateMessage(r) => ("sampling/createMessage", to_json(&r.params)?),
             InputRequest::Elicitation(r) => ("elicitation/create", to_json(&r.params)?),
@@ -242,10 +266,17 @@ pub(super) struct Stream {
     subscription: Option<Subscription>,
 }
 
+/// How long a server has to acknowledge a `subscriptions/listen` stream.
+const ACKNOWLEDGE_WAIT: Duration = Duration::from_secs(5);
+/// A stream that ends sooner than this after it opened counts as refused:
+/// it is opened again only after a pause that grows.
+const STEADY: Duration = Duration::from_secs(5);
+
 /// Opens the stream for what the server declares it sends and the followed
 /// resources; `None` inside when there is nothing to listen for. Fails when
-/// the server refuses the stream or the connection is gone.
-pub(super) async fn open(peer: &Peer<RoleClient>, modern: &Modern) -> Result<Stream, ServiceError> {
+/// the server refuses the stream, does not acknowledge it within
+/// [`ACKNOWLEDGE_WAIT`], or the connection is gone.
+pub(super) async fn open(peer: &Peer<RoleClient>, modern: &Modern) -> Result<Stream, String> {
     let (generation, resources) = modern.followed.borrow().clone();
     let mut filter = declared_changes(peer);
     if !resources.is_empty() {
@@ -254,7 +285,11 @@ pub(super) async fn open(peer: &Peer<RoleClient>, modern: &Modern) -> Result<Str
     let subscription = if filter == SubscriptionFilter::default() {
         None
     } else {
-        Some(peer.listen(filter).await?)
+        match tokio::time::timeout(ACKNOWLEDGE_WAIT, peer.listen(filter)).await {
+            Ok(Ok(subscription)) => Some(subscription),
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(_) => return Err("the server did not acknowledge subscriptions/listen".into()),
+        }
     };
     modern.acknowledged.send_replace(generation);
     Ok(Stream {
@@ -267,8 +302,11 @@ pub(super) async fn open(peer: &Peer<RoleClient>, modern: &Modern) -> Result<Str
 /// opened during the handshake, so nothing the server says after its first
 /// answer is missed), and hands what comes on it to the host: changed lists
 /// wake `changed`, updates and log messages go to `notices`. Opens it again
-/// when the followed resources change or the server ends it. Ends when the
-/// connection does.
+/// when the followed resources change or the server ends it; a stream that
+/// ends soon after it opened counts as refused, and a server that refuses is
+/// asked again after a pause that grows. Each stream after the first makes
+/// the session list again: a change while none was open is not lost. Ends
+/// when the connection does.
 pub(super) async fn listen(
     peer: Peer<RoleClient>,
     modern: Arc<Modern>,
@@ -278,28 +316,28 @@ pub(super) async fn listen(
 ) {
     let mut followed = modern.followed.subscribe();
     let mut failures = 0u32;
+    let mut opened_at = tokio::time::Instant::now();
     loop {
         let Some(Stream {
             generation,
             subscription,
         }) = stream.take()
         else {
+            if failures > 0 {
+                let wait = Duration::from_millis(200 << failures.min(6));
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    r = followed.changed() => if r.is_err() { return },
+                }
+            }
             match open(&peer, &modern).await {
                 Ok(opened) => {
-                    failures = 0;
+                    opened_at = tokio::time::Instant::now();
                     stream = Some(opened);
+                    changed.notify_one();
                 }
                 Err(_) if peer.is_transport_closed() => return,
-                Err(_) => {
-                    // A server that refuses the stream is asked again, slower
-                    // each time; what it would have said is lost meanwhile.
-                    failures += 1;
-                    let wait = Duration::from_millis(200 << failures.min(6));
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        r = followed.changed() => if r.is_err() { return },
-                    }
-                }
+                Err(_) => failures += 1,
             }
             continue;
         };
@@ -318,8 +356,15 @@ pub(super) async fn listen(
                 tokio::select! {
                     next = subscription.next() => match next {
                         Ok(Some(notification)) => hand_on(notification, &changed, notices.as_ref()),
-                        // The server ended the stream: open it again.
-                        Ok(None) | Err(_) => break,
+                        // The server ended the stream: open it again, after
+                        // a pause if it did not last.
+                        Ok(None) | Err(_) => {
+                            failures = match opened_at.elapsed() < STEADY {
+                                true => failures + 1,
+                                false => 0,
+                            };
+                            break;
+                        }
                     },
                     r = followed.changed() => if r.is_err() { return },
                 }

@@ -90,6 +90,9 @@ pub(super) struct Wire<R> {
     /// ends (every call on it fails with `output_too_large`).
     broken: Arc<std::sync::atomic::AtomicBool>,
     eof: bool,
+    /// The answer to plughost's own `server/discover` probe
+    /// ([`super::probe`]), kept from rmcp: `None` until it came.
+    probed: Option<Value>,
 }
 
 impl<R> Wire<R> {
@@ -108,6 +111,7 @@ impl<R> Wire<R> {
             progress,
             broken,
             eof: false,
+            probed: None,
         }
     }
 
@@ -161,6 +165,12 @@ impl<R> Wire<R> {
             return Ok(());
         }
         let line = std::mem::take(&mut self.line);
+        if let Some(answer) = super::probe::answer(&line) {
+            // Never rmcp's: it did not ask (an answer that comes after the
+            // probe gave up is dropped here too).
+            self.probed = Some(answer);
+            return Ok(());
+        }
         self.route_progress(&line);
         self.ready.extend(&line);
         self.ready.push_back(b'\n');
@@ -247,6 +257,32 @@ fn request_id(prefix: &[u8]) -> Option<Value> {
         i += 1;
     }
     None
+}
+
+impl<R: AsyncRead + Unpin> Wire<R> {
+    /// Reads until the answer to plughost's probe came (`None` at the end of
+    /// the stream); what came before it stays for rmcp.
+    pub(super) async fn probe_answer(&mut self) -> io::Result<Option<Value>> {
+        use tokio::io::AsyncReadExt;
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            if let Some(answer) = self.probed.take() {
+                return Ok(Some(answer));
+            }
+            if self.eof {
+                return Ok(None);
+            }
+            let n = self.inner.read(&mut chunk).await?;
+            if n == 0 {
+                if !self.line.is_empty() || self.oversized.is_some() {
+                    self.line_done()?;
+                }
+                self.eof = true;
+            } else {
+                self.take(&chunk[..n])?;
+            }
+        }
+    }
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for Wire<R> {

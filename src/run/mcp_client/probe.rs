@@ -1,0 +1,70 @@
+//! Which revision a server speaks, asked before rmcp starts: plughost sends
+//! its own `server/discover` (with an id of its own) and reads the answer.
+//! A server that answers with a result naming 2026-07-28 speaks it; one that
+//! answers with an error, or not within the wait, gets the 2025-11-25
+//! handshake. The answer is kept from rmcp whenever it comes ([`answer`]), so
+//! a slow server's late answer never reaches the handshake that followed.
+//!
+//! rmcp's own probe gives up after a fixed 10 seconds and then fails on the
+//! late answer; this one waits half the start-up time, and the host skips it
+//! for a server it knows to speak 2025-11-25 (its cached listing says so).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+use super::wire::Wire;
+use crate::run::executor::{Output, Stdin};
+
+/// The id of plughost's probe; rmcp's ids are numbers.
+const PROBE_ID: &str = "plughost/discover";
+
+/// The revision the probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Spoken {
+    /// 2026-07-28: `server/discover` named it.
+    Modern,
+    /// Anything else: the `initialize` handshake.
+    Legacy,
+}
+
+/// Sends the probe and reads until its answer, within `wait`.
+pub(super) async fn probe(stdin: &mut Stdin, stdout: &mut Wire<Output>, wait: Duration) -> Spoken {
+    let request = json!({"jsonrpc": "2.0", "id": PROBE_ID, "method": "server/discover",
+    "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "plughost", "version": env!("CARGO_PKG_VERSION")},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}});
+    let mut line = request.to_string().into_bytes();
+    line.push(b'\n');
+    if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+        return Spoken::Legacy;
+    }
+    match tokio::time::timeout(wait, stdout.probe_answer()).await {
+        Ok(Ok(Some(answer))) if speaks_2026(&answer) => Spoken::Modern,
+        _ => Spoken::Legacy,
+    }
+}
+
+/// The probe's answer, if `line` is it.
+pub(super) fn answer(line: &[u8]) -> Option<Value> {
+    let head = &line[..line.len().min(256)];
+    if !head
+        .windows(PROBE_ID.len())
+        .any(|w| w == PROBE_ID.as_bytes())
+    {
+        return None;
+    }
+    let message: Value = serde_json::from_slice(line).ok()?;
+    (message.get("id").and_then(Value::as_str) == Some(PROBE_ID) && message.get("method").is_none())
+        .then_some(message)
+}
+
+/// Whether a probe answer is a result that names 2026-07-28.
+fn speaks_2026(answer: &Value) -> bool {
+    answer["result"]["supportedVersions"]
+        .as_array()
+        .is_some_and(|v| v.iter().any(|v| v == "2026-07-28"))
+}
