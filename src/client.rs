@@ -72,12 +72,33 @@ impl ClientRequestError {
     }
 }
 
+/// An MCP server's answer that its request needs a client capability the
+/// caller did not declare (2026-07-28's `-32021`): the cause of the call's
+/// [`CallError::Failed`](crate::CallError::Failed), so that a front end can
+/// pass it on in its own words, or as the same error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct MissingCapability {
+    /// The server's message.
+    pub message: String,
+    /// The server's `data` (`requiredCapabilities`…), as it sent it.
+    pub data: Option<Value>,
+}
+
 /// The client of a call: answers what an MCP server run as a plugin asks
 /// during it. Requests and results are MCP's JSON (`params` of the request,
 /// the `result` object).
 pub trait CallClient: Send + Sync {
     /// What it can answer.
     fn capabilities(&self) -> ClientCapabilities;
+    /// What it declared, which a server that speaks 2026-07-28 is told on
+    /// each request, so that it asks only that. The same as
+    /// [`capabilities`](Self::capabilities) unless the client takes more
+    /// requests than it declared, to refuse them itself.
+    fn declared(&self) -> ClientCapabilities {
+        self.capabilities()
+    }
     /// Which client session it is: requests of servers that several calls
     /// share go to a session only when it is the only one with calls in
     /// flight on that server.

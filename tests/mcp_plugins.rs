@@ -942,13 +942,35 @@ async fn a_server_at_either_revision_asks_the_calls_client() {
         asked.sort();
         assert_eq!(asked, ["elicitation/create", "roots/list"], "{revision}");
 
-        // No client: nothing can answer, and the outcome says what was missing.
+        // No client: nothing can answer, and the outcome says what was
+        // missing; a 2026-07-28 server said so itself, which the error
+        // carries as a typed cause for front ends to pass on.
         let text = match call(&host, "py_greet", json!({"greeting": "Hello"})).await {
             Ok(o) => {
                 assert!(o.is_error, "{revision}: {o:?}");
                 o.result
             }
-            Err(e) => e.to_string(),
+            Err(e) => {
+                let missing = match &e {
+                    CallError::Failed { cause: Some(c), .. } => {
+                        c.downcast_ref::<plughost::client::MissingCapability>()
+                    }
+                    _ => None,
+                };
+                assert_eq!(
+                    missing.is_some(),
+                    revision == "2026-07-28",
+                    "{revision}: {e:?}"
+                );
+                if let Some(missing) = missing {
+                    assert!(
+                        missing.data.as_ref().unwrap()["requiredCapabilities"]["elicitation"]
+                            .is_object(),
+                        "{missing:?}"
+                    );
+                }
+                e.to_string()
+            }
         };
         assert!(
             text.contains("elicitation") && text.contains("MCP client that supports it"),

@@ -526,6 +526,7 @@ pub(super) fn failure_error(
         Failure::Run(RunError::ServerError {
             code: -32602,
             message,
+            ..
         }) => CallError::InvalidArgs {
             tool,
             violations: vec![format!("the MCP server refused the input: {message}")],
@@ -535,14 +536,21 @@ pub(super) fn failure_error(
         Failure::Run(RunError::ServerError {
             code: -32021,
             message,
-        }) => failed(
-            format!(
+            data,
+        }) => CallError::Failed {
+            tool,
+            reason: format!(
                 "the MCP server needs a client capability the caller of this tool did not declare ({message}); call it from an MCP client that supports it"
             ),
-            None,
-            String::new(),
-        ),
-        Failure::Run(RunError::ServerError { code, message }) => failed(
+            denials: Vec::new(),
+            exit_code: None,
+            stderr_tail: String::new(),
+            cause: Some(std::sync::Arc::new(crate::client::MissingCapability {
+                message,
+                data,
+            })),
+        },
+        Failure::Run(RunError::ServerError { code, message, .. }) => failed(
             format!("the MCP server answered with error {code}: {message}"),
             None,
             String::new(),

@@ -104,6 +104,7 @@ impl Inner {
                 code: -32603,
                 message: "the server answered tools/call with something else than a tool result"
                     .into(),
+                data: None,
             })),
         }
     }
@@ -196,6 +197,7 @@ impl Inner {
             Ok(McpAnswer::Error(e)) => Err(Failure::Run(RunError::ServerError {
                 code: e.code.0,
                 message: e.message.into_owned(),
+                data: e.data,
             })),
             Err(Stop::Timeout) => Err(Failure::Run(RunError::Timeout { stderr })),
             Err(Stop::Cancelled) => Err(Failure::Run(RunError::Cancelled)),

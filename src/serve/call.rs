@@ -19,7 +19,7 @@ use crate::protocol::{Invocation, Scope, Source};
 
 impl McpServer {
     /// Runs a `tools/call` with `client` as the client of what an MCP server
-    /// plugin asks during it, until `cancel`.
+    /// plugin asks during it, until `cancel`: its result as MCP content.
     pub(super) async fn call_tool_as(
         &self,
         request: CallToolRequestParams,
@@ -27,6 +27,49 @@ impl McpServer {
         client: Arc<dyn crate::client::CallClient>,
         cancel: tokio_util::sync::CancellationToken,
     ) -> rmcp::model::CallToolResult {
+        match self.run_tool(request, context, client, cancel).await {
+            Ok(outcome) => outcome_result(&outcome),
+            Err(e) => error_result(&e, &self.remedies),
+        }
+    }
+
+    /// [`Self::call_tool_as`] for a 2026-07-28 client: a server's answer
+    /// that the client lacks a capability is that client's `-32021` error,
+    /// with the server's data, not a tool error.
+    pub(super) async fn call_tool_modern(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        client: Arc<dyn crate::client::CallClient>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<rmcp::model::CallToolResult, rmcp::ErrorData> {
+        match self.run_tool(request, context, client, cancel).await {
+            Ok(outcome) => Ok(outcome_result(&outcome)),
+            Err(crate::CallError::Failed {
+                cause: Some(cause), ..
+            }) if cause.is::<crate::client::MissingCapability>() => {
+                let missing = cause
+                    .downcast_ref::<crate::client::MissingCapability>()
+                    .expect("checked above");
+                Err(rmcp::ErrorData::new(
+                    rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    missing.message.clone(),
+                    missing.data.clone(),
+                ))
+            }
+            Err(e) => Ok(error_result(&e, &self.remedies)),
+        }
+    }
+
+    /// The call itself: progress forwarded, approval asked through the
+    /// client, the session's slot taken over HTTP.
+    async fn run_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        client: Arc<dyn crate::client::CallClient>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<crate::ToolOutcome, crate::CallError> {
         let input = Value::Object(request.arguments.unwrap_or_default());
         let peer = context.peer.clone();
         let progress = context.meta.get_progress_token().map(|token| {
@@ -66,12 +109,9 @@ impl McpServer {
             None => None,
         };
         if ticket.is_some() && _slot.is_none() {
-            return error_result(
-                &crate::CallError::Cancelled {
-                    tool: request.name.to_string(),
-                },
-                &self.remedies,
-            );
+            return Err(crate::CallError::Cancelled {
+                tool: request.name.to_string(),
+            });
         }
         let client = Some(client);
         let options = CallOptions {
@@ -99,10 +139,7 @@ impl McpServer {
         if let Some(logs) = logs {
             logs.finish().await;
         }
-        match result {
-            Ok(outcome) => outcome_result(&outcome),
-            Err(e) => error_result(&e, &self.remedies),
-        }
+        result
     }
 }
 

@@ -446,7 +446,9 @@ impl ServerHandler for McpServer {
                 round,
                 rounds::Kind::TOOL,
                 move |client, cancel| async move {
-                    Ok(server.call_tool_as(request, context, client, cancel).await)
+                    server
+                        .call_tool_modern(request, context, client, cancel)
+                        .await
                 },
             )
             .await?;

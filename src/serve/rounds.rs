@@ -375,6 +375,10 @@ impl CallClient for RoundClient {
         ClientCapabilities::all(true)
     }
 
+    fn declared(&self) -> ClientCapabilities {
+        self.capabilities
+    }
+
     fn session(&self) -> String {
         self.session.clone()
     }

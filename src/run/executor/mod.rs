@@ -138,6 +138,8 @@ pub(crate) enum RunError {
     ServerError {
         code: i32,
         message: String,
+        /// The error's `data`, when the server gave one.
+        data: Option<serde_json::Value>,
     },
 }
 

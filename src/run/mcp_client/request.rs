@@ -54,7 +54,7 @@ impl McpSession {
             m.meta(
                 ask.client
                     .as_ref()
-                    .map(|c| c.capabilities())
+                    .map(|c| c.declared())
                     .unwrap_or_default(),
             )
         });
