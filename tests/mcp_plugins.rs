@@ -1044,3 +1044,93 @@ async fn clients_and_servers_of_either_revision_meet_through_serve() {
         assert_no_processes_in(&dir);
     }
 }
+
+/// A 2026-07-28 `tools/call` over HTTP, as a raw request: its answer.
+fn call_2026(client: &util::http::Client, id: i64, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "roots": {}}});
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let name = params["name"].as_str().unwrap().to_owned();
+    let reply = util::http::read_reply(client.send(
+        "POST",
+        body.to_string().as_bytes(),
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", &name),
+        ],
+    ));
+    reply
+        .answer(&json!(id))
+        .unwrap_or_else(|| panic!("no answer to {id}: {reply:?}"))
+}
+
+/// The rounds of a 2026-07-28 client over HTTP, against the fixture server
+/// at 2026-07-28: both of the server's questions come in one round under
+/// the server's own keys; a `requestState` that was changed, or sent with
+/// other arguments, is refused and leaves the call waiting; the right retry
+/// completes it; the same state again is refused, saying what to do.
+#[test]
+fn a_2026_round_over_http_takes_only_its_own_state_and_only_once() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    server_plugin(&sandbox, &pydeps, &[]);
+    let approve = util::run({
+        let mut c = sandbox.cmd();
+        c.args(["approve", PLUGIN, "--yes"]);
+        c
+    });
+    assert!(approve.status.success(), "{}", util::stderr(&approve));
+    let server = util::http::Server::start(&sandbox, &[]);
+    let client = server.client();
+    let asked = call_2026(
+        &client,
+        1,
+        json!({"name": "py_greet", "arguments": {"greeting": "Hi"}}),
+    );
+    let round = &asked["result"];
+    assert_eq!(round["resultType"], "input_required", "{asked}");
+    let keys: Vec<&String> = round["inputRequests"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["__main__:ask_name", "__main__:ask_roots"], "{round}");
+    let state = round["requestState"].as_str().unwrap().to_owned();
+    let answers = json!({
+        "__main__:ask_name": {"action": "accept", "content": {"name": "Ada"}},
+        "__main__:ask_roots": {"roots": [{"uri": "file:///srv/project"}]},
+    });
+
+    let mut changed = state.clone().into_bytes();
+    let last = changed.len() - 2;
+    changed[last] = if changed[last] == b'A' { b'B' } else { b'A' };
+    let changed = String::from_utf8(changed).unwrap();
+    for (id, greeting, state) in [(2, "Hi", &changed), (3, "Yo", &state)] {
+        let refused = call_2026(
+            &client,
+            id,
+            json!({"name": "py_greet", "arguments": {"greeting": greeting},
+                   "inputResponses": answers, "requestState": state}),
+        );
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    }
+
+    let done = call_2026(
+        &client,
+        4,
+        json!({"name": "py_greet", "arguments": {"greeting": "Hi"},
+               "inputResponses": answers, "requestState": state}),
+    );
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hi, Ada; roots: file:///srv/project (at 2026-07-28)",
+        "{done}"
+    );
+    let again = call_2026(
+        &client,
+        5,
+        json!({"name": "py_greet", "arguments": {"greeting": "Hi"},
+               "inputResponses": answers, "requestState": state}),
+    );
+    let message = again["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("without requestState"), "{again}");
+}
