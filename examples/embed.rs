@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use plughost::export::{Format, export, parse_tool_calls};
-use plughost::{CallOptions, Invocation, PluginHost, Scope, Source};
+use plughost::protocol::{Invocation, Scope, Source};
+use plughost::{CallOptions, PluginHost};
 use serde_json::Value;
 
 #[tokio::main]

@@ -300,7 +300,7 @@ pub enum Refusal {
         "session \"{session}\" has used its budget of {budget} tool calls; start a new session or raise the budget"
     )]
     BudgetSpent {
-        /// The session's id, from the call's [`Invocation`](crate::Invocation).
+        /// The session's id, from the call's [`Invocation`](crate::protocol::Invocation).
         session: String,
         /// Its budget, in calls.
         budget: u32,

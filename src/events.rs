@@ -17,7 +17,7 @@ pub(crate) type EventSink = Arc<dyn Fn(HostEvent) + Send + Sync>;
 
 /// Something that changed in the plugins folder, an approval, a worker, or
 /// something the host wants people to know. `plughost watch --json` prints one
-/// per line; observers receive them through [`crate::Observer::event`].
+/// per line; observers receive them through [`crate::observe::Observer::event`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]

@@ -76,12 +76,16 @@
 //!   word in the CLI, the library and MCP. A refused call carries a
 //!   [`Refusal`] to match on; [`CallError::remedy`] says what fixes it, as a
 //!   [`Remedy`] for the front end to put in its own words.
-//! - Approvals: [`ApprovalState`], an [`Approver`] that asks the user
+//! - Approvals: [`ApprovalState`](approval::ApprovalState), an
+//!   [`Approver`](approval::Approver) that asks the user
 //!   ([`TerminalApprover`](approval::TerminalApprover), or your own dialog),
 //!   [`PluginHost::approve_with`].
-//! - What happens besides calls is a [`HostEvent`], on
-//!   [`PluginHost::events`] and for every [`Observer`]. The library never
-//!   prints.
+//! - What happens besides calls is a [`HostEvent`](events::HostEvent), on
+//!   [`PluginHost::events`] and for every [`Observer`](observe::Observer).
+//!   The library never prints. Each type has one public path: the types of
+//!   a subject live in its module (`approval`, `client`, `events`,
+//!   `observe`, `protocol`…), and the crate root holds the host and its
+//!   calls.
 //! - [`manifest`] and [`protocol`] are the plugin format; [`export`] turns
 //!   tools into function-calling specs; [`sandbox`] says what this machine
 //!   enforces; [`report`] holds `list`, `validate` and `doctor` as data;
@@ -161,16 +165,11 @@ pub mod report {
 )]
 mod test_support;
 
-pub use approval::{Approval, ApprovalError, ApprovalState, ApproveError, Approver};
-pub use client::CallClient;
 pub use error::{BuildError, CallError, Cause, ErrorKind, Refusal, Requirement};
-pub use events::HostEvent;
 pub use host::{
     CallOptions, CodeToolsError, PluginHost, PluginHostBuilder, Policy, SandboxMode, ToolInfo,
 };
-pub use observe::Observer;
 pub use plugins::watcher::Watcher;
-pub use protocol::{Invocation, Scope, Source};
 pub use remedy::Remedy;
 pub use run::executor::{Limits, Progress};
 pub use run::outcome::ToolOutcome;

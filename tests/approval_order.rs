@@ -145,7 +145,7 @@ async fn hot_reload_never_hands_a_held_name_over() {
         .unwrap();
     let _watch = host.watch().unwrap();
     let call = |tool: &'static str| {
-        let f = host.call(tool, json!({}), plughost::Invocation::default());
+        let f = host.call(tool, json!({}), plughost::protocol::Invocation::default());
         async move { f.await.map(|o| o.result) }
     };
     assert_eq!(call("shared").await.unwrap(), "from zzz");

@@ -7,9 +7,8 @@ use crate::util;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use plughost::{
-    CallError, CallOptions, ErrorKind, Invocation, Limits, PluginHost, Progress, Scope, Source,
-};
+use plughost::protocol::{Invocation, Scope, Source};
+use plughost::{CallError, CallOptions, ErrorKind, Limits, PluginHost, Progress};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use util::{Sandbox, assert_no_processes_in, lingering_zombies};

@@ -340,8 +340,10 @@ fn completions_and_the_man_page_come_from_the_command_line() {
 async fn the_library_reports_the_rejected_plugin_the_input_cap_and_the_kind() {
     use std::sync::{Arc, Mutex};
 
+    use plughost::observe::Observer;
     use plughost::observe::{CallInfo, CallSummary, ObserverResult};
-    use plughost::{CallError, ErrorKind, Invocation, Limits, Observer, PluginHost, ToolOutcome};
+    use plughost::protocol::Invocation;
+    use plughost::{CallError, ErrorKind, Limits, PluginHost, ToolOutcome};
 
     #[derive(Default)]
     struct Kinds(Mutex<Vec<Option<plughost::protocol::ToolErrorKind>>>);

@@ -8,7 +8,9 @@ use plughost::events::{Notice, Offering};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use plughost::{HostEvent, Invocation, PluginHost};
+use plughost::PluginHost;
+use plughost::events::HostEvent;
+use plughost::protocol::Invocation;
 use serde_json::json;
 use tokio::sync::broadcast::Receiver;
 use util::{Sandbox, answer_script, copy_dir, manifest, write_executable};

@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use plughost::approval::Approval;
 use plughost::client::{BoxFuture, CallClient, ClientCapabilities, ClientRequestError};
-use plughost::{Approval, CallOptions, Invocation, Limits, PluginHost};
+use plughost::protocol::Invocation;
+use plughost::{CallOptions, Limits, PluginHost};
 use serde_json::{Value, json};
 use util::Sandbox;
 

@@ -14,9 +14,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use plughost::approval::ToolChange;
+use plughost::events::HostEvent;
+use plughost::protocol::Invocation;
 use plughost::{
-    CallError, CallOptions, ErrorKind, HostEvent, Invocation, Limits, PluginHost, Progress,
-    Refusal, ToolOutcome,
+    CallError, CallOptions, ErrorKind, Limits, PluginHost, Progress, Refusal, ToolOutcome,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -83,7 +84,7 @@ async fn approved(extra: &[String]) -> Option<(Sandbox, PluginHost)> {
     let host = host(&sandbox);
     assert_eq!(
         host.approve(PLUGIN).await.unwrap(),
-        plughost::Approval::Approved
+        plughost::approval::Approval::Approved
     );
     Some((sandbox, host))
 }
@@ -388,7 +389,7 @@ async fn a_tool_the_server_adds_is_withheld_until_approved_again() {
 
     assert_eq!(
         host.approve(PLUGIN).await.unwrap(),
-        plughost::Approval::Approved
+        plughost::approval::Approval::Approved
     );
     let o = call(&host, "py_extra", json!({"x": 3})).await.unwrap();
     assert_eq!(o.result, "extra:3");
@@ -452,7 +453,7 @@ async fn approval_state_counts_the_pins() {
     };
     assert_eq!(
         host.approval_state(PLUGIN).unwrap().unwrap(),
-        plughost::ApprovalState::Approved
+        plughost::approval::ApprovalState::Approved
     );
     std::fs::write(
         sandbox.plugins().join(PLUGIN).join("echo-description.txt"),
@@ -465,7 +466,7 @@ async fn approval_state_counts_the_pins() {
         .await
         .unwrap();
     match host.approval_state(PLUGIN).unwrap().unwrap() {
-        plughost::ApprovalState::ToolsChanged { tools } => {
+        plughost::approval::ApprovalState::ToolsChanged { tools } => {
             assert_eq!(tools.len(), 1, "{tools:?}");
             assert_eq!(tools[0].tool, "py_echo");
         }
@@ -535,11 +536,11 @@ async fn approve_pins_what_the_server_lists_now_not_the_cache() {
     let host = host(&sandbox);
     assert_eq!(
         host.approval_state(PLUGIN).unwrap().unwrap(),
-        plughost::ApprovalState::Approved
+        plughost::approval::ApprovalState::Approved
     );
     assert_eq!(
         host.approve(PLUGIN).await.unwrap(),
-        plughost::Approval::Approved,
+        plughost::approval::Approval::Approved,
         "the server was asked and its change approved"
     );
     let approvals: Value =
@@ -777,7 +778,7 @@ async fn a_corrupt_tool_cache_is_reported_and_never_trusted() {
     // Approving again lists the tools from the server and rewrites the cache.
     assert_eq!(
         host.approve(PLUGIN).await.unwrap(),
-        plughost::Approval::AlreadyApproved
+        plughost::approval::Approval::AlreadyApproved
     );
     assert!(tool_names(&host).contains(&"py_echo".to_owned()));
     let cached: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
@@ -922,7 +923,7 @@ async fn a_server_at_either_revision_asks_the_calls_client() {
         let host = host(&sandbox);
         assert_eq!(
             host.approve(PLUGIN).await.unwrap(),
-            plughost::Approval::Approved
+            plughost::approval::Approval::Approved
         );
         let person = Arc::new(Person::default());
         let options = CallOptions {
@@ -1000,7 +1001,7 @@ async fn clients_and_servers_of_either_revision_meet_through_serve() {
         }
         assert_eq!(
             host(&sandbox).approve(PLUGIN).await.unwrap(),
-            plughost::Approval::Approved
+            plughost::approval::Approval::Approved
         );
         for (mode, client) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
             let out = tokio::process::Command::new(util::real_python3())

@@ -632,10 +632,10 @@ async fn an_mcp_server_is_held_the_same() {
         let mut events = host.events();
         assert_eq!(
             host.approve("netserver").await.unwrap(),
-            plughost::Approval::Approved
+            plughost::approval::Approval::Approved
         );
         let call = |tool: &'static str, input: Value| {
-            host.call(tool, input, plughost::Invocation::default())
+            host.call(tool, input, plughost::protocol::Invocation::default())
         };
         let o = call(
             "net_fetch",
@@ -667,7 +667,7 @@ async fn an_mcp_server_is_held_the_same() {
         assert!(o.result.starts_with("error"), "{}", o.result);
         let refused = loop {
             match tokio::time::timeout(Duration::from_secs(5), events.recv()).await {
-                Ok(Ok(plughost::HostEvent::HostRefused { plugin, denial })) => {
+                Ok(Ok(plughost::events::HostEvent::HostRefused { plugin, denial })) => {
                     break (plugin, denial);
                 }
                 Ok(Ok(_)) => continue,

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use plughost::Policy;
+use plughost::events::HostEvent;
 use plughost::observe::AuditRecord;
+use plughost::observe::Observer;
 use plughost::observe::{CallInfo, CallSummary, Interests, ObserverResult};
-use plughost::{
-    CallError, ErrorKind, HostEvent, Invocation, Observer, PluginHost, Progress, ToolOutcome,
-};
+use plughost::protocol::Invocation;
+use plughost::{CallError, ErrorKind, PluginHost, Progress, ToolOutcome};
 use serde_json::json;
 use util::Sandbox;
 
@@ -191,7 +192,7 @@ async fn the_audit_log_has_one_line_per_call_and_inputs_only_when_asked() {
         .unwrap();
     let invocation = Invocation {
         session_id: Some("s-1".into()),
-        source: Some(plughost::Source::Mcp),
+        source: Some(plughost::protocol::Source::Mcp),
         ..Invocation::default()
     };
     host.call("slow_ok", json!({"secret": "hunter2"}), invocation.clone())

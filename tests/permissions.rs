@@ -232,7 +232,8 @@ mod sandboxed {
     use std::net::TcpListener;
     use std::time::Duration;
 
-    use plughost::{ErrorKind, Invocation, PluginHost};
+    use plughost::protocol::Invocation;
+    use plughost::{ErrorKind, PluginHost};
     use serde_json::json;
 
     use super::util::{self, Sandbox};

@@ -12,8 +12,9 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use plughost::protocol::Invocation;
 use plughost::protocol::{MediaType, ToolErrorKind};
-use plughost::{CallOptions, Invocation, PluginHost, Progress, ToolOutcome};
+use plughost::{CallOptions, PluginHost, Progress, ToolOutcome};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam, ServerResult,
 };

@@ -7,11 +7,10 @@ use crate::util;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use plughost::events::HostEvent;
 use plughost::events::{Notice, WorkerStop};
-use plughost::{
-    CallError, CallOptions, ErrorKind, HostEvent, Invocation, Limits, PluginHost, Progress,
-    ToolOutcome,
-};
+use plughost::protocol::Invocation;
+use plughost::{CallError, CallOptions, ErrorKind, Limits, PluginHost, Progress, ToolOutcome};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;

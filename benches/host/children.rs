@@ -16,7 +16,8 @@
 use std::process::Stdio;
 use std::sync::Arc;
 
-use plughost::{Invocation, PluginHost, SandboxMode};
+use plughost::protocol::Invocation;
+use plughost::{PluginHost, SandboxMode};
 use serde_json::{Value, json};
 
 use crate::stats::{mb, status_kb};

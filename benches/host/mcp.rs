@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use plughost::{Approval, CallOptions, Invocation, PluginHost};
+use plughost::approval::Approval;
+use plughost::protocol::Invocation;
+use plughost::{CallOptions, PluginHost};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
     ReadResourceRequestParams,

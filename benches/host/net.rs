@@ -6,7 +6,8 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Instant;
 
-use plughost::{Invocation, PluginHost};
+use plughost::PluginHost;
+use plughost::protocol::Invocation;
 use serde_json::{Value, json};
 
 use crate::raw;

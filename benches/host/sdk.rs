@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use plughost::{Invocation, PluginHost};
+use plughost::PluginHost;
+use plughost::protocol::Invocation;
 use serde_json::{Value, json};
 
 use crate::stats::{median_diff_us, pct};

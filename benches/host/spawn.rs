@@ -19,7 +19,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use plughost::{Invocation, PluginHost, SandboxMode};
+use plughost::protocol::Invocation;
+use plughost::{PluginHost, SandboxMode};
 use serde_json::{Value, json};
 use tokio::process::Command;
 

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use plughost::{Invocation, PluginHost, SandboxMode};
+use plughost::protocol::Invocation;
+use plughost::{PluginHost, SandboxMode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -7,7 +7,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plughost::{Invocation, PluginHost};
+use plughost::PluginHost;
+use plughost::protocol::Invocation;
 use serde_json::{Value, json};
 
 use crate::fixtures::{IDLE_WORKERS, idle_plugins_dir};

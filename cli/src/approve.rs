@@ -2,8 +2,9 @@
 
 use std::process::ExitCode;
 
+use plughost::PluginHost;
 use plughost::approval::TerminalApprover;
-use plughost::{Approval, ApproveError, PluginHost};
+use plughost::approval::{Approval, ApproveError};
 
 use super::Cli;
 use super::terminal::{esay, say};

@@ -10,9 +10,11 @@ use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use plughost::approval::Approver;
 use plughost::approval::TerminalApprover;
 use plughost::protocol::TraceContext;
-use plughost::{Approver, CallError, CallOptions, Invocation, PluginHost, Progress, Scope, Source};
+use plughost::protocol::{Invocation, Scope, Source};
+use plughost::{CallError, CallOptions, PluginHost, Progress};
 use serde_json::{Value, json};
 
 use super::Cli;

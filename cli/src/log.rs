@@ -6,8 +6,10 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use plughost::events::HostEvent;
+use plughost::observe::Observer;
 use plughost::observe::{AuditRecord, CallInfo, CallSummary, Interests, ObserverResult};
-use plughost::{CallError, HostEvent, Observer, ToolOutcome};
+use plughost::{CallError, ToolOutcome};
 
 pub struct Log {
     file: Option<Arc<Mutex<File>>>,

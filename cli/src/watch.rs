@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use plughost::HostEvent;
+use plughost::events::HostEvent;
 use plughost::events::Notice;
 use tokio::sync::broadcast::error::RecvError;
 

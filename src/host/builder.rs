@@ -175,7 +175,7 @@ impl PluginHostBuilder {
     /// Makes an OpenTelemetry span of every call with the tracer of
     /// `provider` (your own SDK setup: its sampler, processors and exporter
     /// apply). The span is the child of the caller's trace context
-    /// ([`crate::Invocation::trace`], an MCP request's `_meta.traceparent`),
+    /// ([`crate::protocol::Invocation::trace`], an MCP request's `_meta.traceparent`),
     /// and the plugin continues the trace from it: `TRACEPARENT` and
     /// `TRACESTATE` in a process's environment, `traceparent` and
     /// `tracestate` in a request's `context`, and in an MCP server's

@@ -168,8 +168,8 @@ impl McpServer {
         }
         let peer = context.peer.clone();
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
-        let pass_on = move |event: crate::HostEvent| {
-            let crate::HostEvent::ServerLog {
+        let pass_on = move |event: crate::events::HostEvent| {
+            let crate::events::HostEvent::ServerLog {
                 plugin: from,
                 message,
             } = event

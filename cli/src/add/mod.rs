@@ -25,9 +25,10 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use plughost::PluginHost;
 use plughost::approval::TerminalApprover;
+use plughost::approval::{Approval, ApprovalState, ApproveError};
 use plughost::manifest::MANIFEST_FILE;
-use plughost::{Approval, ApprovalState, ApproveError, PluginHost};
 use serde_json::{Value, json};
 
 use self::install::Installed;

@@ -2,7 +2,7 @@
 //! its own `server/discover` (with an id of its own) and reads the answer.
 //! A server that answers with a result naming 2026-07-28 speaks it; one that
 //! answers with an error, or not within the wait, gets the 2025-11-25
-//! handshake. The answer is kept from rmcp whenever it comes ([`answer`]), so
+//! handshake. The answer is kept from rmcp whenever it comes (the [`Wire`] sets it aside), so
 //! a slow server's late answer never reaches the handshake that followed.
 //!
 //! rmcp's own probe gives up after a fixed 10 seconds and then fails on the
@@ -14,11 +14,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
-use super::wire::Wire;
+use super::wire::{PROBE_ID, Wire};
 use crate::run::executor::{Output, Stdin};
-
-/// The id of plughost's probe; rmcp's ids are numbers.
-const PROBE_ID: &str = "plughost/discover";
 
 /// The revision the probe found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,20 +43,6 @@ pub(super) async fn probe(stdin: &mut Stdin, stdout: &mut Wire<Output>, wait: Du
         Ok(Ok(Some(answer))) if speaks_2026(&answer) => Spoken::Modern,
         _ => Spoken::Legacy,
     }
-}
-
-/// The probe's answer, if `line` is it.
-pub(super) fn answer(line: &[u8]) -> Option<Value> {
-    let head = &line[..line.len().min(256)];
-    if !head
-        .windows(PROBE_ID.len())
-        .any(|w| w == PROBE_ID.as_bytes())
-    {
-        return None;
-    }
-    let message: Value = serde_json::from_slice(line).ok()?;
-    (message.get("id").and_then(Value::as_str) == Some(PROBE_ID) && message.get("method").is_none())
-        .then_some(message)
 }
 
 /// Whether a probe answer is a result that names 2026-07-28.

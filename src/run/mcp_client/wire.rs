@@ -165,7 +165,7 @@ impl<R> Wire<R> {
             return Ok(());
         }
         let line = std::mem::take(&mut self.line);
-        if let Some(answer) = super::probe::answer(&line) {
+        if let Some(answer) = probe_answer(&line) {
             // Never rmcp's: it did not ask (an answer that comes after the
             // probe gave up is dropped here too).
             self.probed = Some(answer);
@@ -211,6 +211,24 @@ impl<R> Wire<R> {
             .expect("progress routes")
             .deliver(token, report);
     }
+}
+
+/// The id of plughost's `server/discover` probe (`probe.rs`); rmcp's ids
+/// are numbers.
+pub(super) const PROBE_ID: &str = "plughost/discover";
+
+/// The probe's answer, if `line` is it.
+fn probe_answer(line: &[u8]) -> Option<Value> {
+    let head = &line[..line.len().min(256)];
+    if !head
+        .windows(PROBE_ID.len())
+        .any(|w| w == PROBE_ID.as_bytes())
+    {
+        return None;
+    }
+    let message: Value = serde_json::from_slice(line).ok()?;
+    (message.get("id").and_then(Value::as_str) == Some(PROBE_ID) && message.get("method").is_none())
+        .then_some(message)
 }
 
 /// A progress token as a map key: its JSON text.
