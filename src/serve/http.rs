@@ -498,16 +498,12 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
                 && !has_session
                 && let Err(limit) = front.sessions.make_room().await
             {
-                return refuse(
+                return busy(
                     front,
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &Rejection {
-                        id: id(),
-                        code: wire::SERVER_BUSY,
-                        message: format!(
-                            "Server busy: all {limit} sessions this server keeps have a call or a stream open; close sessions you no longer use (DELETE), or try again later"
-                        ),
-                    },
+                    id(),
+                    format!(
+                        "all {limit} sessions this server keeps have a call or a stream open; close sessions you no longer use (DELETE)"
+                    ),
                 );
             }
             // A listen stream holds its connection for as long as the
@@ -521,17 +517,13 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
                 true => match front.listeners.clone().try_acquire_owned() {
                     Ok(open) => Some(open),
                     Err(_) => {
-                        return refuse(
+                        return busy(
                             front,
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            &Rejection {
-                                id: id(),
-                                code: wire::SERVER_BUSY,
-                                message: format!(
-                                    "Server busy: {} subscriptions/listen streams are open, the most one token may hold; close one you no longer use, or try again later",
-                                    front.max_listeners
-                                ),
-                            },
+                            id(),
+                            format!(
+                                "{} subscriptions/listen streams are open, the most one token may hold; close one you no longer use",
+                                front.max_listeners
+                            ),
                         );
                     }
                 },
@@ -554,6 +546,19 @@ async fn post(req: Request<Incoming>, front: &Front, has_session: bool) -> Reply
             }
         }
     }
+}
+
+/// `503` with `-32000`: `why` the server is busy, and to try again later.
+fn busy(front: &Front, id: serde_json::Value, why: String) -> Reply {
+    refuse(
+        front,
+        StatusCode::SERVICE_UNAVAILABLE,
+        &Rejection {
+            id,
+            code: wire::SERVER_BUSY,
+            message: format!("Server busy: {why}, or try again later"),
+        },
+    )
 }
 
 /// A JSON-RPC error as the whole answer, logged.
