@@ -18,7 +18,8 @@
 //!
 //! ```
 //! use plughost::export::{Format, export};
-//! use plughost::{ErrorKind, Invocation, PluginHost, Refusal};
+//! use plughost::protocol::Invocation;
+//! use plughost::{ErrorKind, PluginHost, Refusal};
 //! use serde_json::json;
 //!
 //! #[tokio::main]
