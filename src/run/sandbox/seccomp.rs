@@ -128,11 +128,17 @@ struct Denied {
     why: &'static str,
 }
 
-/// A call refused with `EPERM`: `eperm!(SYS_name, "why")`.
+/// A call refused with `EPERM`: `eperm!(SYS_name, "why")`, or with its
+/// number for a call the C library does not name yet:
+/// `eperm!(SYS_name = 467, "why")` (a call added since Linux 5.1 has one
+/// number on every architecture).
 macro_rules! eperm {
     ($nr:ident, $why:expr) => {
+        eperm!($nr = libc::$nr, $why)
+    };
+    ($nr:ident = $value:expr, $why:expr) => {
         Denied {
-            nr: libc::$nr,
+            nr: $value,
             name: stringify!($nr),
             enosys: false,
             why: $why,
@@ -180,6 +186,10 @@ const DENIED: &[Denied] = &[
     eperm!(SYS_move_mount, "moves mounts (new mount API)"),
     eperm!(SYS_open_tree, "copies mount trees (new mount API)"),
     eperm!(SYS_mount_setattr, "changes mount flags (new mount API)"),
+    eperm!(
+        SYS_open_tree_attr = 467,
+        "copies mount trees with other flags, read-only cleared (new mount API, Linux 6.15)"
+    ),
     // clone3 takes its flags in memory, which a filter cannot read: refused
     // as unknown, so the C library falls back to clone, whose flags are
     // checked (the container defaults do the same).
