@@ -343,12 +343,28 @@ async fn unapproved_tools_say_so_and_elicitation_approves() {
 }
 
 /// A 2026-07-28 client is asked the same question in an `input_required`
-/// round of its `tools/call`: a no leaves the tool refused and nothing
-/// saved, a yes runs it and saves the approval.
+/// round of its `tools/call` when it declared elicitation: a no leaves the
+/// tool refused and nothing saved, a yes runs it and saves the approval.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_approves_in_an_input_required_round() {
     let sandbox = Sandbox::new();
     network_plugin(&sandbox);
+
+    // Without elicitation: refused with the approval it needs, as for a
+    // 2025-11-25 client, never an input request it did not declare.
+    let s = mcp_client::connect_2026(&sandbox, None).await;
+    let r = s
+        .client
+        .call_tool(call("net_fetch", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true), "{}", text(&r));
+    assert!(
+        text(&r).contains("error not_allowed") && text(&r).contains("approve net-tool"),
+        "{}",
+        text(&r)
+    );
+    s.client.cancel().await.unwrap();
 
     let s = mcp_client::connect_2026(&sandbox, Some(false)).await;
     let r = s

@@ -24,9 +24,11 @@ pub(super) struct ElicitApprover {
 }
 
 impl ElicitApprover {
-    /// An approver for the calls of `client`, if it declared elicitation.
+    /// An approver for the calls of `client`, if it declared elicitation
+    /// (what it declared: a 2026-07-28 client's round client takes every
+    /// request, to refuse what was not declared itself).
     pub(super) fn of(client: &Arc<dyn CallClient>) -> Option<ElicitApprover> {
-        client.capabilities().elicitation.then(|| ElicitApprover {
+        client.declared().elicitation.then(|| ElicitApprover {
             client: client.clone(),
         })
     }
