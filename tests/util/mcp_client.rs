@@ -87,14 +87,18 @@ impl Session {
 /// Starts `plughost serve` on the sandbox and connects a client. `approve`:
 /// `None` for a client without elicitation, `Some(answer)` with it.
 pub async fn connect(sandbox: &Sandbox, approve: Option<bool>) -> Session {
-    let cmd = tokio::process::Command::new(crate::util::plughost()).configure(|c| {
+    connect_command(serve(sandbox), approve).await
+}
+
+/// `plughost serve` on the sandbox's folders.
+fn serve(sandbox: &Sandbox) -> tokio::process::Command {
+    tokio::process::Command::new(crate::util::plughost()).configure(|c| {
         c.arg("--plugins-dir")
             .arg(sandbox.plugins())
             .arg("--state-dir")
             .arg(sandbox.state())
             .arg("serve");
-    });
-    connect_command(cmd, approve).await
+    })
 }
 
 /// Connects a client to the MCP server that `cmd` starts on stdio.
@@ -106,17 +110,10 @@ pub async fn connect_command(cmd: tokio::process::Command, approve: Option<bool>
 /// handshake, and the server's questions come in `input_required` rounds
 /// (rmcp's `call_tool` answers them through the handler).
 pub async fn connect_2026(sandbox: &Sandbox, approve: Option<bool>) -> Session {
-    let cmd = tokio::process::Command::new(crate::util::plughost()).configure(|c| {
-        c.arg("--plugins-dir")
-            .arg(sandbox.plugins())
-            .arg("--state-dir")
-            .arg(sandbox.state())
-            .arg("serve");
-    });
     let discover = rmcp::service::ClientLifecycleMode::Discover {
         preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
     };
-    connect_at(cmd, approve, Some(discover)).await
+    connect_at(serve(sandbox), approve, Some(discover)).await
 }
 
 async fn connect_at(
