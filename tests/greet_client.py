@@ -16,6 +16,7 @@ Prints one JSON object; the Rust test (tests/mcp_plugins.rs) checks it.
 """
 import asyncio
 import json
+import os
 import sys
 
 import mcp.types as types
@@ -40,8 +41,12 @@ async def logging(params):
 
 
 async def main(mode, plughost, plugins, state):
+    # The whole environment, as a client configured for plughost passes it:
+    # the SDK's default keeps only HOME, PATH and a few more, and the plugin
+    # finds its Python where PYENV_ROOT (or the home folder) says.
     server = StdioServerParameters(
-        command=plughost, args=["--plugins-dir", plugins, "--state-dir", state, "serve"])
+        command=plughost, args=["--plugins-dir", plugins, "--state-dir", state, "serve"],
+        env=dict(os.environ))
     # At 2026-07-28 the level rides each request; at 2025-11-25 the client
     # sets it once (logging/setLevel).
     async with Client(server, elicitation_callback=elicitation, list_roots_callback=roots,
