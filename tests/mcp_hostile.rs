@@ -5,6 +5,7 @@
 //! `subscriptions/listen` streams; one that asks its client too much.
 #![cfg(feature = "mcp-server")]
 
+use crate::mcp_plugins::host_with;
 use crate::util;
 
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use std::time::Duration;
 use plughost::approval::Approval;
 use plughost::client::{BoxFuture, CallClient, ClientCapabilities, ClientRequestError};
 use plughost::protocol::Invocation;
-use plughost::{CallOptions, Limits, PluginHost};
+use plughost::{CallOptions, PluginHost};
 use serde_json::{Value, json};
 use util::Sandbox;
 
@@ -45,20 +46,6 @@ fn raw_plugin(sandbox: &Sandbox, mode: &str) -> PathBuf {
         ),
     );
     seen.join("messages")
-}
-
-fn host_with(sandbox: &Sandbox, timeout: Duration) -> PluginHost {
-    PluginHost::builder()
-        .plugins_dir(sandbox.plugins())
-        .state_dir(sandbox.state())
-        .reap_orphans(true)
-        .limits(Limits {
-            timeout,
-            kill_grace: Duration::from_millis(300),
-            ..Limits::default()
-        })
-        .build()
-        .unwrap()
 }
 
 /// The methods the server read, in order.

@@ -62,7 +62,9 @@ fn host(sandbox: &Sandbox) -> PluginHost {
     host_with(sandbox, Duration::from_secs(30))
 }
 
-fn host_with(sandbox: &Sandbox, timeout: Duration) -> PluginHost {
+/// A host of the sandbox's folders with this call timeout, reaping what a
+/// plugin leaves.
+pub(crate) fn host_with(sandbox: &Sandbox, timeout: Duration) -> PluginHost {
     PluginHost::builder()
         .plugins_dir(sandbox.plugins())
         .state_dir(sandbox.state())

@@ -194,11 +194,8 @@ impl McpServer {
                     _ = &mut stopped => break,
                 }
             }
-            // The call ended: what its server said before is queued, or
-            // about to be (each notification is handled in a task of its own).
-            for _ in 0..3 {
-                tokio::task::yield_now().await;
-            }
+            // The call ended: what its server said before its result is
+            // queued (the wire hands log messages on before the answer).
             while let Ok(event) = events.try_recv() {
                 if let Some(params) = pass_on(event) {
                     let _ = peer.notify_logging_message(params).await;

@@ -26,8 +26,9 @@
 //! that call's client, however many calls are in flight.
 //!
 //! A client that cannot answer (it did not declare the capability) gets the
-//! request refused with an error that says so. Log messages and resource
-//! updates go to the host's [`Notices`]; a changed list is listed again.
+//! request refused with an error that says so. Resource updates go to the
+//! host's [`Notices`] (log messages too, from the wire, in order: see
+//! `wire.rs`); a changed list is listed again.
 #![expect(
     deprecated,
     reason = "sampling, roots, logging and resources/subscribe are the 2025-11-25 protocol's, which MCP clients and servers speak; rmcp marks them for its successor"
@@ -40,8 +41,7 @@ use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorCode, ErrorData, Implementation,
-    ListRootsResult, LoggingMessageNotificationParam, ProtocolVersion,
-    ResourceUpdatedNotificationParam,
+    ListRootsResult, ProtocolVersion, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde::Serialize;
@@ -228,6 +228,27 @@ impl Clients {
     }
 }
 
+/// What a client that can answer `can` declares, as MCP says it: every
+/// capability for the session's handshake and listings, those of the call's
+/// client on each request to a 2026-07-28 server.
+pub(super) fn declared(can: crate::client::ClientCapabilities) -> ClientCapabilities {
+    let mut capabilities = ClientCapabilities::default();
+    if can.sampling {
+        capabilities.sampling = Some(Default::default());
+    }
+    if can.elicitation {
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(Default::default())
+                .with_url(Default::default()),
+        );
+    }
+    if can.roots {
+        capabilities.roots = Some(Default::default());
+    }
+    capabilities
+}
+
 /// The client side of the session: rmcp's handler.
 #[derive(Clone)]
 pub(super) struct Client {
@@ -268,16 +289,6 @@ impl ClientHandler for Client {
             .await
     }
 
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        if let Ok(value) = serde_json::to_value(params) {
-            self.notices.log(value);
-        }
-    }
-
     async fn on_resource_updated(
         &self,
         params: ResourceUpdatedNotificationParam,
@@ -299,14 +310,7 @@ impl ClientHandler for Client {
     }
 
     fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.sampling = Some(Default::default());
-        capabilities.elicitation = Some(
-            ElicitationCapability::new()
-                .with_form(Default::default())
-                .with_url(Default::default()),
-        );
-        capabilities.roots = Some(Default::default());
+        let capabilities = declared(crate::client::ClientCapabilities::all(true));
         // The handshake version rmcp defaults to has no `initialize`, so
         // name the newest one that does.
         ClientConfig::new(

@@ -144,7 +144,8 @@ impl McpSession {
             connect.max_message,
             progress.clone(),
             broken.clone(),
-        );
+        )
+        .with_logs(connect.notices.clone());
         let changed = Arc::new(Notify::new());
         let clients = Clients::starting(connect.starter.as_ref());
         let client = Client {

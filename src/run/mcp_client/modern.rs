@@ -30,15 +30,14 @@ use std::time::Duration;
 
 use rmcp::Peer;
 use rmcp::model::{
-    ClientCapabilities, ClientRequest, ElicitationCapability, ErrorCode, ErrorData, InputRequest,
-    InputRequiredResult, InputResponses, LoggingLevel, RequestMetaObject, ServerNotification,
-    SubscriptionFilter,
+    ClientRequest, ErrorCode, ErrorData, InputRequest, InputRequiredResult, InputResponses,
+    LoggingLevel, RequestMetaObject, ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::RoleClient;
 use rmcp::service::Subscription;
 use tokio::sync::{Notify, watch};
 
-use super::client::Notices;
+use super::client::{Notices, declared};
 use crate::client::{self, CallClient};
 
 /// How many `input_required` rounds one request may take before it fails.
@@ -141,25 +140,6 @@ impl Modern {
         }
         meta
     }
-}
-
-/// plughost's capabilities as MCP's.
-pub(super) fn declared(can: client::ClientCapabilities) -> ClientCapabilities {
-    let mut capabilities = ClientCapabilities::default();
-    if can.sampling {
-        capabilities.sampling = Some(Default::default());
-    }
-    if can.elicitation {
-        capabilities.elicitation = Some(
-            ElicitationCapability::new()
-                .with_form(Default::default())
-                .with_url(Default::default()),
-        );
-    }
-    if can.roots {
-        capabilities.roots = Some(Default::default());
-    }
-    capabilities
 }
 
 /// The `_meta` key of a request handed to the call's client that names the
@@ -301,7 +281,7 @@ pub(super) async fn open(peer: &Peer<RoleClient>, modern: &Modern) -> Result<Str
 /// Keeps a `subscriptions/listen` stream open (the first one, `stream`, is
 /// opened during the handshake, so nothing the server says after its first
 /// answer is missed), and hands what comes on it to the host: changed lists
-/// wake `changed`, updates and log messages go to `notices`. Opens it again
+/// wake `changed`, resource updates go to `notices`. Opens it again
 /// when the followed resources change or the server ends it; a stream that
 /// ends soon after it opened counts as refused, and a server that refuses is
 /// asked again after a pause that grows. Each stream after the first makes
@@ -398,11 +378,7 @@ fn hand_on(notification: ServerNotification, changed: &Notify, notices: &dyn Not
         ServerNotification::ResourceUpdatedNotification(n) => {
             notices.resource_updated(n.params.uri)
         }
-        ServerNotification::LoggingMessageNotification(n) => {
-            if let Ok(value) = serde_json::to_value(n.params) {
-                notices.log(value);
-            }
-        }
+        // Log messages reach the host from the wire, in order.
         _ => {}
     }
 }

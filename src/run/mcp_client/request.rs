@@ -50,71 +50,88 @@ impl McpSession {
                 .0
                 .insert(client::CALL_KEY.to_owned(), in_flight.id().into());
         }
-        let meta = self.modern.as_ref().map(|m| {
-            m.meta(
-                ask.client
-                    .as_ref()
-                    .map(|c| c.declared())
-                    .unwrap_or_default(),
-            )
-        });
         tokio::pin!(cancel, exited);
-        let mut rounds = 0;
-        let ended = loop {
-            let ended = self
-                .exchange(
-                    request.clone(),
-                    meta.clone(),
+        let ended = match &self.modern {
+            // A 2025-11-25 server asks with requests of its own, which
+            // `client.rs` answers: one exchange.
+            None => {
+                self.exchange(
+                    request,
+                    None,
                     ask.deadline,
                     &mut cancel,
                     &mut exited,
                     ask.on_progress,
                 )
-                .await;
-            let round = match ended {
-                Ok(McpAnswer::Result(result)) if self.modern.is_some() => match *result {
-                    ServerResult::InputRequiredResult(round) => round,
-                    other => break Ok(McpAnswer::Result(Box::new(other))),
-                },
-                other => break other,
-            };
-            rounds += 1;
-            if rounds > modern::MAX_ROUNDS {
-                break Ok(McpAnswer::Error(ErrorData::internal_error(
-                    format!(
-                        "plughost: the MCP server asked for input {} times without answering",
-                        modern::MAX_ROUNDS
-                    ),
-                    None,
-                )));
+                .await
             }
-            let asks = round.input_requests.as_ref().is_some_and(|r| !r.is_empty());
-            if !asks && round.request_state.is_none() {
-                break Ok(McpAnswer::Error(ErrorData::new(
-                    ErrorCode::INTERNAL_ERROR,
-                    "plughost: the MCP server answered input_required with neither input requests nor requestState",
-                    None,
-                )));
-            }
-            // A round with state alone is the server saying "not yet":
-            // it is asked again after a pause that grows.
-            let pause = if asks {
-                Duration::ZERO
-            } else {
-                Duration::from_millis(50 << rounds.min(5))
-            };
-            let answered = async {
-                tokio::time::sleep(pause).await;
-                modern::answer_round(request.clone(), round, ask.client.as_ref()).await
-            };
-            tokio::select! {
-                next = answered => match next {
-                    Ok(next) => request = next,
-                    Err(e) => break Ok(McpAnswer::Error(e)),
-                },
-                _ = tokio::time::sleep_until(ask.deadline) => break Err(Stop::Timeout),
-                _ = &mut cancel => break Err(Stop::Cancelled),
-                _ = &mut exited => break Err(Stop::Died { stdout: Vec::new(), exited: true }),
+            Some(modern) => {
+                let meta = modern.meta(
+                    ask.client
+                        .as_ref()
+                        .map(|c| c.declared())
+                        .unwrap_or_default(),
+                );
+                let mut rounds = 0;
+                loop {
+                    // Kept for the next round, should the server ask.
+                    let ended = self
+                        .exchange(
+                            request.clone(),
+                            Some(meta.clone()),
+                            ask.deadline,
+                            &mut cancel,
+                            &mut exited,
+                            ask.on_progress,
+                        )
+                        .await;
+                    let round = match ended {
+                        Ok(McpAnswer::Result(result)) => match *result {
+                            ServerResult::InputRequiredResult(round) => round,
+                            other => break Ok(McpAnswer::Result(Box::new(other))),
+                        },
+                        other => break other,
+                    };
+                    rounds += 1;
+                    if rounds > modern::MAX_ROUNDS {
+                        break Ok(McpAnswer::Error(ErrorData::internal_error(
+                            format!(
+                                "plughost: the MCP server asked for input {} times without answering",
+                                modern::MAX_ROUNDS
+                            ),
+                            None,
+                        )));
+                    }
+                    let asks = round.input_requests.as_ref().is_some_and(|r| !r.is_empty());
+                    if !asks && round.request_state.is_none() {
+                        break Ok(McpAnswer::Error(ErrorData::new(
+                            ErrorCode::INTERNAL_ERROR,
+                            "plughost: the MCP server answered input_required with neither input requests nor requestState",
+                            None,
+                        )));
+                    }
+                    // A round with state alone is the server saying "not
+                    // yet": it is asked again after a pause that grows.
+                    let pause = if asks {
+                        Duration::ZERO
+                    } else {
+                        Duration::from_millis(50 << rounds.min(5))
+                    };
+                    let client = ask.client.as_ref();
+                    let answered = async move {
+                        tokio::time::sleep(pause).await;
+                        modern::answer_round(request, round, client).await
+                    };
+                    tokio::select! {
+                        next = answered => match next {
+                            Ok(next) => request = next,
+                            Err(e) => break Ok(McpAnswer::Error(e)),
+                        },
+                        _ = tokio::time::sleep_until(ask.deadline) => break Err(Stop::Timeout),
+                        _ = &mut cancel => break Err(Stop::Cancelled),
+                        _ = &mut exited => break Err(Stop::Died { stdout: Vec::new(), exited: true }),
+                    }
+                }
             }
         };
         drop(in_flight);

@@ -3,7 +3,9 @@
 //! - Progress notifications are handed to the call they belong to (by the
 //!   progress token plughost gave it) in stream order, before rmcp sees the
 //!   response that follows them. (rmcp runs a task per notification, so its
-//!   own progress callback can fire after the result.)
+//!   own progress callback can fire after the result.) Log messages go to
+//!   the host the same way, so a log line a server wrote during a call is
+//!   the host's before the call's result is.
 //! - A message larger than the answer limit (every plugin's 1 MB) fails only
 //!   the call it answers: it is never buffered whole, and rmcp reads a
 //!   JSON-RPC error for that request in its place. Many calls share the
@@ -86,6 +88,8 @@ pub(super) struct Wire<R> {
     /// Complete lines ready for rmcp.
     ready: VecDeque<u8>,
     progress: ProgressRoutes,
+    /// Where log messages go, when the host takes them.
+    logs: Option<Arc<dyn super::client::Notices>>,
     /// Set when an oversized line's id could not be found: the connection
     /// ends (every call on it fails with `output_too_large`).
     broken: Arc<std::sync::atomic::AtomicBool>,
@@ -109,10 +113,17 @@ impl<R> Wire<R> {
             oversized: None,
             ready: VecDeque::new(),
             progress,
+            logs: None,
             broken,
             eof: false,
             probed: None,
         }
+    }
+
+    /// Hands the server's log messages to `notices`, in stream order.
+    pub(super) fn with_logs(mut self, notices: Arc<dyn super::client::Notices>) -> Wire<R> {
+        self.logs = Some(notices);
+        self
     }
 
     /// Takes in bytes read from the server.
@@ -172,25 +183,23 @@ impl<R> Wire<R> {
             return Ok(());
         }
         self.route_progress(&line);
+        self.route_log(&line);
         self.ready.extend(&line);
         self.ready.push_back(b'\n');
         Ok(())
     }
 
-    fn route_progress(&self, line: &[u8]) {
-        let head = &line[..line.len().min(SNIFF)];
-        if !head
-            .windows(b"notifications/progress".len())
-            .any(|w| w == b"notifications/progress")
-        {
-            return;
+    fn route_log(&self, line: &[u8]) {
+        let Some(logs) = &self.logs else { return };
+        if let Some(mut message) = notification(line, "notifications/message") {
+            logs.log(message["params"].take());
         }
-        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+    }
+
+    fn route_progress(&self, line: &[u8]) {
+        let Some(message) = notification(line, "notifications/progress") else {
             return;
         };
-        if message.get("method").and_then(Value::as_str) != Some("notifications/progress") {
-            return;
-        }
         let params = &message["params"];
         let (Some(token), Some(progress)) = (
             params.get("progressToken").map(token_key),
@@ -228,6 +237,18 @@ fn probe_answer(line: &[u8]) -> Option<Value> {
     }
     let message: Value = serde_json::from_slice(line).ok()?;
     (message.get("id").and_then(Value::as_str) == Some(PROBE_ID) && message.get("method").is_none())
+        .then_some(message)
+}
+
+/// `line` as a notification of `method`; the first bytes are looked at
+/// before the whole line is parsed.
+fn notification(line: &[u8], method: &str) -> Option<Value> {
+    let head = &line[..line.len().min(SNIFF)];
+    if !head.windows(method.len()).any(|w| w == method.as_bytes()) {
+        return None;
+    }
+    let message = serde_json::from_slice::<Value>(line).ok()?;
+    (message.get("method").and_then(Value::as_str) == Some(method) && message.get("id").is_none())
         .then_some(message)
 }
 
