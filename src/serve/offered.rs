@@ -173,12 +173,16 @@ impl McpServer {
     }
     pub(super) async fn set_log_level(&self, request: SetLevelRequestParams) {
         *self.state.log_level.lock().expect("session lock") = Some(request.level);
+        // This session's level counts even before the session is among the
+        // initialized ones (its `notifications/initialized` is handled in a
+        // task of its own, and may come after this request).
         let most_verbose = self
             .sessions
             .lock()
             .expect("sessions lock")
             .iter()
             .filter_map(|s| *s.log_level.lock().expect("session lock"))
+            .chain([request.level])
             .min_by_key(|l| rank(*l));
         if let Some(level) = most_verbose
             && let Ok(Value::String(name)) = serde_json::to_value(level)
