@@ -17,6 +17,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 ROOT = "file:///srv/project"
+ELSEWHERE = "file:///opt/elsewhere"
 BLOB_TEXT = b"bytes that must arrive intact \x00\x01\xfe\xff" * 64
 
 
@@ -32,7 +33,9 @@ async def elicitation(context, params):
 
 
 async def roots(context):
-    return types.ListRootsResult(roots=[types.Root(uri=ROOT, name="project")])
+    # The second is outside the plugin's grants: plughost keeps it from the server.
+    return types.ListRootsResult(roots=[types.Root(uri=ROOT, name="project"),
+                                        types.Root(uri=ELSEWHERE, name="elsewhere")])
 
 
 async def main(plughost, plugins, state):

@@ -22,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 ROOT = "file:///srv/project"
+ELSEWHERE = "file:///opt/elsewhere"
 VERSION = "2026-07-28"
 
 # What each callback was asked, with the key it was asked under: in a round
@@ -45,7 +46,9 @@ async def elicitation(context, params):
 
 async def roots(context):
     asked.append({"callback": "roots", "key": context.request_id})
-    return types.ListRootsResult(roots=[types.Root(uri=ROOT, name="project")])
+    # The second is outside the plugin's grants: plughost keeps it from the server.
+    return types.ListRootsResult(roots=[types.Root(uri=ROOT, name="project"),
+                                        types.Root(uri=ELSEWHERE, name="elsewhere")])
 
 
 def text(result):

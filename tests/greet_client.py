@@ -33,7 +33,9 @@ async def elicitation(context, params):
 
 async def roots(context):
     asked.append("roots/list")
-    return types.ListRootsResult(roots=[types.Root(uri="file:///srv/project", name="project")])
+    # The second is outside the plugin's grants: plughost keeps it from the server.
+    return types.ListRootsResult(roots=[types.Root(uri="file:///srv/project", name="project"),
+                                        types.Root(uri="file:///opt/elsewhere", name="elsewhere")])
 
 
 async def logging(params):

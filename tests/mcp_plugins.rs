@@ -35,7 +35,11 @@ fn server_plugin(sandbox: &Sandbox, pydeps: &Path, extra: &[String]) -> PathBuf 
         dir.join("server.py"),
     )
     .unwrap();
-    let mut permissions = vec![json!(format!("filesystem:read:{}", pydeps.display()))];
+    // `/srv` is what its roots may name (`file:///srv/project`).
+    let mut permissions = vec![
+        json!(format!("filesystem:read:{}", pydeps.display())),
+        json!("filesystem:read:/srv"),
+    ];
     permissions.extend(extra.iter().map(|p| json!(p)));
     let manifest = json!({
         "name": PLUGIN,
@@ -871,16 +875,19 @@ fn new_mcp_wraps_an_installed_server_that_approve_then_lists_and_calls() {
 }
 
 /// The client an embedder gives its calls: a person who answers the
-/// elicitation with a name and has one root, and remembers what was asked.
+/// elicitation with a name and has two roots (one outside the plugin's
+/// grants), or none, and remembers what was asked.
 #[derive(Default)]
 struct Person {
     asked: Mutex<Vec<String>>,
+    no_roots: bool,
 }
 
 impl plughost::client::CallClient for Person {
     fn capabilities(&self) -> plughost::client::ClientCapabilities {
         let mut c = plughost::client::ClientCapabilities::all(true);
         c.sampling = false;
+        c.roots = !self.no_roots;
         c
     }
     fn session(&self) -> String {
@@ -898,7 +905,9 @@ impl plughost::client::CallClient for Person {
                     assert_eq!(params["message"], "Whom should I greet?", "{params}");
                     Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
                 }
-                "roots/list" => Ok(json!({"roots": [{"uri": "file:///srv/project"}]})),
+                "roots/list" => Ok(
+                    json!({"roots": [{"uri": "file:///srv/project"}, {"uri": "file:///opt/elsewhere"}]}),
+                ),
                 other => panic!("the person was asked {other}"),
             }
         })
@@ -979,6 +988,26 @@ async fn a_server_at_either_revision_asks_the_calls_client() {
             text.contains("elicitation") && text.contains("MCP client that supports it"),
             "{revision}: {text}"
         );
+
+        // Roots without a client, or from a client that has none: the
+        // folders the plugin was granted, which plughost answers itself.
+        let granted = format!("file://{} file:///srv", pydeps.display());
+        let o = call(&host, "py_roots", json!({})).await.unwrap();
+        assert_eq!(o.result, granted, "{revision}: {o:?}");
+        let rootless = Arc::new(Person {
+            no_roots: true,
+            ..Person::default()
+        });
+        let options = CallOptions {
+            client: Some(rootless.clone()),
+            ..CallOptions::default()
+        };
+        let o = host
+            .call_with("py_roots", json!({}), options)
+            .await
+            .unwrap();
+        assert_eq!(o.result, granted, "{revision}: {o:?}");
+        assert!(rootless.asked.lock().unwrap().is_empty(), "{revision}");
         drop(host);
         assert_no_processes_in(&dir);
     }
@@ -1101,7 +1130,7 @@ fn a_2026_round_over_http_takes_only_its_own_state_and_only_once() {
     let state = round["requestState"].as_str().unwrap().to_owned();
     let answers = json!({
         "__main__:ask_name": {"action": "accept", "content": {"name": "Ada"}},
-        "__main__:ask_roots": {"roots": [{"uri": "file:///srv/project"}]},
+        "__main__:ask_roots": {"roots": [{"uri": "file:///srv/project"}, {"uri": "file:///opt/elsewhere"}]},
     });
 
     let mut changed = state.clone().into_bytes();

@@ -25,7 +25,7 @@ use crate::observe::phases::{Phases, Start as StartKind, Step};
 use crate::plugins::catalog::{Plugin, ToolRef};
 use crate::plugins::mcp_listing::{self, Listing};
 use crate::run::executor::{Finished, Limits, McpParts, Progress, RunError, Stop};
-use crate::run::mcp_client::{Ask, Connect, McpAnswer, Notices, OnListing};
+use crate::run::mcp_client::{Ask, Connect, Granted, McpAnswer, Notices, OnListing};
 use crate::run::worker::{Server, Slot, StartError};
 
 impl Inner {
@@ -126,7 +126,14 @@ impl Inner {
             Ok(io) => Failure::Run(RunError::Spawn(io)),
             Err(refused) => Failure::Refused(refused),
         })?;
+        let home = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| std::path::PathBuf::from(v));
+        let roots = Granted::of(&plugin.manifest.permissions, home.as_deref());
         let connect = Connect {
+            roots,
             timeout: limits.timeout,
             max_message: limits.max_stdout,
             notices: Arc::new(HostNotices {

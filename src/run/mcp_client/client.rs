@@ -48,6 +48,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
+use super::roots::Granted;
 use crate::client::CallClient;
 
 /// What the host hears from a server besides answers.
@@ -67,6 +68,8 @@ pub(super) struct Clients {
     in_flight: Mutex<HashMap<u64, Option<Arc<dyn CallClient>>>>,
     starter: Mutex<Option<Weak<dyn CallClient>>>,
     next: std::sync::atomic::AtomicU64,
+    /// What `roots/list` is answered from.
+    pub(super) roots: Granted,
 }
 
 /// The `_meta` key of the call id plughost sends and a server may echo.
@@ -96,8 +99,11 @@ impl Drop for InFlight {
 }
 
 impl Clients {
-    pub(super) fn starting(client: Option<&Arc<dyn CallClient>>) -> Arc<Clients> {
-        let clients = Arc::new(Clients::default());
+    pub(super) fn starting(client: Option<&Arc<dyn CallClient>>, roots: Granted) -> Arc<Clients> {
+        let clients = Arc::new(Clients {
+            roots,
+            ..Clients::default()
+        });
         *clients.starter.lock().expect("clients lock") = client.map(Arc::downgrade);
         clients
     }
@@ -205,19 +211,9 @@ impl Clients {
         meta: &rmcp::model::RequestMetaObject,
     ) -> Result<R, ErrorData> {
         let client = self.answering(method, meta)?;
-        let mut params = serde_json::to_value(params)
+        let params = serde_json::to_value(params)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        if !meta.is_empty()
-            && let (Some(params), Ok(serde_json::Value::Object(meta))) =
-                (params.as_object_mut(), serde_json::to_value(meta))
-        {
-            let own = params
-                .entry("_meta")
-                .or_insert_with(|| serde_json::Value::Object(Default::default()));
-            if let Some(own) = own.as_object_mut() {
-                own.extend(meta);
-            }
-        }
+        let params = with_meta(params, meta);
         let result = client
             .request(method, params)
             .await
@@ -226,6 +222,26 @@ impl Clients {
             ErrorData::internal_error(format!("the client's answer to {method}: {e}"), None)
         })
     }
+}
+
+/// `params` with the `_meta` a server put on its request (rmcp hands that to
+/// the handler apart from the params) added to its own.
+fn with_meta(
+    mut params: serde_json::Value,
+    meta: &rmcp::model::RequestMetaObject,
+) -> serde_json::Value {
+    if !meta.is_empty()
+        && let (Some(params), Ok(serde_json::Value::Object(meta))) =
+            (params.as_object_mut(), serde_json::to_value(meta))
+    {
+        let own = params
+            .entry("_meta")
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        if let Some(own) = own.as_object_mut() {
+            own.extend(meta);
+        }
+    }
+    params
 }
 
 /// What a client that can answer `can` declares, as MCP says it: every
@@ -243,9 +259,9 @@ pub(super) fn declared(can: crate::client::ClientCapabilities) -> ClientCapabili
                 .with_url(Default::default()),
         );
     }
-    if can.roots {
-        capabilities.roots = Some(Default::default());
-    }
+    // Roots whatever the client can: plughost answers them from the
+    // plugin's grants when the client cannot (`roots.rs`).
+    capabilities.roots = Some(Default::default());
     capabilities
 }
 
@@ -284,9 +300,11 @@ impl ClientHandler for Client {
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        self.clients
-            .forward("roots/list", serde_json::json!({}), &context.meta)
-            .await
+        // Whichever client is picked (or none): plughost answers from the
+        // plugin's grants (see `roots.rs`).
+        let client = self.clients.answering("roots/list", &context.meta).ok();
+        let params = with_meta(serde_json::json!({}), &context.meta);
+        Ok(self.clients.roots.answer(client.as_ref(), params).await)
     }
 
     async fn on_resource_updated(

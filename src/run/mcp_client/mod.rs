@@ -23,6 +23,7 @@ mod convert;
 mod modern;
 mod probe;
 mod request;
+mod roots;
 mod wire;
 
 use std::future::Future;
@@ -40,6 +41,7 @@ use tokio::sync::Notify;
 pub(crate) use client::Notices;
 use client::{Client, Clients};
 pub(crate) use convert::response;
+pub(crate) use roots::Granted;
 
 use crate::client::CallClient;
 use crate::plugins::mcp_listing::Listing;
@@ -103,6 +105,8 @@ pub(crate) struct Connect {
     /// The server spoke 2025-11-25 when it last listed what it offers: it
     /// gets the handshake at once, without the `server/discover` probe.
     pub known_legacy: bool,
+    /// What the server's `roots/list` is answered from: the plugin's grants.
+    pub roots: Granted,
 }
 
 /// The server's stderr: each request in flight keeps what came while it ran
@@ -147,7 +151,7 @@ impl McpSession {
         )
         .with_logs(connect.notices.clone());
         let changed = Arc::new(Notify::new());
-        let clients = Clients::starting(connect.starter.as_ref());
+        let clients = Clients::starting(connect.starter.as_ref(), connect.roots.clone());
         let client = Client {
             clients: clients.clone(),
             notices: connect.notices.clone(),

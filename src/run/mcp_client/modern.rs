@@ -155,6 +155,7 @@ pub(super) async fn answer_round(
     mut request: ClientRequest,
     round: InputRequiredResult,
     client: Option<&Arc<dyn CallClient>>,
+    roots: &super::roots::Granted,
 ) -> Result<ClientRequest, ErrorData> {
     // Dropped with the round (a timeout, a cancelled call): what is still
     // asked is cancelled with it.
@@ -169,6 +170,7 @@ pub(super) async fn answer_round(
         ));
     }
     let mut asking = tokio::task::JoinSet::new();
+    let mut answers = InputResponses::new();
     for (key, input) in inputs {
         let (method, mut params) = match &input {
             InputRequest::CreateMessage(r) => ("sampling/createMessage", to_json(&r.params)?),
@@ -184,6 +186,24 @@ pub(super) async fn answer_round(
                 ));
             }
         };
+        if let Some(params) = params.as_object_mut()
+            && let Some(meta) = params
+                .entry("_meta")
+                .or_insert_with(|| serde_json::json!({}))
+                .as_object_mut()
+        {
+            meta.insert(INPUT_KEY.to_owned(), key.clone().into());
+        }
+        if method == "roots/list" {
+            // The client's roots that the grants allow, else the granted
+            // folders (`roots.rs`): asked with the round's other questions.
+            let (roots, client) = (roots.clone(), client.cloned());
+            asking.spawn(async move {
+                let listed = roots.answer(client.as_ref(), params).await;
+                (key, Ok(serde_json::to_value(listed).unwrap_or_default()))
+            });
+            continue;
+        }
         let Some(client) = client.filter(|c| c.capabilities().answers(method)).cloned() else {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
@@ -193,17 +213,8 @@ pub(super) async fn answer_round(
                 None,
             ));
         };
-        if let Some(params) = params.as_object_mut()
-            && let Some(meta) = params
-                .entry("_meta")
-                .or_insert_with(|| serde_json::json!({}))
-                .as_object_mut()
-        {
-            meta.insert(INPUT_KEY.to_owned(), key.clone().into());
-        }
         asking.spawn(async move { (key, client.request(method, params).await) });
     }
-    let mut answers = InputResponses::new();
     while let Some(asked) = asking.join_next().await {
         let (key, answer) =
             asked.map_err(|e| ErrorData::internal_error(format!("plughost: {e}"), None))?;

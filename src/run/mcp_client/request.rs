@@ -118,9 +118,10 @@ impl McpSession {
                         Duration::from_millis(50 << rounds.min(5))
                     };
                     let client = ask.client.as_ref();
+                    let roots = &self.clients.roots;
                     let answered = async move {
                         tokio::time::sleep(pause).await;
-                        modern::answer_round(request, round, client).await
+                        modern::answer_round(request, round, client, roots).await
                     };
                     tokio::select! {
                         next = answered => match next {

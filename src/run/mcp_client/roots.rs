@@ -1,0 +1,201 @@
+//! The answer to a wrapped server's `roots/list`: the folders its plugin
+//! was granted, so that a roots-driven server (the filesystem server, git
+//! servers) works whoever calls it.
+//!
+//! - A call whose client declared roots: those of the client's roots that
+//!   the plugin's grants allow (a root inside a granted folder, or any root
+//!   under `filesystem:read`/`filesystem:write`). When none is allowed, the
+//!   granted folders: a server is never told a folder its sandbox refuses,
+//!   and never left with none when it was granted some.
+//! - Any other call (the command line, a library call, a client without
+//!   roots, or a request that no call's client can be picked for): the
+//!   granted folders.
+//!
+//! So plughost always answers `roots/list` and tells every server it can.
+#![expect(
+    deprecated,
+    reason = "roots are the 2025-11-25 protocol's, still asked by the servers people run; rmcp marks them for their successor"
+)]
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use rmcp::model::{ListRootsResult, Root};
+
+use crate::client::CallClient;
+use crate::plugins::manifest::Permission;
+
+/// The folders a plugin's grants name, as the roots it is offered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Granted {
+    /// Each scoped folder (`filesystem:read:PATH`, `filesystem:write:PATH`),
+    /// resolved against the home folder, once each, in the manifest's order.
+    folders: Vec<PathBuf>,
+    /// `filesystem:read` or `filesystem:write`: every client root is allowed.
+    everywhere: bool,
+}
+
+impl Granted {
+    /// The roots `permissions` grant, with `~` as `home`.
+    pub(crate) fn of(permissions: &[Permission], home: Option<&Path>) -> Granted {
+        let mut granted = Granted::default();
+        for p in permissions {
+            match p {
+                Permission::FilesystemRead | Permission::FilesystemWrite => {
+                    granted.everywhere = true;
+                }
+                _ => {
+                    if let Some(folder) = p.folder(home).map(|f| normal(&f))
+                        && !granted.folders.contains(&folder)
+                    {
+                        granted.folders.push(folder);
+                    }
+                }
+            }
+        }
+        granted
+    }
+
+    /// The answer for a call of `client` (see the module docs); `params` is
+    /// the request the client is asked with (the server's `_meta` on it).
+    pub(crate) async fn answer(
+        &self,
+        client: Option<&Arc<dyn CallClient>>,
+        params: serde_json::Value,
+    ) -> ListRootsResult {
+        if let Some(client) = client.filter(|c| c.capabilities().answers("roots/list"))
+            && let Ok(answer) = client.request("roots/list", params).await
+            && let Ok(theirs) = serde_json::from_value::<ListRootsResult>(answer)
+        {
+            let allowed: Vec<Root> = theirs
+                .roots
+                .into_iter()
+                .filter(|r| file_path(&r.uri).is_some_and(|p| self.allows(&p)))
+                .collect();
+            if !allowed.is_empty() {
+                return ListRootsResult::new(allowed);
+            }
+        }
+        ListRootsResult::new(self.folders.iter().map(|f| root_of(f)).collect())
+    }
+
+    /// Whether a root at `path` is inside what the plugin may reach.
+    fn allows(&self, path: &Path) -> bool {
+        let path = normal(path);
+        self.everywhere || self.folders.iter().any(|f| path.starts_with(f))
+    }
+}
+
+/// `path` without `.` and with each `..` taken back lexically: a root named
+/// `/home/u/notes/../.ssh` is judged as `/home/u/.ssh`.
+fn normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The root naming `folder`, with its last component as its name.
+fn root_of(folder: &Path) -> Root {
+    let mut root = Root::new(file_uri(folder));
+    root.name = folder.file_name().map(|n| n.to_string_lossy().into_owned());
+    root
+}
+
+/// `file://` and the absolute path, percent-encoded as RFC 8089 wants.
+fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file://");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
+}
+
+/// The absolute path a `file://` URI names (with an empty or `localhost`
+/// authority); `None` for anything else.
+fn file_path(uri: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !rest.starts_with('/') {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(rest.len());
+    let mut it = rest.bytes();
+    while let Some(b) = it.next() {
+        if b == b'%' {
+            let hex = [it.next()?, it.next()?];
+            let hex = std::str::from_utf8(&hex).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+        } else if b == b'?' || b == b'#' {
+            break;
+        } else {
+            bytes.push(b);
+        }
+    }
+    if bytes.contains(&0) {
+        return None;
+    }
+    Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn granted(perms: &[&str]) -> Granted {
+        let perms: Vec<Permission> = perms.iter().map(|p| p.parse().unwrap()).collect();
+        Granted::of(&perms, Some(Path::new("/home/u")))
+    }
+
+    #[test]
+    fn scoped_grants_are_the_roots() {
+        let g = granted(&[
+            "filesystem:write:~/notes",
+            "filesystem:read:/srv/a b",
+            "network",
+        ]);
+        assert!(!g.everywhere);
+        let uris: Vec<String> = g.folders.iter().map(|f| file_uri(f)).collect();
+        assert_eq!(uris, ["file:///home/u/notes", "file:///srv/a%20b"]);
+        assert_eq!(
+            file_path("file:///srv/a%20b").unwrap(),
+            Path::new("/srv/a b")
+        );
+    }
+
+    #[test]
+    fn a_client_root_counts_only_inside_a_grant() {
+        let g = granted(&["filesystem:read:~/notes"]);
+        assert!(g.allows(Path::new("/home/u/notes")));
+        assert!(g.allows(Path::new("/home/u/notes/2026")));
+        assert!(!g.allows(Path::new("/home/u/notes-old")));
+        assert!(!g.allows(Path::new("/home/u/notes/../.ssh")));
+        assert!(!g.allows(Path::new("/home/u")));
+        assert!(granted(&["filesystem:read"]).allows(Path::new("/etc")));
+    }
+
+    #[test]
+    fn only_local_file_uris_name_paths() {
+        assert_eq!(
+            file_path("file://localhost/tmp/x").unwrap(),
+            Path::new("/tmp/x")
+        );
+        assert!(file_path("file://other/tmp/x").is_none());
+        assert!(file_path("https://x/tmp").is_none());
+        assert!(file_path("file:///tmp/%00x").is_none());
+        assert!(file_path("file:///tmp/%zz").is_none());
+    }
+}
