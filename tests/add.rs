@@ -122,6 +122,117 @@ fn an_npm_server_added_by_name_answers_in_the_sandbox() {
     );
 }
 
+/// The most-used MCP server needs a folder: `add PACKAGE FOLDER` passes it as
+/// the server's argument, grants it (reading, the least, with `--yes`; writing
+/// when `--grant` says so), and the server's roots are that folder, from the
+/// command line as from any client.
+#[test]
+fn a_server_given_a_folder_works_in_it_and_only_there() {
+    if !npm_here() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let home = sandbox.root.path().join("home");
+    let notes = home.join("notes");
+    let drafts = home.join("drafts");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::create_dir_all(&drafts).unwrap();
+    std::fs::write(notes.join("a.txt"), "from the notes\n").unwrap();
+    std::fs::write(home.join("secret.txt"), "not granted\n").unwrap();
+    const PACKAGE: &str = "npm:@modelcontextprotocol/server-filesystem@2026.8.31";
+    let out = run(&sandbox, &["add", PACKAGE, "~/notes", "--yes"]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let said = stdout(&out);
+    let read_grant = format!("filesystem:read:{}", notes.display());
+    assert!(
+        said.contains(&format!("granted {read_grant} (named by its arguments)")),
+        "{said}"
+    );
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(sandbox.plugins().join("filesystem/plugin.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["args"], json!([notes.display().to_string()]));
+    assert!(
+        manifest["permissions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(read_grant)),
+        "{manifest}"
+    );
+
+    let out = call(&sandbox, "filesystem_list_allowed_directories", json!({}));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&notes.display().to_string()),
+        "{}",
+        stdout(&out)
+    );
+    let path = notes.join("a.txt").display().to_string();
+    let out = call(&sandbox, "filesystem_read_text_file", json!({"path": path}));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("from the notes"), "{}", stdout(&out));
+    // Outside its folder: refused by the server, and by the sandbox below it.
+    let outside = home.join("secret.txt").display().to_string();
+    let out = call(
+        &sandbox,
+        "filesystem_read_text_file",
+        json!({"path": outside}),
+    );
+    assert!(!stdout(&out).contains("not granted"), "{}", stdout(&out));
+    // Reading only: a write is refused.
+    let written = notes.join("b.txt");
+    let out = call(
+        &sandbox,
+        "filesystem_write_file",
+        json!({"path": written.display().to_string(), "content": "x"}),
+    );
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(!written.exists());
+
+    // A second copy told to write there: `--grant` covers the folder.
+    let out = run(
+        &sandbox,
+        &[
+            "add",
+            PACKAGE,
+            &drafts.display().to_string(),
+            "--name",
+            "drafts",
+            "--grant",
+            "filesystem:write:~/drafts",
+            "--yes",
+        ],
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(
+        !stdout(&out).contains("(named by its arguments)"),
+        "--grant covers it: {}",
+        stdout(&out)
+    );
+    let written = drafts.join("b.txt");
+    let out = call(
+        &sandbox,
+        "drafts_write_file",
+        json!({"path": written.display().to_string(), "content": "drafted"}),
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(std::fs::read_to_string(&written).unwrap(), "drafted");
+
+    // A path whose folder does not exist is refused before anything is installed.
+    let out = run(
+        &sandbox,
+        &["add", PACKAGE, "--name", "gone", "~/nope/x", "--yes"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("does not exist") && stderr(&out).contains("create the folder first"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!sandbox.plugins().join("gone").exists());
+}
+
 #[test]
 fn a_pypi_server_added_by_name_answers_in_the_sandbox() {
     let sandbox = Sandbox::new();

@@ -1,6 +1,6 @@
-//! `plughost add npm:PKG[@VERSION] | pypi:PKG[==VERSION]` (or `--name NAME
-//! -- COMMAND ARGS…` for a server installed already) and `plughost update
-//! NAME`.
+//! `plughost add npm:PKG[@VERSION] | pypi:PKG[==VERSION] [ARGS…]` (or
+//! `--name NAME -- COMMAND ARGS…` for a server installed already) and
+//! `plughost update NAME`.
 //!
 //! `add` installs the package with its ecosystem's own tool into a new
 //! plugin folder, writes a manifest with the least grants the server needs
@@ -8,7 +8,9 @@
 //! interpreter's install folder when it is outside the system folders): no
 //! network, no writing. It pins the version in the manifest's `source`,
 //! starts the server once in that sandbox to list its tools, shows them and
-//! asks for approval (`--yes` for scripts). The install happens in a staging
+//! asks for approval (`--yes` for scripts). The server's own arguments go
+//! into the manifest's `args`, and the folders they name are granted
+//! (`arguments.rs`). The install happens in a staging
 //! folder (`PLUGINS/.NAME.adding`, which the loader skips) that is moved into
 //! place whole: a watching host never sees half an install.
 //!
@@ -16,6 +18,7 @@
 //! the approval stays, and each tool whose description or input schema
 //! changed is withheld until approved again.
 
+mod arguments;
 mod install;
 mod npm;
 mod pypi;
@@ -40,8 +43,13 @@ use super::terminal::{esay, say};
 #[derive(Debug, clap::Args)]
 pub struct AddArgs {
     /// The package: npm:PACKAGE[@VERSION] or pypi:PACKAGE[==VERSION].
-    #[arg(required_unless_present = "command", conflicts_with = "command")]
+    #[arg(required_unless_present = "command")]
     package: Option<String>,
+    /// The server's arguments (those that start with - go after --). A path
+    /// among them (/…, ~/…, ./…) is granted to the server: reading, or
+    /// writing when you say so.
+    #[arg(value_name = "ARG")]
+    server_args: Vec<String>,
     /// The plugin's name (default: from the package's, e.g. `memory` for
     /// @modelcontextprotocol/server-memory).
     #[arg(long)]
@@ -56,9 +64,10 @@ pub struct AddArgs {
     /// Approve without asking (for scripts).
     #[arg(long)]
     yes: bool,
-    /// A server installed already: its command and arguments (after `--`),
-    /// as `plughost new NAME --mcp` takes them; needs --name.
-    #[arg(last = true, value_name = "COMMAND", requires = "name")]
+    /// After a package: more of its arguments. Without one, a server
+    /// installed already: its command and arguments, as `plughost new NAME
+    /// --mcp` takes them; needs --name.
+    #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
 }
 
@@ -77,6 +86,17 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         return add_command(cli, args, &plugins);
     };
     let package = Package::parse(spec)?;
+    let given: Vec<String> = args
+        .server_args
+        .iter()
+        .chain(&args.command)
+        .cloned()
+        .collect();
+    let home = std::env::home_dir();
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
+    let server_args = arguments::read(&given, home.as_deref(), &cwd)?;
+    let folder_grants = folder_grants(&server_args, &args.grants, home.as_deref(), args.yes);
     let name = args
         .name
         .clone()
@@ -109,16 +129,23 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         let mut permissions: Vec<String> =
             interpreter_grant(&installed.program).into_iter().collect();
         permissions.extend(args.grants.iter().cloned());
-        let manifest = ordered(&[
+        permissions.extend(folder_grants.iter().cloned());
+        let mut fields = vec![
             ("name", json!(name)),
             ("version", json!(installed.version)),
             ("description", json!(description(&package, &installed))),
             ("entrypoint", json!("server.sh")),
+        ];
+        if !server_args.args.is_empty() {
+            fields.push(("args", json!(server_args.args)));
+        }
+        fields.extend([
             ("protocol", json!("mcp")),
             ("tool_prefix", json!(format!("{}_", name.replace('-', "_")))),
             ("permissions", json!(permissions)),
             ("source", json!(package.at(&installed.version).to_string())),
         ]);
+        let manifest = ordered(&fields);
         write_folder(stage, &installed, &manifest)?;
         Ok(installed)
     })?;
@@ -136,14 +163,49 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     for g in &args.grants {
         say!("  granted {g} (--grant)");
     }
+    for g in &folder_grants {
+        say!("  granted {g} (named by its arguments)");
+    }
     say_env(&installed.env_vars);
     approve_new(cli, &name, &dir, args.yes)
+}
+
+/// The grant of each folder the server's arguments name that `--grant`
+/// does not cover: reading, unless the user says writing (asked on a
+/// terminal; never with `--yes`, which takes the least).
+fn folder_grants(
+    server_args: &arguments::Arguments,
+    grants: &[String],
+    home: Option<&Path>,
+    yes: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for folder in &server_args.folders {
+        if arguments::covered(grants, folder, home).is_some() {
+            continue;
+        }
+        let writes = !yes
+            && TerminalApprover::available()
+            && super::connect::confirm(&format!(
+                "Its arguments name {}: may the server change files there (no: it may only read them)?",
+                folder.display()
+            ))
+            .unwrap_or(false);
+        let kind = if writes { "write" } else { "read" };
+        out.push(format!("filesystem:{kind}:{}", folder.display()));
+    }
+    out
 }
 
 /// `add --name NAME -- COMMAND ARGS…`: the wrapper `new --mcp` writes, then
 /// the same listing and approval.
 fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, String> {
-    let name = args.name.as_deref().expect("clap requires --name");
+    let Some(name) = args.name.as_deref() else {
+        return Err(
+            "a server installed already needs a name: plughost add --name NAME -- COMMAND ARGS…"
+                .into(),
+        );
+    };
     let created = scaffold::mcp::create(plugins, name, &args.command)?;
     if !args.grants.is_empty() {
         let path = created.dir.join(MANIFEST_FILE);

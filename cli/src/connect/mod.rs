@@ -17,6 +17,8 @@ mod file;
 mod json;
 mod list;
 mod preview;
+
+pub(crate) use preview::confirm;
 mod target;
 mod toml;
 
