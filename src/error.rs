@@ -340,6 +340,10 @@ pub enum Refusal {
     /// The approvals file cannot be read, so nothing that needs approval runs.
     #[error(transparent)]
     ApprovalsUnreadable(#[from] ApprovalError),
+    /// The secret store cannot be read, so a plugin that lists a variable
+    /// (which may be a secret) does not start.
+    #[error(transparent)]
+    SecretsUnreadable(#[from] crate::secrets::SecretError),
     /// A tool no plugin offers, that an MCP server never approved may offer:
     /// its tools are not known before its approval.
     #[error(

@@ -128,8 +128,10 @@ pub mod protocol;
 mod remedy;
 mod run;
 pub mod schemas;
+pub mod secrets;
 #[cfg(feature = "mcp-server")]
 pub mod serve;
+mod state_file;
 
 /// The `plugin.json` format: its types, and [`check_folder`](manifest::check_folder),
 /// the check the host loads a plugin folder with.

@@ -32,6 +32,7 @@ mod observers;
 mod permissions;
 mod protected;
 mod sdk_plugins;
+mod secrets;
 mod telemetry;
 mod validate_code;
 mod words;

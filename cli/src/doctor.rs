@@ -55,6 +55,15 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         d.plugins,
         d.rejected
     );
+    let store = plughost::secrets::SecretStore::new(&d.state_dir);
+    match store.list() {
+        Ok(s) => say!(
+            "secrets         {} in {} (mode 0600, not encrypted; no plugin can read it)",
+            s.len(),
+            store.path().display()
+        ),
+        Err(e) => say!("secrets         {e}"),
+    }
     let support = &d.sandbox;
     say!("\nsandbox (Linux Landlock + seccomp, applied to plugin processes only)");
     match support.landlock_abi {

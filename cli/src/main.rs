@@ -16,6 +16,7 @@ mod otlp_client;
 mod remedy;
 mod scaffold;
 mod schema;
+mod secret;
 mod serve;
 mod shell;
 mod stats;
@@ -125,6 +126,9 @@ enum Command {
     /// Install an MCP server from npm or PyPI into a new plugin folder, list
     /// its tools in the sandbox, and ask for approval.
     Add(add::AddArgs),
+    /// Keep secrets (API tokens) for plugins: set, list, rm. A plugin that
+    /// lists a secret's name in "env" gets its value.
+    Secret(secret::Args),
     /// Install a newer version of a package added with `plughost add`; its
     /// changed tools are withheld until approved again.
     Update(add::UpdateArgs),
@@ -190,6 +194,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::New(args) => new::run(&cli, args),
         Command::Add(args) => add::add(&cli, args),
         Command::Update(args) => add::update(&cli, args),
+        Command::Secret(args) => secret::run(&cli, args),
         Command::Connect(args) => connect::run(&cli, args),
         Command::Doctor(args) => doctor::run(&cli, args),
         Command::Export(args) => export::run(&cli, args),

@@ -25,10 +25,7 @@
 //! with `O_NOFOLLOW`.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -38,6 +35,7 @@ use serde_json::Value;
 use super::{Approvals, Grant};
 pub use crate::error::ApprovalError;
 use crate::plugins::manifest::Manifest;
+use crate::state_file::{self, Lock, Unreadable};
 
 /// Name of the approvals file inside the state folder.
 pub(crate) const APPROVALS_FILE: &str = "approvals.json";
@@ -216,27 +214,27 @@ impl ApprovalStore {
     /// Read-modify-write under the lock. `change` returns whether it changed
     /// anything; the file is rewritten only then.
     fn update(&self, change: impl FnOnce(&mut Approvals) -> bool) -> Result<bool, ApprovalError> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(|source| ApprovalError::Write {
-                path: self.path(),
-                source: Arc::new(source),
-            })?;
-        let _lock = Lock::exclusive(&self.lock_path())?;
+        state_file::make_dir(&self.dir).map_err(|source| ApprovalError::Write {
+            path: self.path(),
+            source: Arc::new(source),
+        })?;
+        let lock_path = self.lock_path();
+        let _lock = Lock::exclusive(&lock_path).map_err(|source| ApprovalError::Lock {
+            path: lock_path,
+            source: Arc::new(source),
+        })?;
         let path = self.path();
         let (mut approvals, _) = read_file(&path)?;
         if !change(&mut approvals) {
             return Ok(false);
         }
         let text = serialize(&approvals);
-        write_atomically(&self.dir, &path, text.as_bytes()).map_err(|source| {
-            ApprovalError::Write {
+        state_file::write_atomically(&self.dir, &path, TEMP_FILE, text.as_bytes()).map_err(
+            |source| ApprovalError::Write {
                 path,
                 source: Arc::new(source),
-            }
-        })?;
+            },
+        )?;
         Ok(true)
     }
 }
@@ -244,70 +242,22 @@ impl ApprovalStore {
 /// The approvals in the file at `path`, and the [`Stamp`] of the file read
 /// (none when there is no file).
 fn read_file(path: &Path) -> Result<(Approvals, Option<Stamp>), ApprovalError> {
-    let read_error = |source| ApprovalError::Read {
-        path: path.to_owned(),
-        source: Arc::new(source),
-    };
-    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Approvals::default(), None)),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(ApprovalError::NotAFile {
-                path: path.to_owned(),
-                what: "a symbolic link",
-            });
-        }
-        Err(source) => return Err(read_error(source)),
-    };
-    let meta = file.metadata().map_err(read_error)?;
-    if !meta.file_type().is_file() {
-        return Err(ApprovalError::NotAFile {
+    match state_file::read(path, MAX_FILE_BYTES) {
+        Ok(None) => Ok((Approvals::default(), None)),
+        Ok(Some((bytes, meta))) => Ok((parse(path, &bytes)?, Some(Stamp::of(&meta)))),
+        Err(Unreadable::NotAFile(what)) => Err(ApprovalError::NotAFile {
             path: path.to_owned(),
-            what: kind_of(&meta.file_type()),
-        });
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(ApprovalError::TooLarge {
+            what,
+        }),
+        Err(Unreadable::TooLarge(size)) => Err(ApprovalError::TooLarge {
             path: path.to_owned(),
-            size: meta.len(),
+            size,
             limit: MAX_FILE_BYTES,
-        });
-    }
-    // The file may grow between the check and the read: read one byte past
-    // the limit at most.
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    io::Read::read_to_end(&mut io::Read::take(&file, MAX_FILE_BYTES + 1), &mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(ApprovalError::TooLarge {
+        }),
+        Err(Unreadable::Io(source)) => Err(ApprovalError::Read {
             path: path.to_owned(),
-            size: bytes.len() as u64,
-            limit: MAX_FILE_BYTES,
-        });
-    }
-    Ok((parse(path, &bytes)?, Some(Stamp::of(&meta))))
-}
-
-/// What a file that is not a regular one is, in words.
-fn kind_of(t: &fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a folder"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_fifo() {
-        "a named pipe (FIFO)"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_block_device() || t.is_char_device() {
-        "a device"
-    } else {
-        "not a regular file"
+            source: Arc::new(source),
+        }),
     }
 }
 
@@ -344,66 +294,4 @@ fn serialize(approvals: &Approvals) -> String {
     let mut text = serde_json::to_string_pretty(&file).expect("approvals serialize");
     text.push('\n');
     text
-}
-
-/// Writes `bytes` to a temp file in `dir`, fsyncs it, renames it over `path`
-/// and fsyncs `dir`. The caller holds the lock, so the temp name is free.
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let temp = dir.join(TEMP_FILE);
-    match fs::remove_file(&temp) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    let written = (|| {
-        // create_new is O_EXCL: a symlink in the temp file's place is not followed.
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&temp, path)
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(e);
-    }
-    File::open(dir)?.sync_all()
-}
-
-/// An exclusive `flock` on the lock file, released when dropped (the file closes).
-struct Lock {
-    _file: File,
-}
-
-impl Lock {
-    fn exclusive(path: &Path) -> Result<Lock, ApprovalError> {
-        let error = |source| ApprovalError::Lock {
-            path: path.to_owned(),
-            source: Arc::new(source),
-        };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(error)?;
-        loop {
-            // SAFETY: flock on a descriptor we own; no memory is involved.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-            if rc == 0 {
-                return Ok(Lock { _file: file });
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(error(e));
-            }
-        }
-    }
 }

@@ -21,6 +21,7 @@ use crate::protocol::TraceContext;
 use crate::run::env::{base_env, plugin_env};
 use crate::run::executor::Spawn;
 use crate::run::sandbox;
+use crate::secrets::SecretStore;
 
 /// Whose process it is, and the role it plays.
 pub(super) enum Role<'a> {
@@ -69,6 +70,29 @@ impl Launch {
 }
 
 impl Inner {
+    /// The environment of a process of `plugin`: plughost's own variables,
+    /// those its manifest lists, and of those the secrets bound to it, from
+    /// the store (whose value wins over plughost's environment).
+    fn plugin_env(
+        &self,
+        plugin: &Plugin,
+        data: &Path,
+        tmp: &Path,
+    ) -> Result<Vec<(OsString, OsString)>, CallError> {
+        let mut env = plugin_env(plugin, data, tmp, self.config.inherit_env);
+        let wanted = plugin.manifest.env.iter().map(|e| e.0.as_str());
+        let secrets = SecretStore::new(&self.config.state_dir)
+            .for_plugin(plugin.name(), wanted)
+            .map_err(|e| CallError::NotAllowed {
+                refusal: Refusal::SecretsUnreadable(e),
+            })?;
+        for (name, value) in secrets {
+            env.retain(|(k, _)| k.as_os_str() != name.as_str());
+            env.push((name.into(), value.into()));
+        }
+        Ok(env)
+    }
+
     /// Prepares the process `role` describes, with `tmp` as its `TMPDIR`.
     /// Refused (`not_allowed`) when its confinement cannot be prepared, or
     /// the sandbox is required and this system cannot enforce all of it.
@@ -79,7 +103,7 @@ impl Inner {
                 data,
                 trace,
             } => {
-                let mut env = plugin_env(plugin, data, tmp, self.config.inherit_env);
+                let mut env = self.plugin_env(plugin, data, tmp)?;
                 let sandbox = self.sandbox_for(plugin, data, &mut env)?;
                 if let Some(t) = trace {
                     // The trace context OpenTelemetry SDKs read.
@@ -95,7 +119,7 @@ impl Inner {
                 data,
                 lines,
             } => {
-                let mut env = plugin_env(plugin, data, tmp, self.config.inherit_env);
+                let mut env = self.plugin_env(plugin, data, tmp)?;
                 if lines {
                     env.push(("PLUGHOST_PERSISTENT".into(), "1".into()));
                 }

@@ -162,12 +162,19 @@ impl Inner {
 
     /// Says when a server started without variables its manifest lists
     /// (with `--inherit-env` too: what is not set is not passed).
+    /// (A variable the secret store gives it is not missing.)
     fn warn_missing_env(&self, plugin: &Plugin) {
+        let secrets = crate::secrets::SecretStore::new(&self.config.state_dir)
+            .for_plugin(
+                plugin.name(),
+                plugin.manifest.env.iter().map(|e| e.0.as_str()),
+            )
+            .unwrap_or_default();
         let vars: Vec<String> = plugin
             .manifest
             .env
             .iter()
-            .filter(|v| std::env::var_os(&v.0).is_none())
+            .filter(|v| std::env::var_os(&v.0).is_none() && !secrets.iter().any(|(k, _)| *k == v.0))
             .map(|v| v.0.clone())
             .collect();
         if !vars.is_empty() {

@@ -128,6 +128,33 @@ pub fn covered(grants: &[String], folder: &Path, home: Option<&Path>) -> Option<
     found
 }
 
+/// The grant of each folder the server's arguments name that `--grant`
+/// does not cover: reading, unless the user says writing (asked on a
+/// terminal; never with `--yes`, which takes the least).
+pub fn folder_grants(
+    server_args: &Arguments,
+    grants: &[String],
+    home: Option<&Path>,
+    yes: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for folder in &server_args.folders {
+        if covered(grants, folder, home).is_some() {
+            continue;
+        }
+        let writes = !yes
+            && plughost::approval::TerminalApprover::available()
+            && crate::connect::confirm(&format!(
+                "Its arguments name {}: may the server change files there (no: it may only read them)?",
+                folder.display()
+            ))
+            .unwrap_or(false);
+        let kind = if writes { "write" } else { "read" };
+        out.push(format!("filesystem:{kind}:{}", folder.display()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,19 +18,19 @@
 //! the approval stays, and each tool whose description or input schema
 //! changed is withheld until approved again.
 
+mod approve;
 mod arguments;
 mod install;
 mod npm;
 mod pypi;
+mod secrets;
 mod source;
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use plughost::PluginHost;
-use plughost::approval::TerminalApprover;
-use plughost::approval::{Approval, ApprovalState, ApproveError};
+use plughost::approval::ApprovalState;
 use plughost::manifest::MANIFEST_FILE;
 use serde_json::{Value, json};
 
@@ -38,7 +38,7 @@ use self::install::Installed;
 use self::source::{Ecosystem, Package};
 use super::Cli;
 use super::scaffold::{self, mcp::SYSTEM};
-use super::terminal::{esay, say};
+use super::terminal::say;
 
 #[derive(Debug, clap::Args)]
 pub struct AddArgs {
@@ -58,6 +58,12 @@ pub struct AddArgs {
     /// filesystem:write:~/notes or network.
     #[arg(long = "grant", value_name = "PERMISSION")]
     grants: Vec<String>,
+    /// An environment variable the server needs that holds a secret (an API
+    /// token; repeatable): its value is asked now (no echo; or read from
+    /// stdin) and kept in plughost's secret store for this plugin alone,
+    /// never in plugin.json.
+    #[arg(long = "secret", value_name = "NAME")]
+    secrets: Vec<String>,
     /// The command to start when the package has several.
     #[arg(long, value_name = "COMMAND")]
     bin: Option<String>,
@@ -96,7 +102,8 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
     let server_args = arguments::read(&given, home.as_deref(), &cwd)?;
-    let folder_grants = folder_grants(&server_args, &args.grants, home.as_deref(), args.yes);
+    let folder_grants =
+        arguments::folder_grants(&server_args, &args.grants, home.as_deref(), args.yes);
     let name = args
         .name
         .clone()
@@ -123,6 +130,7 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
             plugins.display()
         )
     })?;
+    let secrets = secrets::ask_secrets(cli, &args.secrets, &name)?;
     let stage = plugins.join(format!(".{name}.adding"));
     let installed = staged(&stage, |stage| {
         let installed = install_into(stage, &package, args.bin.as_deref())?;
@@ -139,6 +147,9 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         if !server_args.args.is_empty() {
             fields.push(("args", json!(server_args.args)));
         }
+        if !args.secrets.is_empty() {
+            fields.push(("env", json!(args.secrets)));
+        }
         fields.extend([
             ("protocol", json!("mcp")),
             ("tool_prefix", json!(format!("{}_", name.replace('-', "_")))),
@@ -151,6 +162,7 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     })?;
     std::fs::rename(&stage, &dir)
         .map_err(|e| format!("cannot move the install into {}: {e}", dir.display()))?;
+    secrets.keep(&name)?;
     say!(
         "added {name}: {} {} in {}",
         package.name,
@@ -166,35 +178,11 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     for g in &folder_grants {
         say!("  granted {g} (named by its arguments)");
     }
-    say_env(&installed.env_vars);
-    approve_new(cli, &name, &dir, args.yes)
-}
-
-/// The grant of each folder the server's arguments name that `--grant`
-/// does not cover: reading, unless the user says writing (asked on a
-/// terminal; never with `--yes`, which takes the least).
-fn folder_grants(
-    server_args: &arguments::Arguments,
-    grants: &[String],
-    home: Option<&Path>,
-    yes: bool,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    for folder in &server_args.folders {
-        if arguments::covered(grants, folder, home).is_some() {
-            continue;
-        }
-        let writes = !yes
-            && TerminalApprover::available()
-            && super::connect::confirm(&format!(
-                "Its arguments name {}: may the server change files there (no: it may only read them)?",
-                folder.display()
-            ))
-            .unwrap_or(false);
-        let kind = if writes { "write" } else { "read" };
-        out.push(format!("filesystem:{kind}:{}", folder.display()));
+    for n in &args.secrets {
+        say!("  gets the secret {n} (kept in plughost's secret store, for {name} alone)");
     }
-    out
+    say_env(&installed.env_vars);
+    approve::approve_new(cli, &name, &dir, args.yes)
 }
 
 /// `add --name NAME -- COMMAND ARGS…`: the wrapper `new --mcp` writes, then
@@ -206,17 +194,22 @@ fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, St
                 .into(),
         );
     };
+    let secrets = secrets::ask_secrets(cli, &args.secrets, name)?;
     let created = scaffold::mcp::create(plugins, name, &args.command)?;
-    if !args.grants.is_empty() {
+    if !args.grants.is_empty() || !args.secrets.is_empty() {
         let path = created.dir.join(MANIFEST_FILE);
         let mut manifest: Value = read_json(&path)?;
         let permissions = manifest["permissions"]
             .as_array_mut()
             .expect("new --mcp writes a list");
         permissions.extend(args.grants.iter().map(|g| json!(g)));
+        if !args.secrets.is_empty() {
+            manifest["env"] = json!(args.secrets);
+        }
         let text = serde_json::to_string_pretty(&manifest).expect("JSON") + "\n";
         scaffold::write(&path, &text, false)?;
     }
+    secrets.keep(name)?;
     say!(
         "added {name}: {} in {}",
         created.command.display(),
@@ -225,7 +218,7 @@ fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, St
     for (grant, why) in created.grants.iter().map(|(g, w)| (g.clone(), *w)) {
         say!("  granted {grant} ({why})");
     }
-    approve_new(cli, name, &created.dir, args.yes)
+    approve::approve_new(cli, name, &created.dir, args.yes)
 }
 
 pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
@@ -457,99 +450,4 @@ fn read_json(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON: {e}", path.display()))
-}
-
-/// Lists the new server's tools in its sandbox, shows them, and asks for
-/// approval (or approves, with `--yes`).
-fn approve_new(cli: &Cli, name: &str, dir: &Path, yes: bool) -> Result<ExitCode, String> {
-    let host = cli.host_with(|b| b.observer(Arc::new(super::log::Notes)))?;
-    let runtime = super::runtime();
-    let approve = cli.command_line(&format!("approve {name}"));
-    let code = runtime.block_on(async {
-        match host.list_server(name).await {
-            Ok(tools) => {
-                say!("\nits server lists {} tool{} (in the sandbox):", tools.len(), plural(tools.len()));
-                for t in &tools {
-                    let first = t.description.lines().next().unwrap_or_default();
-                    say!("  {}  {}", t.name, clip(first, 90));
-                }
-            }
-            Err(ApproveError::NeedsApprovalFirst { .. }) => say!(
-                "\nits grants go beyond reading files: the server starts, and lists its tools, once they are approved"
-            ),
-            Err(e) => {
-                esay!("plughost: {e}");
-                say!(
-                    "\nthe plugin stays in {}: fix its {MANIFEST_FILE} (a grant the message names, a variable), then run: {approve}",
-                    dir.display()
-                );
-                return ExitCode::from(1);
-            }
-        }
-        let approval = if yes {
-            host.approve(name).await
-        } else if TerminalApprover::available() {
-            host.approve_with(name, &TerminalApprover).await
-        } else {
-            say!("\napprove it to use it: {approve} (add --yes to approve without a terminal)");
-            return ExitCode::SUCCESS;
-        };
-        let code = match approval {
-            Ok(Approval::Approved | Approval::AlreadyApproved | Approval::NotNeeded) => {
-                say!("\napproved {name}");
-                try_it(&host, name, cli);
-                ExitCode::SUCCESS
-            }
-            Ok(Approval::Declined) => {
-                say!("\nnot approved; approve it later with: {approve}");
-                ExitCode::from(1)
-            }
-            Err(e) => {
-                esay!("plughost: {e}");
-                ExitCode::from(1)
-            }
-        };
-        host.stop_workers().await;
-        code
-    });
-    Ok(code)
-}
-
-fn try_it(host: &PluginHost, name: &str, cli: &Cli) {
-    let tools: Vec<_> = host
-        .tools()
-        .into_iter()
-        .filter(|t| t.plugin == name)
-        .collect();
-    // One that needs no input is the easiest first call.
-    let no_input = tools.iter().find(|t| {
-        t.input_schema["required"]
-            .as_array()
-            .is_none_or(|r| r.is_empty())
-    });
-    let example = match (no_input, tools.first()) {
-        (Some(t), _) => Some((&t.name, "{}")),
-        (None, Some(t)) => Some((&t.name, "{…}")),
-        (None, None) => None,
-    };
-    if let Some((tool, input)) = example {
-        say!(
-            "try: {}",
-            cli.command_line(&format!("call {tool} '{input}'"))
-        );
-    }
-    say!(
-        "and every MCP client of plughost serve sees its tools (plughost connect CLIENT adds plughost to one)"
-    );
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
 }

@@ -1,0 +1,61 @@
+//! `add --secret NAME`: the values asked before installing, kept in the
+//! secret store for the new plugin once it is in place.
+
+use plughost::secrets::SecretStore;
+
+use super::super::Cli;
+
+/// The secrets `add --secret` names: those to ask for now, kept once the
+/// install is in place.
+pub(super) struct NewSecrets {
+    store: SecretStore,
+    /// Set already: bound to the new plugin.
+    known: Vec<String>,
+    /// Asked now: (name, value).
+    asked: Vec<(String, String)>,
+}
+
+impl NewSecrets {
+    pub(super) fn keep(self, plugin: &str) -> Result<(), String> {
+        for name in &self.known {
+            self.store.bind(name, plugin).map_err(|e| e.to_string())?;
+        }
+        for (name, value) in &self.asked {
+            self.store
+                .set(name, value, &[plugin.to_owned()])
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+/// Asks the value of each of `names` the store does not have (on the
+/// terminal, or one of them from stdin), before anything is installed.
+pub(super) fn ask_secrets(cli: &Cli, names: &[String], plugin: &str) -> Result<NewSecrets, String> {
+    let store = SecretStore::new(cli.state_dir());
+    let mut new = NewSecrets {
+        store: store.clone(),
+        known: Vec::new(),
+        asked: Vec::new(),
+    };
+    let mut missing = Vec::new();
+    for name in names {
+        plughost::secrets::check_name(name).map_err(|e| format!("--secret: {e}"))?;
+        match store.has(name).map_err(|e| e.to_string())? {
+            true => new.known.push(name.clone()),
+            false => missing.push(name.clone()),
+        }
+    }
+    if missing.len() > 1 && !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Err(format!(
+            "{} secrets to read and no terminal to ask on; set them first: plughost secret set NAME --plugin {plugin} (the value on stdin)",
+            missing.len()
+        ));
+    }
+    for name in missing {
+        let value =
+            super::super::secret::read_value(&format!("value of {name} (kept for {plugin}): "))?;
+        new.asked.push((name, value));
+    }
+    Ok(new)
+}

@@ -1,0 +1,107 @@
+//! `plughost secret set NAME [--plugin P]…`, `secret list`, `secret rm NAME`:
+//! the secret store (`plughost::secrets`). A value is read from the terminal
+//! without echo, or from stdin when it is not a terminal; never from an
+//! argument, which other users' `ps` and the shell's history would show.
+
+use std::io::{IsTerminal, Read};
+use std::process::ExitCode;
+
+use plughost::secrets::{MAX_VALUE_BYTES, SecretStore};
+
+use super::Cli;
+use super::terminal::say;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: SecretCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum SecretCommand {
+    /// Set a secret: its value is asked on the terminal (no echo), or read
+    /// from stdin.
+    Set {
+        /// Its name: the environment variable a plugin lists to get it.
+        name: String,
+        /// A plugin it reaches (repeatable); none: every plugin that lists it.
+        #[arg(long = "plugin", value_name = "PLUGIN")]
+        plugins: Vec<String>,
+    },
+    /// List the secrets: names and the plugins they reach, never values.
+    List,
+    /// Remove a secret.
+    Rm {
+        /// Its name.
+        name: String,
+    },
+}
+
+pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
+    let store = SecretStore::new(cli.state_dir());
+    match &args.command {
+        SecretCommand::Set { name, plugins } => {
+            let value = read_value(&format!("value of {name}: "))?;
+            store
+                .set(name, &value, plugins)
+                .map_err(|e| e.to_string())?;
+            let reach = match plugins.as_slice() {
+                [] => "every plugin that lists it in \"env\"".to_owned(),
+                some => format!("plugin{} {}", plural(some.len()), some.join(", ")),
+            };
+            say!("set {name}, for {reach}");
+        }
+        SecretCommand::List => {
+            let listed = store.list().map_err(|e| e.to_string())?;
+            if listed.is_empty() {
+                say!("no secrets in {}", store.path().display());
+            }
+            for s in listed {
+                let reach = match s.plugins.as_slice() {
+                    [] => "every plugin that lists it".to_owned(),
+                    some => some.join(", "),
+                };
+                say!("{}  {reach}", s.name);
+            }
+        }
+        SecretCommand::Rm { name } => {
+            if !store.remove(name).map_err(|e| e.to_string())? {
+                return Err(format!(
+                    "no secret named {name}; plughost secret list shows them"
+                ));
+            }
+            say!("removed {name}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The value: asked on the terminal without echo, or stdin whole (one
+/// trailing newline dropped), at most 64 KiB.
+pub fn read_value(prompt: &str) -> Result<String, String> {
+    let stdin = std::io::stdin();
+    let value = if stdin.is_terminal() {
+        rpassword::prompt_password(prompt).map_err(|e| format!("cannot read the value: {e}"))?
+    } else {
+        let mut bytes = Vec::new();
+        stdin
+            .lock()
+            .take(MAX_VALUE_BYTES as u64 + 2)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read the value from stdin: {e}"))?;
+        let mut text = String::from_utf8(bytes)
+            .map_err(|_| "the value on stdin is not UTF-8 text".to_owned())?;
+        if text.ends_with('\n') {
+            text.pop();
+            if text.ends_with('\r') {
+                text.pop();
+            }
+        }
+        text
+    };
+    Ok(value)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
