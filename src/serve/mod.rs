@@ -65,6 +65,7 @@ pub use http::{
     DEFAULT_MAX_SESSIONS, DEFAULT_RESUME_WINDOW, DEFAULT_SESSION_IDLE, HttpOptions, ServeError,
     Tenant, TokenError, load_or_create_token, serve as serve_http,
 };
+pub use search::tool_search_listing;
 use stdio::forward_catalog_changes;
 pub use stdio::serve_stdio;
 pub use tenants::{TenantLine, TokensFileError, read_tokens, tenant_state_dir};

@@ -31,6 +31,12 @@ const DEFAULT_LIMIT: u64 = 5;
 /// The most matches one search returns.
 const MAX_LIMIT: u64 = 50;
 
+/// The two tools a client of a server with tool search is shown (what
+/// [`McpServer::with_tool_search`] lists), for measuring what they cost.
+pub fn tool_search_listing() -> Vec<Tool> {
+    listing()
+}
+
 /// The two tools a client of `--tool-search` is shown.
 pub(super) fn listing() -> Vec<Tool> {
     let search = json!({
