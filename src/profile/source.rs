@@ -21,12 +21,16 @@ const MAX_BYTES: u64 = 256 * 1024;
 /// What identifies one version of the file.
 type Stamp = (u64, u64, i64, i64, i64, i64);
 
+/// The last read: the file's stamp then (none: there was no file) and
+/// what it gave.
+type LastRead = Option<(Option<Stamp>, Result<Arc<Profile>, ProfileError>)>;
+
 /// The profile `NAME` in a profiles folder.
 #[derive(Debug)]
 pub struct ProfileSource {
     name: String,
     path: PathBuf,
-    last: Mutex<Option<(Option<Stamp>, Result<Arc<Profile>, ProfileError>)>>,
+    last: Mutex<LastRead>,
 }
 
 impl ProfileSource {
