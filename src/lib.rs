@@ -123,11 +123,13 @@ mod host;
 pub mod observe;
 pub mod paths;
 mod plugins;
+pub mod profile;
 pub mod protect;
 pub mod protocol;
 mod remedy;
 mod run;
 pub mod schemas;
+pub mod search;
 pub mod secrets;
 #[cfg(feature = "mcp-server")]
 pub mod serve;

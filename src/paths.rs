@@ -20,3 +20,19 @@ pub fn default_state_dir() -> PathBuf {
         None => home().join(".local/state/plughost"),
     }
 }
+
+/// plughost's configuration folder: `$XDG_CONFIG_HOME/plughost`, or
+/// `~/.config/plughost`. It holds the user's `protected-paths` list and the
+/// `profiles` folder.
+pub fn default_config_dir() -> PathBuf {
+    match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join("plughost"),
+        None => home().join(".config/plughost"),
+    }
+}
+
+/// The profiles folder: `profiles` in [`default_config_dir`], one
+/// `NAME.json` a profile (see [`crate::profile`]).
+pub fn default_profiles_dir() -> PathBuf {
+    default_config_dir().join("profiles")
+}

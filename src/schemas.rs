@@ -16,14 +16,17 @@ pub enum SchemaName {
     Request,
     /// The response a plugin writes on stdout.
     Response,
+    /// A profile, `profiles/NAME.json` in the configuration folder.
+    Profile,
 }
 
 impl SchemaName {
     /// Every schema: the files `plughost schema --write` writes.
-    pub const ALL: [SchemaName; 3] = [
+    pub const ALL: [SchemaName; 4] = [
         SchemaName::Manifest,
         SchemaName::Request,
         SchemaName::Response,
+        SchemaName::Profile,
     ];
 
     /// Its name, as `plughost schema` takes it.
@@ -32,6 +35,7 @@ impl SchemaName {
             SchemaName::Manifest => "manifest",
             SchemaName::Request => "request",
             SchemaName::Response => "response",
+            SchemaName::Profile => "profile",
         }
     }
 
@@ -41,6 +45,7 @@ impl SchemaName {
             SchemaName::Manifest => "plugin.schema.json",
             SchemaName::Request => "request.schema.json",
             SchemaName::Response => "response.schema.json",
+            SchemaName::Profile => "profile.schema.json",
         }
     }
 
@@ -50,6 +55,7 @@ impl SchemaName {
             SchemaName::Manifest => Manifest::schema(),
             SchemaName::Request => to_value(schemars::schema_for!(Request<'static>)),
             SchemaName::Response => to_value(schemars::schema_for!(Response)),
+            SchemaName::Profile => crate::profile::Profile::schema(),
         }
     }
 

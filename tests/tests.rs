@@ -25,6 +25,7 @@ mod mcp;
 mod mcp_hostile;
 mod mcp_http;
 mod mcp_plugins;
+mod mcp_profiles;
 mod mcp_state;
 mod mcp_stdio;
 mod net_grants;

@@ -3,7 +3,7 @@
 //! count, absolute times move from run to run. Run through `scripts/bench`
 //! (`--quick` for fewer calls, `--json` for one JSON object, `--only
 //! GROUP[,GROUP]` for some groups: `calls`, `protected`, `net`, `traces`, `spawn`,
-//! `children`, `workers`, `mcp`, `http`, `sdk`, `load`).
+//! `children`, `workers`, `mcp`, `http`, `sdk`, `load`, `search`).
 //!
 //! Each module measures one group of rows and prints its section of the table:
 //! `calls` (a process per call), `traces` (a span per call, exported),
@@ -12,7 +12,7 @@
 //! `http` (MCP over HTTP at 2026-07-28 and 2025-11-25),
 //! `sdk` (the Python SDK's own cost), `load` (loading and hot reload),
 //! `children` (scenarios run in a fresh process, for memory and file
-//! descriptors). `raw` holds the baselines, `fixtures` the plugins, `stats`
+//! descriptors), `search` (tool search's recall and the tool list's size). `raw` holds the baselines, `fixtures` the plugins, `stats`
 //! the arithmetic.
 //!
 //! # JSON keys
@@ -120,6 +120,7 @@ mod mcp;
 mod net;
 mod raw;
 mod sdk;
+mod search;
 mod spawn;
 mod stats;
 // The OTLP exporter and its client come with the `otel` feature.
@@ -266,6 +267,9 @@ impl Bench {
         if self.runs("load") {
             load::rows(self, &mut report).await;
         }
+        if self.runs("search") {
+            search::rows(self, &mut report);
+        }
         report
     }
 }
@@ -283,7 +287,7 @@ pub(crate) fn cell(v: &Value) -> String {
 /// One section per group measured, each with its header line.
 fn print_table(bench: &Bench, r: &Value) {
     type Print = fn(&Value);
-    let groups: [(&str, Print); 11] = [
+    let groups: [(&str, Print); 12] = [
         ("calls", calls::print),
         ("protected", calls::print_protected),
         ("net", net::print),
@@ -298,6 +302,7 @@ fn print_table(bench: &Bench, r: &Value) {
         ("http", http::print),
         ("sdk", sdk::print),
         ("load", load::print),
+        ("search", search::print),
     ];
     for (name, print) in groups {
         if bench.runs(name) {

@@ -45,6 +45,10 @@ pub struct Cli {
     #[arg(long, global = true, env = "PLUGHOST_STATE_DIR", value_name = "DIR")]
     state_dir: Option<PathBuf>,
 
+    /// Folder of profiles, one NAME.json each (default: $XDG_CONFIG_HOME/plughost/profiles).
+    #[arg(long, global = true, env = "PLUGHOST_PROFILES_DIR", value_name = "DIR")]
+    profiles_dir: Option<PathBuf>,
+
     /// Time limit of one call in seconds, overriding every tool's timeout_secs.
     #[arg(long, global = true, value_name = "SECS")]
     timeout: Option<f64>,
@@ -209,6 +213,12 @@ impl Cli {
         self.plugins_dir
             .clone()
             .unwrap_or_else(plughost::paths::default_plugins_dir)
+    }
+
+    fn profiles_dir(&self) -> PathBuf {
+        self.profiles_dir
+            .clone()
+            .unwrap_or_else(plughost::paths::default_profiles_dir)
     }
 
     fn state_dir(&self) -> PathBuf {

@@ -30,6 +30,15 @@ pub struct Args {
     /// own approvals, data folders, call slots and sessions, in STATE/tenants/NAME.
     #[arg(long, value_name = "FILE", requires = "http")]
     tokens: Option<PathBuf>,
+    /// Offer only what the profile NAME admits (profiles/NAME.json in the
+    /// configuration folder, see --profiles-dir); with --tokens, each tenant's
+    /// line names its own.
+    #[arg(long, value_name = "NAME", conflicts_with = "tokens")]
+    profile: Option<String>,
+    /// List two tools, search_tools and call_tool, instead of every tool: the
+    /// model searches the approved tools and calls the one it picks.
+    #[arg(long)]
+    tool_search: bool,
     /// Allow --http (and --metrics) on an address other than loopback.
     #[arg(long)]
     allow_remote: bool,
@@ -81,30 +90,44 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let with_telemetry = |b: plughost::PluginHostBuilder, tenant: &str| {
         super::traces::Traces::apply(traces.as_ref(), b).prometheus(&metrics, tenant)
     };
-    // One host per tenant (a single one without --tokens), each with its log.
-    let tenants: Vec<(String, Option<String>, Arc<PluginHost>)> = match &args.tokens {
-        None => vec![(
-            "default".to_owned(),
-            None,
-            Arc::new(cli.host_with(|b| with_telemetry(b.observer(log.clone()), "default"))?),
-        )],
+    let profile = |name: Option<&str>| {
+        name.map(|n| {
+            plughost::profile::ProfileSource::new(&cli.profiles_dir(), n).map_err(|e| e.to_string())
+        })
+        .transpose()
+    };
+    // One host per tenant (a single one without --tokens), each with its log
+    // and its profile.
+    let tenants: Vec<Tenant> = match &args.tokens {
+        None => vec![Tenant {
+            name: "default".to_owned(),
+            token: None,
+            host: Arc::new(cli.host_with(|b| with_telemetry(b.observer(log.clone()), "default"))?),
+            profile: profile(args.profile.as_deref())?,
+        }],
         Some(file) => {
             let mut hosts = Vec::new();
-            for (i, (name, token)) in mcp::read_tokens(file)
+            for (i, line) in mcp::read_tokens(file)
                 .map_err(|e| e.to_string())?
                 .into_iter()
                 .enumerate()
             {
+                let name = line.name;
                 let tagged = Arc::new(log.tagged(&name, i == 0));
                 let state = mcp::tenant_state_dir(&cli.state_dir(), &name);
                 let host =
                     cli.host_with(|b| with_telemetry(b.observer(tagged).state_dir(state), &name))?;
-                hosts.push((name, Some(token), Arc::new(host)));
+                hosts.push(Tenant {
+                    profile: profile(line.profile.as_deref())?,
+                    name,
+                    token: Some(line.token),
+                    host: Arc::new(host),
+                });
             }
             hosts
         }
     };
-    let host = tenants[0].2.clone();
+    let host = tenants[0].host.clone();
     let listing = host.listing();
     log.line(&format!(
         "plugins from {}: {} loaded, {} rejected",
@@ -112,17 +135,37 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         listing.plugins.len(),
         listing.rejected.len()
     ));
-    let server_for = |name: &str, host: &Arc<PluginHost>| {
-        let (log, tag) = (log.clone(), name.to_owned());
+    for t in &tenants {
+        if let Some(p) = &t.profile {
+            log.line(&format!(
+                "{}profile \"{}\" from {}",
+                match args.tokens {
+                    Some(_) => format!("[{}] ", t.name),
+                    None => String::new(),
+                },
+                p.name(),
+                p.path().display()
+            ));
+        }
+    }
+    let server_for = |t: &Tenant| {
+        let (log, tag) = (log.clone(), t.name.clone());
         let tagged = args.tokens.is_some();
-        let folders = crate::remedy::Folders::of(host);
-        McpServer::new(host.clone())
+        let folders = crate::remedy::Folders::of(&t.host);
+        let mut server = McpServer::new(t.host.clone())
+            .with_tool_search(args.tool_search)
             .with_max_message_bytes(args.max_message_bytes)
             .with_remedy_command(move |remedy| folders.command(remedy))
             .with_log(move |m| match tagged {
                 true => log.line(&format!("[{tag}] {m}")),
                 false => log.line(m),
-            })
+            });
+        if let Some(name) = t.profile.as_ref().map(|p| p.name().to_owned()) {
+            let source = plughost::profile::ProfileSource::new(&cli.profiles_dir(), &name)
+                .expect("the name was checked above");
+            server = server.with_profile(source);
+        }
+        server
     };
     if traces.is_some() {
         log.line("exporting traces over OTLP/HTTP");
@@ -143,7 +186,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             None => None,
         };
         let mut watchers = Vec::new();
-        for (_, _, host) in &tenants {
+        for Tenant { host, .. } in &tenants {
             watchers.push(
                 host.watch()
                     .map_err(|e| format!("cannot watch {}: {e}", host.plugins_dir().display()))?,
@@ -158,13 +201,14 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             None => {
                 log.line("serving MCP on stdio");
                 tokio::select! {
-                    r = mcp::serve_stdio(server_for("default", &host)) => r.map_err(|e| e.to_string())?,
+                    r = mcp::serve_stdio(server_for(&tenants[0])) => r.map_err(|e| e.to_string())?,
                     _ = stop => {}
                 }
             }
             Some(addr) => {
                 let mut served = Vec::new();
-                for (name, token, host) in &tenants {
+                for tenant in &tenants {
+                    let Tenant { name, token, host, .. } = tenant;
                     let token = match token {
                         Some(t) => t.clone(),
                         None => {
@@ -184,7 +228,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                     served.push(mcp::Tenant {
                         name: name.clone(),
                         token,
-                        server: server_for(name, host),
+                        server: server_for(tenant),
                     });
                 }
                 if let Some(file) = &args.tokens {
@@ -216,7 +260,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         }
         // Calls in flight kill and reap their processes before the program
         // exits (the runtime is dropped in the background below).
-        for (_, _, host) in &tenants {
+        for Tenant { host, .. } in &tenants {
             host.shutdown_and_wait(std::time::Duration::from_secs(5)).await;
         }
         drop(watchers);
@@ -229,6 +273,15 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     // stdin closes; do not wait for it after a signal.
     runtime.shutdown_background();
     result
+}
+
+/// One tenant: its name, its token (none: the single server's own), its
+/// host and its profile.
+struct Tenant {
+    name: String,
+    token: Option<String>,
+    host: Arc<PluginHost>,
+    profile: Option<plughost::profile::ProfileSource>,
 }
 
 /// A task that ends with its owner.

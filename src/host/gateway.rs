@@ -293,6 +293,28 @@ impl PluginHost {
         }
     }
 
+    /// The plugin whose MCP server offers `uri` (a resource of its, or one
+    /// of its templates'), if one does: what a front end that offers only
+    /// some plugins checks before it passes a request on.
+    #[cfg_attr(
+        not(feature = "mcp-server"),
+        expect(dead_code, reason = "the MCP front end's profiles ask it")
+    )]
+    pub(crate) fn resource_plugin(&self, uri: &str) -> Option<String> {
+        self.resource_owner(uri).ok().map(|p| p.name().to_owned())
+    }
+
+    /// The plugin whose MCP server offers the prompt `name`, if one does.
+    #[cfg_attr(
+        not(feature = "mcp-server"),
+        expect(dead_code, reason = "the MCP front end's profiles ask it")
+    )]
+    pub(crate) fn prompt_plugin(&self, name: &str) -> Option<String> {
+        self.prompt_owner(name)
+            .ok()
+            .map(|(p, _)| p.name().to_owned())
+    }
+
     fn resource_owner(&self, uri: &str) -> Result<Arc<Plugin>, CallError> {
         let view = self.view();
         if let Some(owner) = view.catalog().owner(Offering::Resource, uri) {

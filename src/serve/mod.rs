@@ -32,10 +32,12 @@ mod elicit;
 mod gateway;
 mod http;
 mod offered;
+mod profiled;
 mod random;
 mod remedies;
 mod revision;
 mod rounds;
+mod search;
 mod sessions;
 mod stdio;
 mod tenants;
@@ -63,9 +65,10 @@ pub use http::{
     DEFAULT_MAX_SESSIONS, DEFAULT_RESUME_WINDOW, DEFAULT_SESSION_IDLE, HttpOptions, ServeError,
     Tenant, TokenError, load_or_create_token, serve as serve_http,
 };
+pub use search::tool_search_listing;
 use stdio::forward_catalog_changes;
 pub use stdio::serve_stdio;
-pub use tenants::{TokensFileError, read_tokens, tenant_state_dir};
+pub use tenants::{TenantLine, TokensFileError, read_tokens, tenant_state_dir};
 pub use wire::DEFAULT_MAX_MESSAGE_BYTES;
 
 /// Where the server's log lines go (the library never prints).
@@ -90,6 +93,13 @@ pub struct McpServer {
     rounds: Arc<rounds::Rounds>,
     /// How a client is told what fixes a refusal.
     remedies: remedies::Remedies,
+    /// The profile that narrows what is offered (see `profiled`).
+    profile: Option<Arc<crate::profile::ProfileSource>>,
+    /// The profile's error last logged, so a broken profile is logged
+    /// once per change, not once per request.
+    profile_error: Arc<Mutex<Option<String>>>,
+    /// Offer `search_tools` and `call_tool` instead of the tools (`search`).
+    tool_search: bool,
 }
 
 impl McpServer {
@@ -108,6 +118,9 @@ impl McpServer {
             calls: None,
             rounds: Arc::new(rounds::Rounds::new()),
             remedies: remedies::Remedies::default(),
+            profile: None,
+            profile_error: Arc::default(),
+            tool_search: false,
         }
     }
 
@@ -213,6 +226,9 @@ impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let mut instructions =
             String::from("Tools provided by the plugins in the plughost plugins folder.");
+        if self.tool_search {
+            instructions.push_str(search::INSTRUCTIONS);
+        }
         for (plugin, text) in self.host.server_instructions() {
             instructions.push_str(&format!(
                 "\n\nThe MCP server of plugin \"{plugin}\" says:\n{text}"
@@ -245,14 +261,30 @@ impl ServerHandler for McpServer {
                 "tools/list: the tools that need approval are not offered: {e}"
             ));
         }
+        if self.tool_search {
+            return Ok(ListToolsResult::with_all_items(search::listing()));
+        }
+        // A broken profile offers nothing; `served` logged why.
+        let served = self.served(&view).unwrap_or_default();
         Ok(ListToolsResult::with_all_items(
-            view.offered().map(|(_, t)| self.tool(t, &view)).collect(),
+            served.into_iter().map(|s| s.listed).collect(),
         ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if self.tool_search {
+            return search::listing().into_iter().find(|t| t.name == name);
+        }
         let view = self.host.view();
         let t = view.offered_tool(name)?;
+        if self.profile.is_some() {
+            return self
+                .served(&view)
+                .ok()?
+                .into_iter()
+                .find(|s| s.listed.name == name)
+                .map(|s| s.listed);
+        }
         Some(self.tool(t, &view))
     }
 
@@ -424,9 +456,15 @@ impl ServerHandler for McpServer {
 
     async fn call_tool(
         &self,
-        mut request: CallToolRequestParams,
+        request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // The profile's refusals, `search_tools` and `call_tool` are decided
+        // here; what goes on is an ordinary call of the named tool.
+        let mut request = match self.route(request) {
+            Ok(request) => request,
+            Err(answer) => return Ok(answer.into()),
+        };
         if !revision::is_modern(&context) {
             let client = self.downstream(&context);
             let cancel = context.ct.child_token();

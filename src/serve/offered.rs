@@ -39,7 +39,14 @@ impl McpServer {
         &self,
         request: Option<PaginatedRequestParams>,
     ) -> Result<ListResourcesResult, McpError> {
-        let items = items::<Resource>(self.host.resources().into_iter().map(|o| o.item));
+        let items = items::<Resource>({
+            let admit = self.plugin_filter();
+            self.host
+                .resources()
+                .into_iter()
+                .filter(move |o| admit(&o.plugin))
+                .map(|o| o.item)
+        });
         let (page, next) = page(items, request)?;
         let mut result = ListResourcesResult::with_all_items(page);
         result.next_cursor = next;
@@ -49,8 +56,14 @@ impl McpServer {
         &self,
         request: Option<PaginatedRequestParams>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let items =
-            items::<ResourceTemplate>(self.host.resource_templates().into_iter().map(|o| o.item));
+        let items = items::<ResourceTemplate>({
+            let admit = self.plugin_filter();
+            self.host
+                .resource_templates()
+                .into_iter()
+                .filter(move |o| admit(&o.plugin))
+                .map(|o| o.item)
+        });
         let (page, next) = page(items, request)?;
         let mut result = ListResourceTemplatesResult::with_all_items(page);
         result.next_cursor = next;
@@ -60,7 +73,14 @@ impl McpServer {
         &self,
         request: Option<PaginatedRequestParams>,
     ) -> Result<ListPromptsResult, McpError> {
-        let items = items::<Prompt>(self.host.prompts().into_iter().map(|o| o.item));
+        let items = items::<Prompt>({
+            let admit = self.plugin_filter();
+            self.host
+                .prompts()
+                .into_iter()
+                .filter(move |o| admit(&o.plugin))
+                .map(|o| o.item)
+        });
         let (page, next) = page(items, request)?;
         let mut result = ListPromptsResult::with_all_items(page);
         result.next_cursor = next;
@@ -82,6 +102,10 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
         options: CallOptions,
     ) -> Result<ReadResourceResult, McpError> {
+        self.check_owner(self.host.resource_plugin(&request.uri), || {
+            format!("resource \"{}\"", request.uri)
+        })
+        .map_err(|e| mcp_error(&e, true))?;
         let value = self
             .host
             .read_resource(&request.uri, options)
@@ -111,6 +135,10 @@ impl McpServer {
         request: GetPromptRequestParams,
         options: CallOptions,
     ) -> Result<GetPromptResult, McpError> {
+        self.check_owner(self.host.prompt_plugin(&request.name), || {
+            format!("prompt \"{}\"", request.name)
+        })
+        .map_err(|e| mcp_error(&e, false))?;
         let value = self
             .host
             .get_prompt(&request.name, request.arguments, options)
@@ -126,6 +154,14 @@ impl McpServer {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
+        let owner = match &request.r#ref {
+            rmcp::model::Reference::Prompt(p) => self.host.prompt_plugin(&p.name),
+            rmcp::model::Reference::Resource(r) => self.host.resource_plugin(&r.uri),
+            _ => None,
+        };
+        if self.check_owner(owner, String::new).is_err() {
+            return Ok(CompleteResult::default());
+        }
         let params = serde_json::to_value(request)
             .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
         match self.host.complete(params, self.options(&context)).await {
@@ -142,6 +178,10 @@ impl McpServer {
         }
     }
     pub(super) async fn subscribe_to(&self, uri: String) -> Result<(), McpError> {
+        self.check_owner(self.host.resource_plugin(&uri), || {
+            format!("resource \"{uri}\"")
+        })
+        .map_err(|e| mcp_error(&e, true))?;
         let new = self
             .state
             .subscriptions

@@ -264,6 +264,7 @@ where
 /// Passes the host's events on to the sessions: list changes, resource
 /// updates, log messages (see `gateway.rs`).
 pub(super) fn forward_catalog_changes(server: &McpServer) {
+    super::profiled::follow_profile(server);
     let mut events = server.host().events();
     let server = server.clone();
     tokio::spawn(async move {

@@ -34,10 +34,10 @@ pub struct Args {
     #[arg(value_enum, required_unless_present = "list")]
     client: Option<Client>,
     /// Show which clients are installed and whether plughost is in their configuration.
-    #[arg(long, conflicts_with_all = ["client", "undo", "http", "config", "yes", "dry_run"])]
+    #[arg(long, conflicts_with_all = ["client", "undo", "http", "config", "yes", "dry_run", "profile"])]
     list: bool,
     /// Take plughost's entry out again: the file as it was before, byte for byte.
-    #[arg(long, conflicts_with = "http")]
+    #[arg(long, conflicts_with_all = ["http", "profile"])]
     undo: bool,
     /// The entry's name among the client's servers.
     #[arg(long, value_name = "NAME", default_value = "plughost")]
@@ -59,6 +59,10 @@ pub struct Args {
     /// Show the change and write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// The profile the client gets (profiles/NAME.json in the configuration
+    /// folder): the entry starts `plughost serve --profile NAME`.
+    #[arg(long, value_name = "NAME", conflicts_with = "http")]
+    profile: Option<String>,
     /// Show the bearer token in the preview instead of `***`.
     #[arg(long)]
     show_token: bool,
@@ -96,7 +100,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         return change::undo(&request);
     }
     let (target, token_file) = match &args.http {
-        None => (target::stdio(cli)?, None),
+        None => (target::stdio(cli, args.profile.as_deref())?, None),
         Some(url) => {
             let (target, file) = target::http(cli, url, args.token_file.as_deref())?;
             (target, Some(file))

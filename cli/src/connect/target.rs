@@ -10,12 +10,21 @@ use super::super::Cli;
 use super::clients::Target;
 use crate::shell;
 
-/// `plughost [global options] serve`, started by the client.
-pub fn stdio(cli: &Cli) -> Result<Target, String> {
+/// `plughost [global options] serve [--profile NAME]`, started by the
+/// client. A profile must exist and read well now: a client whose profile
+/// is broken would be offered nothing.
+pub fn stdio(cli: &Cli, profile: Option<&str>) -> Result<Target, String> {
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot tell where this plughost is: {e}"))?;
     let mut args = global_args(cli)?;
     args.push("serve".to_owned());
+    if let Some(name) = profile {
+        plughost::profile::ProfileSource::new(&cli.profiles_dir(), name)
+            .and_then(|p| p.current())
+            .map_err(|e| e.to_string())?;
+        args.push("--profile".to_owned());
+        args.push(name.to_owned());
+    }
     Ok(Target::Stdio {
         command: utf8(&exe)?,
         args,
@@ -89,6 +98,12 @@ fn global_args(cli: &Cli) -> Result<Vec<String>, String> {
         cli.state_dir(),
         home.as_ref().map(|h| h.join(".local/state/plughost")),
     )?;
+    if let Some(dir) = &cli.profiles_dir {
+        args.push("--profiles-dir".to_owned());
+        args.push(utf8(
+            &std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+        )?);
+    }
     let mut flag = |on: bool, name: &str| {
         if on {
             args.push(name.to_owned());
