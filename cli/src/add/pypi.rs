@@ -7,16 +7,25 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::confined::{self, Confine};
 use super::install::{self, Installed};
 use super::source::Package;
 use crate::shell;
 
 /// Installs `package` into `stage/lib`; `script` chooses among several
 /// console scripts.
-pub fn install(stage: &Path, package: &Package, script: Option<&str>) -> Result<Installed, String> {
+pub fn install(
+    stage: &Path,
+    package: &Package,
+    script: Option<&str>,
+    confine: &Confine,
+) -> Result<Installed, String> {
     let python = real_python()?;
     let lib = stage.join("lib");
     let what = format!("pypi:{}", package.requirement());
+    let mut confine = confine.clone();
+    confine.hosts = index_hosts();
+    confine.reads.extend(super::reads_for(&[&python]));
     match install::on_path("uv") {
         Some(uv) => {
             println!("installing {what} with uv");
@@ -32,7 +41,7 @@ pub fn install(stage: &Path, package: &Package, script: Option<&str>) -> Result<
             .arg("--target")
             .arg(&lib)
             .arg(package.requirement());
-            install::run(cmd, &what)?;
+            confined::run(cmd, stage, &what, &confine)?;
         }
         None => {
             println!("installing {what} with pip (uv is not installed)");
@@ -50,7 +59,7 @@ pub fn install(stage: &Path, package: &Package, script: Option<&str>) -> Result<
             .arg(package.requirement())
             .env_remove("PIP_USER")
             .env_remove("PYTHONDONTWRITEBYTECODE");
-            install::run(cmd, &what)?;
+            confined::run(cmd, stage, &what, &confine)?;
         }
     }
     let dist = dist_info(&lib, &package.name)?;
@@ -226,4 +235,20 @@ fn own_files(dist: &Path, lib: &Path) -> Vec<PathBuf> {
         .take(2000)
         .map(|f| lib.join(f))
         .collect()
+}
+
+/// The hosts pip downloads from: PyPI's (its index and its files), or the
+/// index `PIP_INDEX_URL` and `PIP_EXTRA_INDEX_URL` name.
+fn index_hosts() -> Vec<String> {
+    let named: Vec<String> = ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .flat_map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|u| confined::host_of(&u))
+        .collect();
+    if named.is_empty() {
+        vec!["pypi.org:443".into(), "files.pythonhosted.org:443".into()]
+    } else {
+        named
+    }
 }
