@@ -425,19 +425,21 @@ struct Registry {
 impl Registry {
     fn start(folder: &std::path::Path) -> Registry {
         let port_file = folder.join("port");
-        let child = Command::new(util::real_python3())
-            .arg(util::repo().join("tests/fixtures/registry.py"))
-            .arg(folder)
-            .arg(&port_file)
-            .spawn()
-            .unwrap();
+        // Dropped (killed and reaped) however this ends.
+        let mut registry = Registry {
+            child: Command::new(util::real_python3())
+                .arg(util::repo().join("tests/fixtures/registry.py"))
+                .arg(folder)
+                .arg(&port_file)
+                .spawn()
+                .unwrap(),
+            port: 0,
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         loop {
             if let Ok(p) = std::fs::read_to_string(&port_file) {
-                return Registry {
-                    child,
-                    port: p.trim().parse().unwrap(),
-                };
+                registry.port = p.trim().parse().unwrap();
+                return registry;
             }
             assert!(
                 std::time::Instant::now() < deadline,
