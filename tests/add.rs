@@ -586,3 +586,175 @@ fn install_code_runs_in_the_sandbox() {
         assert!(left.is_empty(), "{kind}: {left:?}");
     }
 }
+
+/// The MCP Registry, served on loopback in the official API's shape:
+/// `search` finds a server by name; `add NAME ARG` installs its npm package
+/// at the exact version server.json names, passes the argument (a folder,
+/// granted) and the named argument's default, asks the secret variable (on
+/// stdin here) into the secret store and sets the plain one in `server.sh`;
+/// the server's tool then sees all of it. A server published only as an OCI
+/// image, or only remote, is refused in one sentence.
+#[test]
+fn a_server_added_from_the_registry_by_name() {
+    if !npm_here() {
+        return;
+    }
+    const TOKEN: &str = "registry-secret-42";
+    let sandbox = Sandbox::new();
+    let home = sandbox.root.path().join("home");
+    let notes = home.join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("a.md"), "").unwrap();
+    std::fs::write(notes.join("b.md"), "").unwrap();
+
+    let served = sandbox.root.path().join("registry");
+    let pkg = sandbox.root.path().join("build/package");
+    std::fs::create_dir_all(&pkg).unwrap();
+    for dir in ["npm", "mcp"] {
+        std::fs::create_dir_all(served.join(dir)).unwrap();
+    }
+    std::fs::write(
+        pkg.join("package.json"),
+        json!({"name": "notes-server", "version": "1.0.0", "bin": {"notes-server": "index.js"}})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::copy(
+        util::repo().join("tests/fixtures/registry/notes-server.js"),
+        pkg.join("index.js"),
+    )
+    .unwrap();
+    let tar = Command::new("tar")
+        .arg("czf")
+        .arg(served.join("npm/notes-server-1.0.0.tgz"))
+        .arg("-C")
+        .arg(pkg.parent().unwrap())
+        .arg("package")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let servers = [
+        json!({
+            "name": "io.github.example/notes",
+            "description": "Lists your notes.",
+            "version": "1.0.0",
+            "packages": [{
+                "registryType": "npm", "identifier": "notes-server", "version": "1.0.0",
+                "transport": {"type": "stdio"},
+                "packageArguments": [
+                    {"type": "positional", "valueHint": "notes_dir", "isRequired": true, "format": "filepath"},
+                    {"type": "named", "name": "--greeting", "default": "hello"}
+                ],
+                "environmentVariables": [
+                    {"name": "NOTES_TOKEN", "isRequired": true, "isSecret": true, "description": "API token"},
+                    {"name": "NOTES_REGION", "default": "eu"}
+                ]
+            }]
+        }),
+        json!({"name": "io.github.example/notes-image", "description": "An image.", "version": "1.0.0",
+               "packages": [{"registryType": "oci", "identifier": "ghcr.io/example/notes", "version": "1.0.0",
+                             "transport": {"type": "stdio"}}]}),
+        json!({"name": "io.github.example/notes-remote", "description": "Remote.", "version": "1.0.0",
+               "remotes": [{"type": "streamable-http", "url": "https://notes.example/mcp"}]}),
+    ];
+    for (i, s) in servers.iter().enumerate() {
+        std::fs::write(served.join(format!("mcp/{i}.json")), s.to_string()).unwrap();
+    }
+    let registry = Registry::start(&served);
+    let url = format!("http://127.0.0.1:{}", registry.port);
+    let with_registry = |args: &[&str], input: &str| {
+        let mut c = cmd(&sandbox, args);
+        c.env("PLUGHOST_REGISTRY", &url)
+            .env("npm_config_registry", format!("{url}/"))
+            .env_remove("NOTES_TOKEN")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+
+    let out = with_registry(&["search", "notes"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains("io.github.example/notes  1.0.0  [npm]"),
+        "{said}"
+    );
+    assert!(
+        said.contains("io.github.example/notes-image  1.0.0  [oci]  (plughost cannot run it yet)"),
+        "{said}"
+    );
+
+    let out = with_registry(
+        &["add", "io.github.example/notes", "~/notes", "--yes"],
+        &format!("{TOKEN}\n"),
+    );
+    let said = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("io.github.example/notes is npm:notes-server@1.0.0"),
+        "{said}"
+    );
+    assert!(said.contains("gets the secret NOTES_TOKEN"), "{said}");
+    assert!(
+        said.contains("sets NOTES_REGION=eu (in server.sh)"),
+        "{said}"
+    );
+    assert!(!said.contains(TOKEN), "{said}");
+    // The secret is nowhere in the plugin folder.
+    let dir = sandbox.plugins().join("notes");
+    let grep = Command::new("grep")
+        .args(["-rl", TOKEN])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        grep.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&grep.stdout)
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("plugin.json")).unwrap()).unwrap();
+    assert_eq!(manifest["env"], json!(["NOTES_TOKEN"]));
+    assert_eq!(
+        manifest["args"],
+        json!([notes.display().to_string(), "--greeting=hello"])
+    );
+
+    let out = run(&sandbox, &["call", "notes_list", "{}"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).trim(),
+        format!(
+            "hello: a.md,b.md; token of {} characters; region eu",
+            TOKEN.len()
+        )
+    );
+
+    for (name, sentence) in [
+        (
+            "io.github.example/notes-image",
+            "is published as oci only; plughost installs npm and PyPI packages and cannot run it yet",
+        ),
+        (
+            "io.github.example/notes-remote",
+            "is a remote server (https://notes.example/mcp)",
+        ),
+        (
+            "io.github.example/nope",
+            "has no server named io.github.example/nope",
+        ),
+    ] {
+        let out = with_registry(&["add", name, "--yes"], "");
+        assert!(!out.status.success(), "{name}");
+        assert!(stderr(&out).contains(sentence), "{name}: {}", stderr(&out));
+    }
+}

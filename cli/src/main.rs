@@ -130,6 +130,8 @@ enum Command {
     /// Install an MCP server from npm or PyPI into a new plugin folder, list
     /// its tools in the sandbox, and ask for approval.
     Add(add::AddArgs),
+    /// Find MCP servers in the MCP Registry by name (add one with plughost add NAME).
+    Search(add::SearchArgs),
     /// Keep secrets (API tokens) for plugins: set, list, rm. A plugin that
     /// lists a secret's name in "env" gets its value.
     Secret(secret::Args),
@@ -199,6 +201,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Add(args) => add::add(&cli, args),
         Command::Update(args) => add::update(&cli, args),
         Command::Secret(args) => secret::run(&cli, args),
+        Command::Search(args) => add::search(args),
         Command::Connect(args) => connect::run(&cli, args),
         Command::Doctor(args) => doctor::run(&cli, args),
         Command::Export(args) => export::run(&cli, args),

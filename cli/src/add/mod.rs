@@ -24,14 +24,18 @@ mod confined;
 mod install;
 mod npm;
 mod pypi;
+mod registry;
+
+pub use registry::{SearchArgs, run_search as search};
 mod secrets;
 mod source;
+mod update;
+
+pub use update::update;
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use plughost::approval::ApprovalState;
 use plughost::manifest::MANIFEST_FILE;
 use serde_json::{Value, json};
 
@@ -43,7 +47,8 @@ use super::terminal::say;
 
 #[derive(Debug, clap::Args)]
 pub struct AddArgs {
-    /// The package: npm:PACKAGE[@VERSION] or pypi:PACKAGE[==VERSION].
+    /// The package: npm:PACKAGE[@VERSION] or pypi:PACKAGE[==VERSION], or a
+    /// server's name in the MCP Registry (io.github.owner/server).
     #[arg(required_unless_present = "command")]
     package: Option<String>,
     /// The server's arguments (those that start with - go after --). A path
@@ -65,6 +70,10 @@ pub struct AddArgs {
     /// never in plugin.json.
     #[arg(long = "secret", value_name = "NAME")]
     secrets: Vec<String>,
+    /// The MCP Registry to read a server NAME from (default: the official
+    /// one, or PLUGHOST_REGISTRY).
+    #[arg(long, value_name = "URL")]
+    registry: Option<String>,
     /// The command to start when the package has several.
     #[arg(long, value_name = "COMMAND")]
     bin: Option<String>,
@@ -92,13 +101,30 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     let Some(spec) = &args.package else {
         return add_command(cli, args, &plugins);
     };
-    let package = Package::parse(spec)?;
     let given: Vec<String> = args
         .server_args
         .iter()
         .chain(&args.command)
         .cloned()
         .collect();
+    let (package, given, exports, from_registry) = if registry::is_name(spec) {
+        let base = registry::base(args.registry.as_deref());
+        let server = registry::server(&base, spec)?;
+        let mut asker = secrets::TerminalAsker {
+            store: plughost::secrets::SecretStore::new(cli.state_dir()),
+            stdin_used: false,
+        };
+        let plan = registry::plan(&server, &given, &mut asker)?;
+        say!("{spec} is {} (from {base})", plan.package);
+        (
+            Package::parse(&plan.package)?,
+            plan.args,
+            plan.exports,
+            plan.secrets,
+        )
+    } else {
+        (Package::parse(spec)?, given, Vec::new(), Vec::new())
+    };
     let home = std::env::home_dir();
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
@@ -131,10 +157,21 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
             plugins.display()
         )
     })?;
-    let secrets = secrets::ask_secrets(cli, &args.secrets, &name)?;
+    let mut secrets = secrets::ask_secrets(cli, &args.secrets, &name)?;
+    let mut secret_names = args.secrets.clone();
+    for (n, value) in from_registry {
+        secret_names.push(n.clone());
+        match value {
+            Some(v) => secrets.asked.push((n, v)),
+            None => secrets.known.push(n),
+        }
+    }
     let stage = plugins.join(format!(".{name}.adding"));
     let installed = staged(&stage, |stage| {
-        let installed = install_into(stage, &package, args.bin.as_deref(), &confine(cli))?;
+        let mut installed = install_into(stage, &package, args.bin.as_deref(), &confine(cli))?;
+        if let Some((_, script)) = installed.files.first_mut() {
+            *script = with_exports(script, &exports);
+        }
         let mut permissions: Vec<String> =
             interpreter_grant(&installed.program).into_iter().collect();
         permissions.extend(args.grants.iter().cloned());
@@ -148,8 +185,8 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         if !server_args.args.is_empty() {
             fields.push(("args", json!(server_args.args)));
         }
-        if !args.secrets.is_empty() {
-            fields.push(("env", json!(args.secrets)));
+        if !secret_names.is_empty() {
+            fields.push(("env", json!(secret_names)));
         }
         fields.extend([
             ("protocol", json!("mcp")),
@@ -179,8 +216,11 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     for g in &folder_grants {
         say!("  granted {g} (named by its arguments)");
     }
-    for n in &args.secrets {
+    for n in &secret_names {
         say!("  gets the secret {n} (kept in plughost's secret store, for {name} alone)");
+    }
+    for (n, v) in &exports {
+        say!("  sets {n}={v} (in server.sh)");
     }
     say_env(&installed.env_vars);
     approve::approve_new(cli, &name, &dir, args.yes)
@@ -222,87 +262,6 @@ fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, St
     approve::approve_new(cli, name, &created.dir, args.yes)
 }
 
-pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
-    let plugins = cli.plugins_dir();
-    let name = &args.name;
-    let dir = plugins.join(name);
-    let path = dir.join(MANIFEST_FILE);
-    if !path.is_file() {
-        return Err(format!(
-            "no plugin named \"{name}\" in {}",
-            plugins.display()
-        ));
-    }
-    let mut manifest = read_json(&path)?;
-    let Some(recorded) = manifest["source"].as_str() else {
-        return Err(format!(
-            "plugin \"{name}\" was not added from a package (its {MANIFEST_FILE} has no \"source\"); plughost update works on plugins made by plughost add"
-        ));
-    };
-    let current = Package::parse(recorded)
-        .map_err(|e| format!("the \"source\" of plugin \"{name}\" cannot be read: {e}"))?;
-    let wanted = Package {
-        version: args.version.clone(),
-        ..current.clone()
-    };
-    let stage = plugins.join(format!(".{name}.updating"));
-    let installed = staged(&stage, |stage| {
-        let installed = install_into(stage, &wanted, None, &confine(cli))?;
-        if current.version.as_deref() == Some(installed.version.as_str()) {
-            return Ok(installed);
-        }
-        manifest["version"] = json!(installed.version);
-        manifest["source"] = json!(current.at(&installed.version).to_string());
-        let text = serde_json::to_string_pretty(&manifest).expect("a manifest serializes") + "\n";
-        write_folder(stage, &installed, &text)?;
-        keep_own_files(&dir, stage)?;
-        Ok(installed)
-    })?;
-    if current.version.as_deref() == Some(installed.version.as_str()) {
-        let _ = std::fs::remove_dir_all(&stage);
-        say!(
-            "{name} is at {} already: nothing to update",
-            installed.version
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    swap(&dir, &stage, &plugins.join(format!(".{name}.old")))?;
-    say!(
-        "updated {name}: {} {} -> {}",
-        current.name,
-        current.version.as_deref().unwrap_or("?"),
-        installed.version
-    );
-    say_env(&installed.env_vars);
-    let host = cli.host_with(|b| b.observer(Arc::new(super::log::Notes)))?;
-    let runtime = super::runtime();
-    if let Err(e) = runtime.block_on(host.list_server(name)) {
-        say!("its tools are listed when it starts: {e}");
-        return Ok(ExitCode::SUCCESS);
-    }
-    match host.approval_state(name) {
-        Some(Ok(ApprovalState::ToolsChanged { tools })) => {
-            say!("withheld until approved again ({} changed):", tools.len());
-            for t in &tools {
-                say!("  {}: {}", t.tool, t.change);
-            }
-            say!(
-                "review them and run: {}",
-                cli.command_line(&format!("approve {name}"))
-            );
-        }
-        Some(Ok(ApprovalState::Approved)) => say!("its tools and prompts are unchanged"),
-        Some(Ok(state)) if !state.allows_call() => say!(
-            "it is not approved: {}; run: {}",
-            state.label(),
-            cli.command_line(&format!("approve {name}"))
-        ),
-        _ => {}
-    }
-    runtime.block_on(host.stop_workers());
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Installs `package` with its ecosystem's tool into `stage`.
 fn install_into(
     stage: &Path,
@@ -315,6 +274,23 @@ fn install_into(
         Ecosystem::Npm => npm::install(stage, package, bin, confine),
         Ecosystem::Pypi => pypi::install(stage, package, bin, confine),
     }
+}
+
+/// `script` (a `server.sh`) with `exports` set after its comment lines.
+fn with_exports(script: &str, exports: &[(String, String)]) -> String {
+    if exports.is_empty() {
+        return script.to_owned();
+    }
+    let lines: Vec<&str> = script.lines().collect();
+    let at = lines.iter().take_while(|l| l.starts_with('#')).count();
+    let mut out: Vec<String> = lines[..at].iter().map(|l| l.to_string()).collect();
+    out.extend(
+        exports
+            .iter()
+            .map(|(k, v)| format!("export {k}={}", crate::shell::quote(v))),
+    );
+    out.extend(lines[at..].iter().map(|l| l.to_string()));
+    out.join("\n") + "\n"
 }
 
 /// How installers run: in the sandbox the global options ask for, never
@@ -380,48 +356,6 @@ fn ordered(fields: &[(&str, Value)]) -> String {
         })
         .collect();
     format!("{{\n{}\n}}\n", body.join(",\n"))
-}
-
-/// Moves the files a user added to the old folder into the new one: all but
-/// what an install writes.
-fn keep_own_files(old: &Path, new: &Path) -> Result<(), String> {
-    const OURS: &[&str] = &[
-        "node_modules",
-        "package.json",
-        "package-lock.json",
-        "lib",
-        "server.sh",
-        "server.py",
-        MANIFEST_FILE,
-    ];
-    let entries =
-        std::fs::read_dir(old).map_err(|e| format!("cannot read {}: {e}", old.display()))?;
-    for e in entries.flatten() {
-        let file = e.file_name();
-        if OURS.iter().any(|o| file == *o) {
-            continue;
-        }
-        std::fs::rename(e.path(), new.join(&file))
-            .map_err(|err| format!("cannot keep {}: {err}", e.path().display()))?;
-    }
-    Ok(())
-}
-
-/// Puts `new` in the place of `dir`, through `old`.
-fn swap(dir: &Path, new: &Path, old: &Path) -> Result<(), String> {
-    if old.exists() {
-        let _ = std::fs::remove_dir_all(old);
-    }
-    std::fs::rename(dir, old).map_err(|e| format!("cannot move {} aside: {e}", dir.display()))?;
-    if let Err(e) = std::fs::rename(new, dir) {
-        let _ = std::fs::rename(old, dir);
-        return Err(format!(
-            "cannot move the new install into {}: {e}",
-            dir.display()
-        ));
-    }
-    let _ = std::fs::remove_dir_all(old);
-    Ok(())
 }
 
 /// The read grant of the interpreter's install folder, when it is outside

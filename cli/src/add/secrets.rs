@@ -10,9 +10,9 @@ use super::super::Cli;
 pub(super) struct NewSecrets {
     store: SecretStore,
     /// Set already: bound to the new plugin.
-    known: Vec<String>,
+    pub(super) known: Vec<String>,
     /// Asked now: (name, value).
-    asked: Vec<(String, String)>,
+    pub(super) asked: Vec<(String, String)>,
 }
 
 impl NewSecrets {
@@ -58,4 +58,47 @@ pub(super) fn ask_secrets(cli: &Cli, names: &[String], plugin: &str) -> Result<N
         new.asked.push((name, value));
     }
     Ok(new)
+}
+
+/// What a registry server's values are asked with: the terminal (a
+/// secret without echo), or, without one, a secret from stdin (the first).
+pub(super) struct TerminalAsker {
+    pub(super) store: SecretStore,
+    pub(super) stdin_used: bool,
+}
+
+impl super::registry::Asker for TerminalAsker {
+    fn ask(
+        &mut self,
+        what: &str,
+        description: &str,
+        secret: bool,
+    ) -> Result<Option<String>, String> {
+        let about = if description.is_empty() {
+            String::new()
+        } else {
+            format!(" ({description})")
+        };
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stdin());
+        if secret && (terminal || !self.stdin_used) {
+            self.stdin_used |= !terminal;
+            let value =
+                super::super::secret::read_value(&format!("{what}{about}, kept as a secret: "))?;
+            return Ok(Some(value).filter(|v| !v.is_empty()));
+        }
+        if !terminal {
+            return Ok(None);
+        }
+        print!("{what}{about}: ");
+        std::io::Write::flush(&mut std::io::stdout()).map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .map_err(|e| format!("cannot read {what}: {e}"))?;
+        Ok(Some(line.trim().to_owned()).filter(|v| !v.is_empty()))
+    }
+
+    fn has_secret(&self, name: &str) -> bool {
+        self.store.has(name).unwrap_or(false)
+    }
 }
