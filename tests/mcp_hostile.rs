@@ -93,6 +93,21 @@ async fn a_server_that_never_answers_the_probe_gets_the_handshake_and_no_probe_l
     assert!(!later.iter().any(|m| m == "server/discover"), "{later:?}");
 }
 
+/// A server that puts the id of its answers last, after a long result (the
+/// probe's answer too), is read at 2026-07-28: the probe's answer is found
+/// wherever its id is, and never reaches the handshake.
+#[tokio::test]
+async fn an_answer_whose_id_comes_last_is_read() {
+    let sandbox = Sandbox::new();
+    let seen = raw_plugin(&sandbox, "id-last");
+    let host = host_with(&sandbox, Duration::from_secs(20));
+    assert_eq!(host.approve(PLUGIN).await.unwrap(), Approval::Approved);
+    assert_eq!(call_t(&host).await, "ok");
+    let methods = methods(&seen);
+    assert_eq!(methods.first().map(String::as_str), Some("server/discover"));
+    assert!(!methods.iter().any(|m| m == "initialize"), "{methods:?}");
+}
+
 /// A server slow to start answers the probe after plughost gave up on it
 /// and sent the handshake: the late answer is dropped, and the handshake's
 /// answer that follows it is read.

@@ -74,8 +74,6 @@ pub(super) const TOO_LARGE: i32 = -32099;
 
 /// Bytes of an oversized line kept to find its request id in.
 const ID_PREFIX: usize = 64 * 1024;
-/// Bytes at the start of a line looked at for a progress notification.
-const SNIFF: usize = 4096;
 
 /// Reads the server's stdout for rmcp. See the module docs.
 pub(super) struct Wire<R> {
@@ -226,27 +224,19 @@ impl<R> Wire<R> {
 /// are numbers.
 pub(super) const PROBE_ID: &str = "plughost/discover";
 
-/// The probe's answer, if `line` is it.
+/// The probe's answer, if `line` is it. The id is looked for in the whole
+/// line: a server may put it last, after a long result.
 fn probe_answer(line: &[u8]) -> Option<Value> {
-    let head = &line[..line.len().min(256)];
-    if !head
-        .windows(PROBE_ID.len())
-        .any(|w| w == PROBE_ID.as_bytes())
-    {
-        return None;
-    }
+    memchr::memmem::find(line, PROBE_ID.as_bytes())?;
     let message: Value = serde_json::from_slice(line).ok()?;
     (message.get("id").and_then(Value::as_str) == Some(PROBE_ID) && message.get("method").is_none())
         .then_some(message)
 }
 
-/// `line` as a notification of `method`; the first bytes are looked at
-/// before the whole line is parsed.
+/// `line` as a notification of `method`; the line is parsed only when it
+/// holds the method's name (anywhere: a server may put `method` last).
 fn notification(line: &[u8], method: &str) -> Option<Value> {
-    let head = &line[..line.len().min(SNIFF)];
-    if !head.windows(method.len()).any(|w| w == method.as_bytes()) {
-        return None;
-    }
+    memchr::memmem::find(line, method.as_bytes())?;
     let message = serde_json::from_slice::<Value>(line).ok()?;
     (message.get("method").and_then(Value::as_str) == Some(method) && message.get("id").is_none())
         .then_some(message)
