@@ -758,3 +758,139 @@ fn a_server_added_from_the_registry_by_name() {
         assert!(stderr(&out).contains(sentence), "{name}: {}", stderr(&out));
     }
 }
+
+/// `add PACKAGE ARGS… --yes`, then one call of `tool` with `input` whose
+/// output must hold `expect`: a server people install, pinned, working
+/// with no hand edit.
+fn added_and_called(sandbox: &Sandbox, add: &[&str], tool: &str, input: Value, expect: &str) {
+    let mut args = vec!["add"];
+    args.extend(add);
+    let out = run(sandbox, &args);
+    assert!(
+        out.status.success(),
+        "{add:?}: {}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let out = call(sandbox, tool, input);
+    let said = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{tool}: {said}");
+    assert!(said.contains(expect), "{tool}: {said}");
+}
+
+#[test]
+fn servers_people_install_work_with_no_hand_edit() {
+    if !npm_here() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    added_and_called(
+        &sandbox,
+        &[
+            "npm:@modelcontextprotocol/server-everything@2026.8.31",
+            "--yes",
+        ],
+        "everything_echo",
+        json!({"message": "through plughost"}),
+        "Echo: through plughost",
+    );
+    added_and_called(
+        &sandbox,
+        &[
+            "npm:@modelcontextprotocol/server-sequential-thinking@2026.8.31",
+            "--yes",
+        ],
+        "sequential_thinking_sequentialthinking",
+        json!({"thought": "one", "nextThoughtNeeded": false, "thoughtNumber": 1, "totalThoughts": 1}),
+        "\"thoughtHistoryLength\": 1",
+    );
+    // A repository argument (after --, as it starts with -).
+    let repo = sandbox.root.path().join("home/repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(["-c", "user.email=a@example.com", "-c", "user.name=A"])
+            .args(args)
+            .current_dir(&repo)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "the first commit"]);
+    let repo_text = repo.display().to_string();
+    added_and_called(
+        &sandbox,
+        &[
+            "pypi:mcp-server-git==2026.10.19",
+            "--yes",
+            "--",
+            "--repository",
+            &repo_text,
+        ],
+        "git_log",
+        json!({"repo_path": repo_text}),
+        "the first commit",
+    );
+}
+
+/// mcp-server-fetch reads a loopback page through the egress proxy, with a
+/// host grant; its HTML reader's Node part (ReadabiliPy's, which it would
+/// otherwise `npm install` into its own read-only folder on first use) is
+/// installed by `add`, in the sandbox.
+#[test]
+fn the_fetch_server_reads_a_page_it_was_granted() {
+    if !npm_here() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let page = sandbox.root.path().join("page");
+    std::fs::create_dir_all(&page).unwrap();
+    std::fs::write(
+        page.join("index.html"),
+        "<html><head><title>T</title></head><body><article><h1>A page on loopback</h1><p>The text a reader keeps, long enough to be an article.</p></article></body></html>",
+    )
+    .unwrap();
+    let port = util::free_port();
+    let mut server = Command::new(util::real_python3())
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(&page)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let grant = format!("network:127.0.0.1:{port}");
+    let url = format!("http://127.0.0.1:{port}/index.html");
+    let added = std::panic::catch_unwind(|| {
+        added_and_called(
+            &sandbox,
+            &[
+                "pypi:mcp-server-fetch==2026.10.24",
+                "--grant",
+                &grant,
+                "--yes",
+                "--",
+                "--allow-private-ips",
+            ],
+            "fetch_fetch",
+            json!({"url": url}),
+            "The text a reader keeps",
+        )
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    if let Err(e) = added {
+        std::panic::resume_unwind(e);
+    }
+    let js = sandbox
+        .plugins()
+        .join("fetch/lib/readabilipy/javascript/node_modules");
+    assert!(js.is_dir(), "the reader's Node part was not installed");
+}

@@ -62,7 +62,19 @@ pub struct Confine {
 /// Runs `cmd` (an installer writing into `stage`) confined; `what` names the
 /// package in messages.
 pub fn run(cmd: Command, stage: &Path, what: &str, confine: &Confine) -> Result<(), String> {
+    run_in(cmd, stage, stage, what, confine)
+}
+
+/// [`run`] in the folder `cwd` (in `stage`).
+pub fn run_in(
+    mut cmd: Command,
+    stage: &Path,
+    cwd: &Path,
+    what: &str,
+    confine: &Confine,
+) -> Result<(), String> {
     if confine.sandbox == SandboxMode::Off {
+        cmd.current_dir(cwd);
         return super::install::run(cmd, what);
     }
     let work = Work::new()?;
@@ -95,7 +107,7 @@ pub fn run(cmd: Command, stage: &Path, what: &str, confine: &Confine) -> Result<
             .map_err(|e| format!("cannot prepare the installer's sandbox: {e}"))
     };
     write("plugin.json", manifest.to_string())?;
-    write("install.sh", script(&cmd, stage))?;
+    write("install.sh", script(&cmd, cwd))?;
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(
@@ -179,9 +191,9 @@ fn failed(what: &str, why: &str, refused: &[String], log: &str) -> String {
 }
 
 /// The installer plugin's script: a home of its own, `cmd`'s environment
-/// changes, `cmd` in `stage` with its output in the log; the plugin's
-/// answer on stdout.
-fn script(cmd: &Command, stage: &Path) -> String {
+/// changes, `cmd` in `cwd` with its output in the log; the plugin's answer
+/// on stdout.
+fn script(cmd: &Command, cwd: &Path) -> String {
     let word = |s: &OsStr| shell::quote(&String::from_utf8_lossy(s.as_bytes()));
     let mut env = String::new();
     // The certificate authorities the user's tools trust (a company's own,
@@ -226,7 +238,7 @@ else
   echo '{{"result":"the installer failed; its log says why","is_error":true}}'
 fi
 "#,
-        stage = shell::quote(&stage.to_string_lossy()),
+        stage = shell::quote(&cwd.to_string_lossy()),
     )
 }
 

@@ -152,6 +152,68 @@ fn choose_bin(
     Ok(found.clone())
 }
 
+/// Installs the Node dependencies of the `package.json` files a package of
+/// another ecosystem ships in `lib` (a Python package with a Node part, as
+/// ReadabiliPy is): such a package would run `npm install` into its own
+/// folder the first time it is used, and the plugin folder is read-only
+/// then. Done now, in the sandbox, like any install; nothing when npm is
+/// missing (the package then does without, as it would).
+pub fn install_bundled(stage: &Path, lib: &Path, confine: &Confine) -> Result<(), String> {
+    let (Some(npm), Some(node)) = (install::on_path("npm"), install::on_path("node")) else {
+        return Ok(());
+    };
+    for manifest in bundled_manifests(lib, 0) {
+        let dir = manifest.parent().expect("a file in a folder");
+        let mut cmd = Command::new(&npm);
+        cmd.args([
+            "install",
+            "--omit=dev",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ]);
+        cmd.env("npm_config_registry", registry_url(&npm));
+        if let Some(cafile) = npm_config(&npm, "cafile") {
+            cmd.env("npm_config_cafile", cafile);
+        }
+        let mut confine = confine.clone();
+        confine.hosts = vec![registry(&npm)];
+        confine.reads.extend(super::reads_for(&[&npm, &node]));
+        let what = format!(
+            "the Node dependencies in {}",
+            dir.strip_prefix(stage).unwrap_or(dir).display()
+        );
+        println!("installing {what}");
+        confined::run_in(cmd, stage, dir, &what, &confine)?;
+    }
+    Ok(())
+}
+
+/// The `package.json` files under `dir` (four levels at most, not in
+/// `node_modules`) that list dependencies not installed beside them.
+fn bundled_manifests(dir: &Path, depth: usize) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() && depth < 4 && e.file_name() != "node_modules" {
+            found.extend(bundled_manifests(&path, depth + 1));
+        } else if kind.is_file() && e.file_name() == "package.json" && depth > 0 {
+            let wants = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .is_some_and(|m| m["dependencies"].as_object().is_some_and(|d| !d.is_empty()));
+            if wants && !dir.join("node_modules").exists() {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
 /// The registry npm is configured with (outside the sandbox: npm reading
 /// its configuration runs no package code).
 fn registry_url(npm: &Path) -> String {

@@ -62,6 +62,7 @@ pub fn install(
             confined::run(cmd, stage, &what, &confine)?;
         }
     }
+    super::npm::install_bundled(stage, &lib, &confine)?;
     let dist = dist_info(&lib, &package.name)?;
     let metadata = std::fs::read_to_string(dist.join("METADATA"))
         .map_err(|e| format!("{} has no METADATA: {e}", dist.display()))?;
