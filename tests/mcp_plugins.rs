@@ -1166,3 +1166,46 @@ fn a_2026_round_over_http_takes_only_its_own_state_and_only_once() {
     let message = again["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("without requestState"), "{again}");
 }
+
+/// A server granted no network that tries a host is told nothing more than
+/// its socket error, but plughost names the host and the grant: the server
+/// runs in a network namespace whose one way out is a proxy that refuses
+/// everything and records what was tried.
+#[tokio::test]
+async fn a_host_a_server_without_network_tried_is_named() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    let support = plughost::sandbox::SandboxSupport::here();
+    if !util::prerequisite(
+        "user namespaces (the server's own network namespace)",
+        support.user_namespaces,
+    ) {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    server_plugin(&sandbox, &pydeps, &[]);
+    let host = host(&sandbox);
+    host.approve(PLUGIN).await.unwrap();
+    let outcome = call(
+        &host,
+        "py_reach",
+        json!({"url": "https://api.example.com/x"}),
+    )
+    .await;
+    let named: Vec<String> = match &outcome {
+        Ok(o) => {
+            assert!(o.is_error, "{o:?}");
+            o.denials.iter().map(ToString::to_string).collect()
+        }
+        Err(CallError::Failed { denials, .. }) => denials.iter().map(ToString::to_string).collect(),
+        Err(e) => panic!("{e}"),
+    };
+    assert!(
+        named
+            .iter()
+            .any(|d| d.contains("refused connecting to api.example.com:443")
+                && d.contains("network:api.example.com:443")),
+        "{named:?}"
+    );
+}

@@ -34,14 +34,25 @@ pub(super) struct Outlet {
 
 impl Inner {
     /// The outlet of this version of `plugin`, made now if it has none;
-    /// `None` for a plugin without host grants (or granted plain `network`).
+    /// `None` for a plugin granted plain `network`, and for one without host
+    /// grants but an MCP server.
+    ///
+    /// An MCP server granted no network gets an outlet that refuses every
+    /// connection, where a network namespace holds it to it: what it tried
+    /// to reach is then recorded and named with the grant that would allow
+    /// it ("grant network:api.example.com:443"), where without one its
+    /// sockets would just fail and the user would be left guessing. A
+    /// per-call plugin keeps no sockets at all (an outlet costs each spawn
+    /// a namespace to join).
     pub(super) fn outlet(&self, plugin: &Plugin) -> Result<Option<Arc<Outlet>>, SandboxError> {
         let perms = &plugin.manifest.permissions;
         let grants: Vec<_> = perms
             .iter()
             .filter_map(|p| p.host_grant().cloned())
             .collect();
-        if grants.is_empty() || perms.contains(&Permission::Network) {
+        let refuse_all = grants.is_empty()
+            && plugin.manifest.protocol == crate::plugins::manifest::Protocol::Mcp;
+        if (grants.is_empty() && !refuse_all) || perms.contains(&Permission::Network) {
             return Ok(None);
         }
         let mut outlets = self.outlets.lock().expect("outlets lock");
@@ -52,6 +63,10 @@ impl Inner {
             SandboxError::Egress(std::io::Error::other("no async runtime to run it on"))
         })?;
         let (side, listener) = sandbox::prepare_egress(self.config.namespaces)?;
+        if refuse_all && !side.held_by_namespace() {
+            // Without a network namespace the server keeps no sockets.
+            return Ok(None);
+        }
         let on_refused = reporter(
             plugin.name().to_owned(),
             self.bus.clone(),

@@ -293,8 +293,12 @@ impl Confinement {
         let confine_reads = !policy.grants(Permission::FilesystemRead);
         let confine_writes = !policy.grants(Permission::FilesystemWrite);
         let deny_network = !policy.grants(Permission::Network);
-        // Host grants: TCP to the egress proxy alone.
-        let egress = policy.egress.filter(|_| deny_network && policy.hosts());
+        // Host grants: TCP to the egress proxy alone; or, for a server with
+        // no network in a namespace of its own, to a proxy that refuses
+        // everything and says what was tried (`host/egress.rs`).
+        let egress = policy
+            .egress
+            .filter(|e| deny_network && (policy.hosts() || e.netns.is_some()));
         // Reads and writes are always handled, with rules that allow what is
         // granted: whatever is granted, the protected paths (the user's
         // secrets, what runs later, plughost's own trust) and the other

@@ -219,6 +219,17 @@ pub(crate) struct Egress {
     pub netns: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
+impl Egress {
+    /// Whether a network namespace holds the plugin to the proxy (so it
+    /// may keep TCP sockets: they reach the proxy and nothing else).
+    pub(crate) fn held_by_namespace(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self.netns.is_some();
+        #[cfg(not(target_os = "linux"))]
+        return false;
+    }
+}
+
 /// What one prepared call will have enforced once its child starts: the
 /// expected Landlock and seccomp outcome on this kernel. Each flag is true only
 /// when the restriction is both wanted (the permission was not granted) and
