@@ -526,3 +526,91 @@ fn a_tenant_at_its_session_limit_ends_the_quietest_session_and_refuses_when_all_
         "late answer"
     );
 }
+
+/// A tenant's plugin granted every file reads none of plughost's
+/// credentials: not another tenant's secrets or approvals, not the base
+/// state folder's secret store, not the tokens file (whose tokens would let
+/// it act as another tenant).
+#[test]
+fn a_tenants_plugin_reads_no_other_tenants_secrets_nor_the_tokens() {
+    if !plughost::sandbox::SandboxSupport::here().filesystem {
+        util::prerequisite("Landlock (file system confinement)", false);
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let mut m = util::manifest("reader", "reader_read");
+    m["permissions"] = json!(["filesystem:read"]);
+    m["tools"][0]["input_schema"] =
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+    sandbox.write_plugin(
+        "reader",
+        &m,
+        "#!/bin/sh\npath=$(sed 's/.*\"path\": *\"\\([^\"]*\\)\".*/\\1/')\nif out=$(cat \"$path\" 2>&1); then printf '{\"result\":\"read\"}\\n'; else printf '{\"result\":\"refused\"}\\n'; fi\n",
+    );
+    let (alice_token, bob_token) = ("alice-0123456789abcdef", "bob-0123456789abcdef00");
+    let tokens = sandbox.root.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {alice_token}\nbob {bob_token}\n")).unwrap();
+    let in_state = |state: &std::path::Path, args: &[&str], input: Option<&str>| {
+        let mut c = Command::new(crate::util::plughost());
+        c.arg("--plugins-dir")
+            .arg(sandbox.plugins())
+            .arg("--state-dir")
+            .arg(state)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        let _ = child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.unwrap_or("").as_bytes());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", util::stderr(&out));
+    };
+    let alice_state = sandbox.state().join("tenants/alice");
+    let bob_state = sandbox.state().join("tenants/bob");
+    in_state(&alice_state, &["approve", "reader", "--yes"], None);
+    in_state(
+        &bob_state,
+        &["secret", "set", "BOB_TOKEN"],
+        Some("bob-secret\n"),
+    );
+    in_state(
+        &sandbox.state(),
+        &["secret", "set", "BASE_TOKEN"],
+        Some("base-secret\n"),
+    );
+    std::fs::create_dir_all(&alice_state).unwrap();
+    std::fs::write(alice_state.join("mine.txt"), "alice's own").unwrap();
+
+    let server = Server::start(&sandbox, &["--tokens", tokens.to_str().unwrap()]);
+    let alice = server.client_with(alice_token).initialize();
+    let read = |id: i64, path: &std::path::Path| {
+        let r = alice.call(
+            id,
+            "reader_read",
+            json!({"path": path.display().to_string()}),
+        );
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    // The plugin reads what it was granted (a control: the script works).
+    let readable = sandbox.root.path().join("readable.txt");
+    std::fs::write(&readable, "x").unwrap();
+    assert_eq!(read(1, &readable), "read");
+    for (id, path) in [
+        (2, bob_state.join("secrets.json")),
+        (3, bob_state.join("secrets.lock")),
+        (4, sandbox.state().join("secrets.json")),
+        (5, tokens.clone()),
+        (6, alice_state.join("mine.txt")),
+    ] {
+        assert!(path.exists(), "{}", path.display());
+        assert_eq!(read(id, &path), "refused", "{}", path.display());
+    }
+}

@@ -96,13 +96,25 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         })
         .transpose()
     };
+    // What no plugin of any tenant may read or write, whatever it was
+    // granted: the whole state folder (every tenant's approvals and secrets
+    // are under it) and the files of bearer tokens.
+    let credentials = |mut b: plughost::PluginHostBuilder| {
+        b = b.private_path(cli.state_dir());
+        for file in [&args.tokens, &args.token_file].into_iter().flatten() {
+            b = b.private_path(file);
+        }
+        b
+    };
     // One host per tenant (a single one without --tokens), each with its log
     // and its profile.
     let tenants: Vec<Tenant> = match &args.tokens {
         None => vec![Tenant {
             name: "default".to_owned(),
             token: None,
-            host: Arc::new(cli.host_with(|b| with_telemetry(b.observer(log.clone()), "default"))?),
+            host: Arc::new(
+                cli.host_with(|b| with_telemetry(credentials(b).observer(log.clone()), "default"))?,
+            ),
             profile: profile(args.profile.as_deref())?,
         }],
         Some(file) => {
@@ -115,8 +127,9 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 let name = line.name;
                 let tagged = Arc::new(log.tagged(&name, i == 0));
                 let state = mcp::tenant_state_dir(&cli.state_dir(), &name);
-                let host =
-                    cli.host_with(|b| with_telemetry(b.observer(tagged).state_dir(state), &name))?;
+                let host = cli.host_with(|b| {
+                    with_telemetry(credentials(b).observer(tagged).state_dir(state), &name)
+                })?;
                 hosts.push(Tenant {
                     profile: profile(line.profile.as_deref())?,
                     name,
