@@ -311,7 +311,22 @@ fn read(path: &Path) -> Result<Option<FileFormat>, SecretError> {
         path: path.to_owned(),
         reason,
     };
-    let file: FileFormat = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    // Where and what kind of error, never serde's own words: they quote
+    // the value they could not read, which may be a secret.
+    let file: FileFormat = serde_json::from_slice(&bytes).map_err(|e| {
+        let kind = match e.classify() {
+            serde_json::error::Category::Io => "it cannot be read",
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                "it is not JSON"
+            }
+            serde_json::error::Category::Data => "it is not in the store's shape",
+        };
+        corrupt(format!(
+            "{kind}, at line {} column {}",
+            e.line(),
+            e.column()
+        ))
+    })?;
     if file.version != FORMAT_VERSION {
         return Err(corrupt(format!(
             "format version {}, where this plughost reads {FORMAT_VERSION}",
@@ -404,6 +419,22 @@ mod tests {
         assert!(store.remove("GITHUB_TOKEN").unwrap());
         assert!(!store.remove("GITHUB_TOKEN").unwrap());
         assert!(!store.has("GITHUB_TOKEN").unwrap());
+    }
+
+    #[test]
+    fn a_corrupt_store_never_shows_a_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SecretStore::new(dir.path());
+        for text in [
+            r#"{"GITHUB_TOKEN": "ghp_LEAKME_1234567890"}"#,
+            r#"{"version": 1, "secrets": {"A": {"value": 123456, "set_at": 1}}}"#,
+            r#"{"version": 1, "secrets": {"A": "ghp_LEAKME_1234567890"}}"#,
+        ] {
+            std::fs::write(store.path(), text).unwrap();
+            let e = store.list().unwrap_err().to_string();
+            assert!(!e.contains("LEAKME") && !e.contains("123456"), "{e}");
+            assert!(e.contains("line 1 column"), "{e}");
+        }
     }
 
     #[test]

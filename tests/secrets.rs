@@ -193,3 +193,71 @@ fn add_with_a_secret_keeps_it_out_of_the_manifest() {
     let text = std::fs::read_to_string(sandbox.state().join("secrets.json")).unwrap();
     assert!(text.contains(VALUE));
 }
+
+/// `add --secret NAME` never shares a secret kept for another plugin
+/// without asking: with no terminal to ask on, it is refused and says how
+/// to share it; the secret stays bound as it was.
+#[test]
+fn add_does_not_share_a_secret_kept_for_another_plugin() {
+    let sandbox = Sandbox::new();
+    let out = run_with(
+        &sandbox,
+        &["secret", "set", "API_TOKEN", "--plugin", "github"],
+        "v\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_with(
+        &sandbox,
+        &[
+            "add",
+            "--name",
+            "newcomer",
+            "--secret",
+            "API_TOKEN",
+            "--",
+            "/bin/cat",
+        ],
+        "",
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is kept for github; to share it with newcomer run: plughost secret set API_TOKEN --plugin newcomer --plugin github"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_with(&sandbox, &["secret", "list"], "");
+    assert_eq!(stdout(&out).trim(), "API_TOKEN  github");
+}
+
+/// A running worker does not keep a secret that was changed or removed:
+/// the next call gets a worker with the store as it is now.
+#[tokio::test]
+async fn a_changed_secret_reaches_the_next_call_of_a_running_worker() {
+    let sandbox = Sandbox::new();
+    let mut m = util::manifest("keeper", "keeper_echo");
+    m["env"] = json!(["API_TOKEN"]);
+    m["persistent"] = json!({});
+    sandbox.write_plugin(
+        "keeper",
+        &m,
+        "#!/bin/sh\nwhile IFS= read -r line; do printf '{\"result\":\"got [%s]\"}\\n' \"$API_TOKEN\"; done\n",
+    );
+    let store = plughost::secrets::SecretStore::new(sandbox.state());
+    store.set("API_TOKEN", "first", &["keeper".into()]).unwrap();
+    let host = plughost::PluginHost::builder()
+        .plugins_dir(sandbox.plugins())
+        .state_dir(sandbox.state())
+        .build()
+        .unwrap();
+    host.approve("keeper").await.unwrap();
+    let call = || host.call("keeper_echo", json!({}), Default::default());
+    assert_eq!(call().await.unwrap().result, "got [first]");
+    assert_eq!(call().await.unwrap().result, "got [first]");
+    store
+        .set("API_TOKEN", "second", &["keeper".into()])
+        .unwrap();
+    assert_eq!(call().await.unwrap().result, "got [second]");
+    store.remove("API_TOKEN").unwrap();
+    assert_eq!(call().await.unwrap().result, "got []");
+    host.stop_workers().await;
+}

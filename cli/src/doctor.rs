@@ -57,11 +57,20 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     );
     let store = plughost::secrets::SecretStore::new(&d.state_dir);
     match store.list() {
-        Ok(s) => say!(
-            "secrets         {} in {} (mode 0600, not encrypted; no plugin can read it)",
-            s.len(),
-            store.path().display()
-        ),
+        Ok(s) => {
+            let kept = if cli.sandbox_mode() == plughost::SandboxMode::Off {
+                "plugins CAN read it: the sandbox is off (--no-sandbox)"
+            } else if !d.sandbox.filesystem {
+                "plugins CAN read it: files are not confined here"
+            } else {
+                "no plugin can read it"
+            };
+            say!(
+                "secrets         {} in {} (mode 0600, not encrypted; {kept})",
+                s.len(),
+                store.path().display()
+            )
+        }
         Err(e) => say!("secrets         {e}"),
     }
     let support = &d.sandbox;

@@ -1,7 +1,9 @@
 //! Approvals that change under running workers: a revoke (from this process
 //! or another `plughost`), a grant that changed, or an approvals file that
 //! became unreadable stops the workers and MCP servers that ran under the old
-//! grant within a second, rather than at their next call or idle timeout.
+//! grant within a second, rather than at their next call or idle timeout. A
+//! secret a worker was given that changed, was removed or rebound retires it
+//! the same way (its key holds a digest of them).
 //!
 //! One task per host, started with its first worker: four times a second it
 //! compares the approvals file's identity (one `lstat`); when the file
@@ -12,12 +14,25 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
+
 use super::Inner;
 use super::approve::blocking;
 use crate::approval::ApprovalView;
 use crate::events::{HostEvent, WorkerStop};
 use crate::plugins::catalog::Plugin;
 use crate::run::worker::Pool;
+use crate::secrets::SecretStore;
+
+/// The identity of the secret store's file (one `lstat`): what changes
+/// when it is written.
+fn secrets_stamp(state_dir: &std::path::Path) -> Option<(u64, i64, i64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(state_dir.join(crate::secrets::SECRETS_FILE)).ok()?;
+    Some((m.ino(), m.mtime(), m.mtime_nsec(), m.len()))
+}
 
 /// How often the approvals file's identity is compared.
 const EVERY: Duration = Duration::from_millis(250);
@@ -28,9 +43,7 @@ impl Inner {
     pub(super) async fn pool_for(&self, plugin: &Arc<Plugin>) -> Arc<Pool> {
         self.watch_approvals();
         let key = self
-            .current_view()
-            .await
-            .grant_key(plugin)
+            .worker_key(&self.current_view().await, plugin)
             .unwrap_or_default();
         self.workers
             .lines
@@ -42,13 +55,30 @@ impl Inner {
     pub(super) async fn slot_for(&self, plugin: &Arc<Plugin>) -> Arc<crate::run::worker::Slot> {
         self.watch_approvals();
         let key = self
-            .current_view()
-            .await
-            .grant_key(plugin)
+            .worker_key(&self.current_view().await, plugin)
             .unwrap_or_default();
         self.workers
             .servers
             .get(plugin, &key, self.config.limits.kill_grace)
+    }
+
+    /// What a worker of `plugin` runs under: its grant, and the secrets it
+    /// is given (a digest under a key of this process), so that a changed,
+    /// removed or rebound secret starts new workers as a changed grant does.
+    fn worker_key(&self, view: &ApprovalView, plugin: &Plugin) -> Option<String> {
+        let grant = view.grant_key(plugin)?;
+        if plugin.manifest.env.is_empty() {
+            return Some(grant);
+        }
+        let wanted = plugin.manifest.env.iter().map(|e| e.0.as_str());
+        let tag = match SecretStore::new(&self.config.state_dir).for_plugin(plugin.name(), wanted) {
+            Ok(secrets) => {
+                static KEY: OnceLock<RandomState> = OnceLock::new();
+                format!("{:x}", KEY.get_or_init(RandomState::new).hash_one(&secrets))
+            }
+            Err(_) => "unreadable".to_owned(),
+        };
+        Some(format!("{grant}|secrets {tag}"))
     }
 
     /// Starts the watch unless it runs (a worker is about to start).
@@ -71,7 +101,10 @@ impl Inner {
                 let Some(inner) = Weak::upgrade(&me) else {
                     return;
                 };
-                let now = inner.approvals.stamp();
+                let now = (
+                    inner.approvals.stamp(),
+                    secrets_stamp(&inner.config.state_dir),
+                );
                 if seen == Some(now) {
                     continue;
                 }
@@ -109,7 +142,7 @@ impl Inner {
                         plugin: name.clone(),
                     });
                 }
-                Ok(_) if view.grant_key(plugin).as_deref() != Some(key.as_str()) => {
+                Ok(_) if self.worker_key(&view, plugin).as_deref() != Some(key.as_str()) => {
                     self.workers.retire(&name, WorkerStop::ApprovalChanged);
                 }
                 Ok(_) => {}

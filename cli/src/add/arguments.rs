@@ -1,28 +1,32 @@
 //! The server's own arguments (`plughost add PACKAGE [ARGS…]`), and the
-//! folders they name, which the server needs granted: a filesystem server
-//! is given its folder, a git server its repository, a SQLite server its
+//! paths they name, which the server needs granted: a filesystem server is
+//! given its folder, a git server its repository, a SQLite server its
 //! database file.
 //!
 //! An argument names a path when it starts with `/`, `~`, `./` or `../` (or
 //! is `.` or `..`), alone or as the value of `--option=VALUE`. Such a path
 //! is written into the manifest absolute (`~` and relative paths resolved
 //! now, against the home folder and the current folder), and offered as a
-//! scoped grant:
-//! - the folder itself, or for a file its folder (a database keeps its
-//!   journal beside it);
-//! - it must exist, or (a file the server will create) its folder must;
+//! scoped grant no wider than the path given:
+//! - a folder, or a file that exists: that path itself;
+//! - a file the server will make (a new database): its folder, unless that
+//!   folder is `/` or the home folder (refused: give a folder of its own);
+//! - never a protected path or a path inside one (`~/.ssh/config`,
+//!   `~/.bashrc`): such a grant reaches what the sandbox otherwise keeps out,
+//!   so it needs the user's own `--grant`, and `--yes` never approves a
+//!   secret's grant that `add` made up;
 //! - reading by default, the least; writing when the user says so (asked on
 //!   a terminal, or `--grant filesystem:write:PATH` given), and never when a
 //!   grant given with `--grant` already covers it.
 
 use std::path::{Component, Path, PathBuf};
 
-/// The server's arguments, each path resolved, and the folders they name.
+/// The server's arguments, each path resolved, and the paths to grant.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Arguments {
     /// As the manifest's `args`.
     pub args: Vec<String>,
-    /// The folders the arguments name, once each, in order.
+    /// The paths the arguments name, to be granted, once each, in order.
     pub folders: Vec<PathBuf>,
 }
 
@@ -38,18 +42,42 @@ pub fn read(given: &[String], home: Option<&Path>, cwd: &Path) -> Result<Argumen
             out.args.push(arg.clone());
             continue;
         };
-        let folder = if path.is_dir() {
+        let folder = if path.exists() {
             path.clone()
         } else {
             let parent = path.parent().unwrap_or(Path::new("/")).to_path_buf();
-            if !path.exists() && !parent.is_dir() {
+            if !parent.is_dir() {
                 return Err(format!(
                     "the argument {arg} names {}, which does not exist, and neither does its folder; create the folder first",
                     path.display()
                 ));
             }
+            if parent == Path::new("/") || home.is_some_and(|h| parent == h) {
+                return Err(format!(
+                    "the argument {arg} names a file to be made in {}, which plughost will not grant whole; put it in a folder of its own",
+                    parent.display()
+                ));
+            }
             parent
         };
+        if folder == Path::new("/") {
+            return Err(format!(
+                "the argument {arg} names / (the whole file system), which plughost does not grant; name the folder the server needs"
+            ));
+        }
+        if let Some(p) = plughost::protect::user_paths(home)
+            .into_iter()
+            .find(|p| folder.starts_with(&p.path))
+        {
+            // A grant that names a protected path reaches it (one around it
+            // does not: the sandbox keeps it out).
+            return Err(format!(
+                "the argument {arg} names {}, in {} ({}), which plughost does not grant on its own: if the server must reach it, say so with --grant",
+                folder.display(),
+                p.path.display(),
+                p.what
+            ));
+        }
         if !out.folders.contains(&folder) {
             out.folders.push(folder);
         }
@@ -188,6 +216,32 @@ mod tests {
             ]
         );
         assert_eq!(read.folders, [notes, base.join("work/db")]);
+    }
+
+    #[test]
+    fn a_grant_is_never_wider_than_the_path_nor_a_protected_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/config"), "").unwrap();
+        std::fs::write(home.join("notes.md"), "").unwrap();
+        std::fs::write(home.join(".bashrc"), "").unwrap();
+        let read_one = |a: &str| read(&[a.to_owned()], Some(&home), &home);
+        // An existing file: the file itself, not its folder (the home).
+        assert_eq!(
+            read_one("--db=~/notes.md").unwrap().folders,
+            [home.join("notes.md")]
+        );
+        // A file to be made in the home folder: refused.
+        let e = read_one("./new.db").unwrap_err();
+        assert!(e.contains("will not grant whole"), "{e}");
+        // A protected path, or one inside it: refused.
+        for a in ["~/.ssh/config", "~/.ssh", "~/.bashrc"] {
+            let e = read_one(a).unwrap_err();
+            assert!(e.contains("--grant"), "{a}: {e}");
+        }
+        let e = read(&["/".into()], Some(&home), &home).unwrap_err();
+        assert!(e.contains("the whole file system"), "{e}");
     }
 
     #[test]

@@ -129,6 +129,7 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
     let server_args = arguments::read(&given, home.as_deref(), &cwd)?;
+    check_grants(&args.grants)?;
     let folder_grants =
         arguments::folder_grants(&server_args, &args.grants, home.as_deref(), args.yes);
     let name = args
@@ -159,11 +160,19 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     })?;
     let mut secrets = secrets::ask_secrets(cli, &args.secrets, &name)?;
     let mut secret_names = args.secrets.clone();
+    let kept = plughost::secrets::SecretStore::new(cli.state_dir())
+        .list()
+        .map_err(|e| e.to_string())?;
     for (n, value) in from_registry {
         secret_names.push(n.clone());
         match value {
             Some(v) => secrets.asked.push((n, v)),
-            None => secrets.known.push(n),
+            None => {
+                if let Some(k) = kept.iter().find(|k| k.name == n) {
+                    secrets::may_share(k, &name)?;
+                }
+                secrets.known.push(n);
+            }
         }
     }
     let stage = plugins.join(format!(".{name}.adding"));
@@ -174,8 +183,11 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         }
         let mut permissions: Vec<String> =
             interpreter_grant(&installed.program).into_iter().collect();
-        permissions.extend(args.grants.iter().cloned());
-        permissions.extend(folder_grants.iter().cloned());
+        for g in args.grants.iter().chain(&folder_grants) {
+            if !permissions.contains(g) {
+                permissions.push(g.clone());
+            }
+        }
         let mut fields = vec![
             ("name", json!(name)),
             ("version", json!(installed.version)),
@@ -216,8 +228,16 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     for g in &folder_grants {
         say!("  granted {g} (named by its arguments)");
     }
+    let kept = plughost::secrets::SecretStore::new(cli.state_dir())
+        .list()
+        .unwrap_or_default();
     for n in &secret_names {
-        say!("  gets the secret {n} (kept in plughost's secret store, for {name} alone)");
+        let reach = match kept.iter().find(|s| s.name == *n).map(|s| &s.plugins) {
+            Some(p) if p.is_empty() => "for every plugin that lists it".to_owned(),
+            Some(p) if p.len() > 1 => format!("shared by {}", p.join(", ")),
+            _ => format!("for {name} alone"),
+        };
+        say!("  gets the secret {n} (kept in plughost's secret store, {reach})");
     }
     for (n, v) in &exports {
         say!("  sets {n}={v} (in server.sh)");
@@ -235,6 +255,7 @@ fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, St
                 .into(),
         );
     };
+    check_grants(&args.grants)?;
     let secrets = secrets::ask_secrets(cli, &args.secrets, name)?;
     let created = scaffold::mcp::create(plugins, name, &args.command)?;
     if !args.grants.is_empty() || !args.secrets.is_empty() {
@@ -243,7 +264,11 @@ fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, St
         let permissions = manifest["permissions"]
             .as_array_mut()
             .expect("new --mcp writes a list");
-        permissions.extend(args.grants.iter().map(|g| json!(g)));
+        for g in &args.grants {
+            if !permissions.contains(&json!(g)) {
+                permissions.push(json!(g));
+            }
+        }
         if !args.secrets.is_empty() {
             manifest["env"] = json!(args.secrets);
         }
@@ -274,6 +299,15 @@ fn install_into(
         Ecosystem::Npm => npm::install(stage, package, bin, confine),
         Ecosystem::Pypi => pypi::install(stage, package, bin, confine),
     }
+}
+
+/// Each `--grant` read as a permission, before anything is installed.
+fn check_grants(grants: &[String]) -> Result<(), String> {
+    for g in grants {
+        g.parse::<plughost::manifest::Permission>()
+            .map_err(|e| format!("--grant {g}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// `script` (a `server.sh`) with `exports` set after its comment lines.

@@ -39,11 +39,15 @@ pub(super) fn ask_secrets(cli: &Cli, names: &[String], plugin: &str) -> Result<N
         asked: Vec::new(),
     };
     let mut missing = Vec::new();
+    let kept = store.list().map_err(|e| e.to_string())?;
     for name in names {
         plughost::secrets::check_name(name).map_err(|e| format!("--secret: {e}"))?;
-        match store.has(name).map_err(|e| e.to_string())? {
-            true => new.known.push(name.clone()),
-            false => missing.push(name.clone()),
+        match kept.iter().find(|s| s.name == *name) {
+            Some(s) => {
+                may_share(s, plugin)?;
+                new.known.push(name.clone());
+            }
+            None => missing.push(name.clone()),
         }
     }
     if missing.len() > 1 && !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -58,6 +62,31 @@ pub(super) fn ask_secrets(cli: &Cli, names: &[String], plugin: &str) -> Result<N
         new.asked.push((name, value));
     }
     Ok(new)
+}
+
+/// Whether the secret `kept` may reach `plugin` too: yes when it reaches
+/// every plugin or `plugin` already; when it is kept for others, only if
+/// the user says so on the terminal.
+pub(super) fn may_share(kept: &plughost::secrets::SecretInfo, plugin: &str) -> Result<(), String> {
+    if kept.plugins.is_empty() || kept.plugins.iter().any(|p| p == plugin) {
+        return Ok(());
+    }
+    let (name, others) = (&kept.name, kept.plugins.join(", "));
+    let question = format!("The secret {name} is kept for {others}: give {plugin} the same value?");
+    if plughost::approval::TerminalApprover::available()
+        && crate::connect::confirm(&question).unwrap_or(false)
+    {
+        return Ok(());
+    }
+    let keep: Vec<String> = kept
+        .plugins
+        .iter()
+        .map(|p| format!("--plugin {p}"))
+        .collect();
+    Err(format!(
+        "the secret {name} is kept for {others}; to share it with {plugin} run: plughost secret set {name} --plugin {plugin} {}, or name another secret",
+        keep.join(" ")
+    ))
 }
 
 /// What a registry server's values are asked with: the terminal (a
