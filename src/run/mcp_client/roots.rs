@@ -33,12 +33,25 @@ pub(crate) struct Granted {
     folders: Vec<PathBuf>,
     /// `filesystem:read` or `filesystem:write`: every client root is allowed.
     everywhere: bool,
+    /// The protected paths (`~/.ssh`…), which no grant reaches unless it
+    /// names them: a client root in one is not passed on.
+    protected: Vec<PathBuf>,
 }
+
+/// How long a client may take to answer `roots/list` before the granted
+/// folders are answered instead.
+const CLIENT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Granted {
     /// The roots `permissions` grant, with `~` as `home`.
     pub(crate) fn of(permissions: &[Permission], home: Option<&Path>) -> Granted {
-        let mut granted = Granted::default();
+        let mut granted = Granted {
+            protected: crate::protect::user_paths(home)
+                .into_iter()
+                .map(|p| p.path)
+                .collect(),
+            ..Granted::default()
+        };
         for p in permissions {
             match p {
                 Permission::FilesystemRead | Permission::FilesystemWrite => {
@@ -64,13 +77,23 @@ impl Granted {
         params: serde_json::Value,
     ) -> ListRootsResult {
         if let Some(client) = client.filter(|c| c.capabilities().answers("roots/list"))
-            && let Ok(answer) = client.request("roots/list", params).await
+            && let Ok(Ok(answer)) =
+                tokio::time::timeout(CLIENT_WAIT, client.request("roots/list", params)).await
             && let Ok(theirs) = serde_json::from_value::<ListRootsResult>(answer)
         {
+            // Passed on as plughost reads them, never as the client wrote
+            // them: the URI of the path judged, and the client's name.
             let allowed: Vec<Root> = theirs
                 .roots
                 .into_iter()
-                .filter(|r| file_path(&r.uri).is_some_and(|p| self.allows(&p)))
+                .filter_map(|r| {
+                    let path = normal(&file_path(&r.uri)?);
+                    self.allows(&path).then(|| {
+                        let mut root = Root::new(file_uri(&path));
+                        root.name = r.name;
+                        root
+                    })
+                })
                 .collect();
             if !allowed.is_empty() {
                 return ListRootsResult::new(allowed);
@@ -79,10 +102,19 @@ impl Granted {
         ListRootsResult::new(self.folders.iter().map(|f| root_of(f)).collect())
     }
 
-    /// Whether a root at `path` is inside what the plugin may reach.
+    /// Whether a root at `path` is inside what the plugin may reach: in a
+    /// granted folder (or anywhere, under `filesystem:read`/`write`), and
+    /// not in a protected path unless a grant names that protected path.
     fn allows(&self, path: &Path) -> bool {
         let path = normal(path);
-        self.everywhere || self.folders.iter().any(|f| path.starts_with(f))
+        let by: Vec<&PathBuf> = self.folders.iter().filter(|f| path.starts_with(f)).collect();
+        if !self.everywhere && by.is_empty() {
+            return false;
+        }
+        !self
+            .protected
+            .iter()
+            .any(|p| path.starts_with(p) && !by.iter().any(|f| f.starts_with(p)))
     }
 }
 
@@ -185,6 +217,10 @@ mod tests {
         assert!(!g.allows(Path::new("/home/u/notes/../.ssh")));
         assert!(!g.allows(Path::new("/home/u")));
         assert!(granted(&["filesystem:read"]).allows(Path::new("/etc")));
+        // A protected path: only a grant that names it lets a root in it by.
+        assert!(!granted(&["filesystem:read"]).allows(Path::new("/home/u/.ssh")));
+        assert!(!granted(&["filesystem:read:~"]).allows(Path::new("/home/u/.ssh/keys")));
+        assert!(granted(&["filesystem:read:~/.ssh"]).allows(Path::new("/home/u/.ssh")));
     }
 
     #[test]
