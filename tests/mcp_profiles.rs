@@ -373,3 +373,179 @@ fn tool_search_finds_and_calls_a_tool_among_the_catalog_and_never_an_unapproved_
     assert!(text(&r[6]).contains("invalid_args"), "{}", r[6]);
     assert!(!Path::new(&sandbox.state().join("data/rockets")).exists());
 }
+
+/// MCP servers run as plugins, each `tests/fixtures/mcp/chatty.py` under
+/// its name with these grants (tools `NAME_wipe`, `NAME_look`,
+/// `NAME_plain`), approved.
+fn chatty_plugins(sandbox: &Sandbox, plugins: &[(&str, &[&str])]) {
+    for (name, grants) in plugins {
+        let dir = sandbox.plugins().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(
+            util::repo().join("tests/fixtures/mcp/chatty.py"),
+            dir.join("server.py"),
+        )
+        .unwrap();
+        let manifest = json!({"name": name, "version": "1.0.0", "description": "A chatty server.",
+            "entrypoint": "main.sh", "protocol": "mcp", "tool_prefix": format!("{name}_"),
+            "permissions": grants});
+        std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+        util::write_executable(
+            &dir.join("main.sh"),
+            &format!(
+                "#!/bin/sh\nPYTHONDONTWRITEBYTECODE=1 exec '{}' \"$(dirname \"$0\")/server.py\" {name}\n",
+                util::real_python3().display()
+            ),
+        );
+        let mut approve = sandbox.cmd();
+        approve.args(["approve", name, "--yes"]);
+        let out = util::run(approve);
+        assert!(out.status.success(), "{}", util::stderr(&out));
+    }
+}
+
+#[test]
+fn a_read_only_profile_goes_by_the_grants_not_by_what_a_server_says() {
+    let sandbox = Sandbox::new();
+    let notes = sandbox.root.path().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    let write = format!("filesystem:write:{}", notes.display());
+    chatty_plugins(
+        &sandbox,
+        &[
+            ("writer", &[write.as_str()]),
+            ("poster", &["network"]),
+            ("runner", &["shell:exec"]),
+            ("calm", &[]),
+        ],
+    );
+    write_profile(&sandbox, "ro", r#"{"read_only": true}"#);
+    let plan = json!([
+        {"op": "list"},
+        {"op": "call", "name": "writer_wipe"},
+        {"op": "call", "name": "poster_look"},
+        {"op": "call", "name": "calm_look"},
+    ]);
+    let Some(r) = stdio(&sandbox, &["--profile", "ro"], plan) else {
+        return;
+    };
+    // Each server calls wipe and look read-only; only the plugin that can
+    // change nothing is taken at its word, and a tool without the hint
+    // may write.
+    assert_eq!(r[0], json!(["calm_look", "calm_wipe"]));
+    for refused in [&r[1], &r[2]] {
+        assert_eq!(refused["is_error"], true, "{refused}");
+        assert!(
+            text(refused).contains("the profile \"ro\" leaves it out"),
+            "{refused}"
+        );
+    }
+    assert_eq!(text(&r[3]), "ok from calm");
+    // Without a profile the listing says the same as the profile went by.
+    let plan = json!([{"op": "annotations"}]);
+    let r = stdio(&sandbox, &[], plan).unwrap();
+    let hints = &r[0];
+    assert_eq!(hints["writer_wipe"]["readOnlyHint"], false, "{hints}");
+    assert_eq!(hints["poster_look"]["readOnlyHint"], false, "{hints}");
+    assert_eq!(hints["runner_look"]["readOnlyHint"], false, "{hints}");
+    assert_eq!(hints["calm_look"]["readOnlyHint"], true, "{hints}");
+    assert_ne!(hints["calm_plain"]["readOnlyHint"], true, "{hints}");
+}
+
+#[test]
+fn a_profile_that_is_a_fifo_or_a_link_fails_closed_without_naming_the_file() {
+    let sandbox = two_plugins();
+    let dir = profiles(&sandbox);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("pipe.json");
+    let made = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path we own; no memory is shared.
+    assert_eq!(unsafe { libc::mkfifo(made.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink(&fifo, dir.join("linked.json")).unwrap();
+    let real = write_profile(&sandbox, "real", r#"{"plugins": ["alpha"]}"#);
+    std::os::unix::fs::symlink(&real, dir.join("alias.json")).unwrap();
+    for (name, what) in [
+        ("pipe", "named pipe"),
+        ("linked", "symbolic link"),
+        ("alias", "symbolic link"),
+    ] {
+        let plan = json!([{"op": "list"}, {"op": "call", "name": "alpha_one"}]);
+        let Some(r) = stdio(&sandbox, &["--profile", name], plan) else {
+            return;
+        };
+        assert_eq!(r[0], json!([]), "{name}: fails closed");
+        let said = text(&r[1]);
+        assert!(
+            said.contains(&format!(
+                "the profile \"{name}\" cannot be read: it is a {what}"
+            )),
+            "{name}: {said}"
+        );
+        assert!(!said.contains(dir.to_str().unwrap()), "{name}: {said}");
+        let log = std::fs::read_to_string(sandbox.root.path().join("serve.log")).unwrap();
+        assert!(log.contains(&format!("{name}.json")), "{log}");
+    }
+    // A file larger than a profile may be is refused the same way.
+    write_profile(&sandbox, "huge", &" ".repeat(300 * 1024));
+    let plan = json!([{"op": "list"}, {"op": "call", "name": "alpha_one"}]);
+    let r = stdio(&sandbox, &["--profile", "huge"], plan).unwrap();
+    assert_eq!(r[0], json!([]));
+    assert!(
+        text(&r[1]).contains("the profile \"huge\" cannot be read: it is larger than"),
+        "{}",
+        r[1]
+    );
+}
+
+#[test]
+fn what_a_profile_leaves_out_sends_the_client_no_logs_and_no_updates() {
+    let sandbox = Sandbox::new();
+    chatty_plugins(&sandbox, &[("kept", &[]), ("left", &[])]);
+    let path = write_profile(&sandbox, "live", r#"{"plugins": ["kept", "left"]}"#);
+    let (kept, left) = ("chatty://kept/note", "chatty://left/note");
+    let plan = json!([
+        {"op": "call", "name": "left_look"},
+        {"op": "subscribe", "uri": kept},
+        {"op": "subscribe", "uri": left},
+        {"op": "heard", "after": 1.5},
+        {"op": "write", "path": path, "text": r#"{"plugins": ["kept"]}"#},
+        {"op": "list_until", "lacks": "left_look", "within": 10},
+        {"op": "heard", "after": 1},
+        {"op": "heard", "after": 1.5},
+        {"op": "subscribe", "uri": left},
+        {"op": "write", "path": path, "text": r#"{"plugins": ["kept", "left"]}"#},
+        {"op": "list_until", "has": "left_look", "within": 10},
+        {"op": "heard", "after": 1},
+        {"op": "heard", "after": 1.5},
+    ]);
+    let Some(r) = stdio(&sandbox, &["--profile", "live"], plan) else {
+        return;
+    };
+    assert_eq!(text(&r[0]), "ok from left");
+    assert_eq!(r[1]["ok"], true, "{}", r[1]);
+    assert_eq!(r[2]["ok"], true, "{}", r[2]);
+    let heard = |i: usize| (r[i]["logs"].to_string(), r[i]["updated"].to_string());
+    let (logs, updated) = heard(3);
+    assert!(
+        logs.contains("secret log of left") && logs.contains("secret log of kept"),
+        "{logs}"
+    );
+    assert!(
+        updated.contains(left) && updated.contains(kept),
+        "{updated}"
+    );
+    // Left out: its logs and updates stop; another's go on.
+    assert_eq!(r[5]["ok"], true, "{}", r[5]);
+    let (logs, updated) = heard(7);
+    assert!(!logs.contains("secret log of left"), "{logs}");
+    assert!(logs.contains("secret log of kept"), "{logs}");
+    assert!(!updated.contains(left), "{updated}");
+    assert!(updated.contains(kept), "{updated}");
+    assert_eq!(r[8]["ok"], false, "{}", r[8]);
+    // Taken back in: its logs come again, but the subscription the change
+    // dropped is gone for good.
+    assert_eq!(r[10]["ok"], true, "{}", r[10]);
+    let (logs, updated) = heard(12);
+    assert!(logs.contains("secret log of left"), "{logs}");
+    assert!(!updated.contains(left), "{updated}");
+}

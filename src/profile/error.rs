@@ -1,8 +1,12 @@
 //! Why a profile gives no tools. Each message names the profile and says
 //! what to change; a server that meets one offers nothing (it fails closed).
+//!
+//! The messages are what an MCP client reads when it is refused, so they
+//! name the profile and its file's name, never the folder it is in: a local
+//! path is for plughost's own log and command line, which add
+//! [`ProfileError::file`].
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 
 /// Why a profile cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -17,27 +21,27 @@ pub enum ProfileError {
         name: String,
     },
     /// There is no file for it.
-    #[error("there is no profile \"{name}\": create {}", path.display())]
+    #[error("there is no profile \"{name}\": create {name}.json in the profiles folder")]
     Missing {
         /// The profile.
         name: String,
         /// The file it would be.
         path: PathBuf,
     },
-    /// Its file cannot be read.
-    #[error("cannot read the profile \"{name}\" ({}): {source}", path.display())]
+    /// Its file cannot be read: it is not a regular file (a link, a FIFO,
+    /// a folder), it is too large, or reading it failed.
+    #[error("the profile \"{name}\" cannot be read: {problem}")]
     Unreadable {
         /// The profile.
         name: String,
         /// Its file.
         path: PathBuf,
-        /// What reading it gave.
-        #[source]
-        source: Arc<std::io::Error>,
+        /// Why, in words that name no path.
+        problem: String,
     },
     /// Its file is not a profile: not JSON, an unknown key, a wrong type,
     /// an empty pattern.
-    #[error("the profile \"{name}\" ({}) is invalid: {problem}; fix the file", path.display())]
+    #[error("the profile \"{name}\" is invalid: {problem}; fix {name}.json")]
     Invalid {
         /// The profile.
         name: String,
@@ -48,8 +52,7 @@ pub enum ProfileError {
     },
     /// It names a plugin that is not loaded.
     #[error(
-        "the profile \"{name}\" names the plugin \"{plugin}\", which is not loaded: fix the name in {} or add the plugin",
-        path.display()
+        "the profile \"{name}\" names the plugin \"{plugin}\", which is not loaded: fix the name in {name}.json or add the plugin"
     )]
     UnknownPlugin {
         /// The profile.
@@ -61,8 +64,7 @@ pub enum ProfileError {
     },
     /// One of its `tools` patterns matches no tool of its plugins.
     #[error(
-        "the profile \"{name}\" has the tool pattern \"{pattern}\", which matches no tool of its plugins: fix it in {}",
-        path.display()
+        "the profile \"{name}\" has the tool pattern \"{pattern}\", which matches no tool of its plugins: fix it in {name}.json"
     )]
     UnmatchedPattern {
         /// The profile.
@@ -74,8 +76,7 @@ pub enum ProfileError {
     },
     /// It leaves no tool at all.
     #[error(
-        "the profile \"{name}\" matches no tool: widen its plugins, tools or read_only in {}",
-        path.display()
+        "the profile \"{name}\" matches no tool: widen its plugins, tools or read_only in {name}.json"
     )]
     MatchesNothing {
         /// The profile.
@@ -96,6 +97,20 @@ impl ProfileError {
             | ProfileError::UnknownPlugin { name, .. }
             | ProfileError::UnmatchedPattern { name, .. }
             | ProfileError::MatchesNothing { name, .. } => name,
+        }
+    }
+
+    /// The profile's file, for plughost's own log and command line (the
+    /// message leaves it out); none for a name that cannot be a profile's.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            ProfileError::BadName { .. } => None,
+            ProfileError::Missing { path, .. }
+            | ProfileError::Unreadable { path, .. }
+            | ProfileError::Invalid { path, .. }
+            | ProfileError::UnknownPlugin { path, .. }
+            | ProfileError::UnmatchedPattern { path, .. }
+            | ProfileError::MatchesNothing { path, .. } => Some(path),
         }
     }
 }

@@ -7,14 +7,14 @@ use super::pattern::matches;
 use super::{Profile, ProfileError};
 
 /// What a profile looks at in a tool: which plugin offers it, its name as
-/// offered, and whether its annotations say it does not write.
+/// offered, and whether it counts as read-only.
 #[derive(Debug, Clone, Copy)]
 pub struct ToolFacts<'a> {
     /// The plugin that offers it.
     pub plugin: &'a str,
     /// The tool's name as clients see it.
     pub name: &'a str,
-    /// Its `readOnlyHint` is true.
+    /// It counts as read-only: see [`super::counts_as_read_only`].
     pub read_only: bool,
 }
 

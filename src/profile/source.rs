@@ -9,6 +9,7 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::spec::valid_name;
@@ -31,6 +32,8 @@ pub struct ProfileSource {
     name: String,
     path: PathBuf,
     last: Mutex<LastRead>,
+    /// Bumped (under `last`'s lock) each time the file is found changed.
+    version: AtomicU64,
 }
 
 impl ProfileSource {
@@ -46,6 +49,7 @@ impl ProfileSource {
             name: name.to_owned(),
             path: dir.join(format!("{name}.json")),
             last: Mutex::new(None),
+            version: AtomicU64::new(0),
         })
     }
 
@@ -62,7 +66,8 @@ impl ProfileSource {
     /// The profile as its file says now: read again if the file changed
     /// since the last call (or appeared, or went).
     pub fn current(&self) -> Result<Arc<Profile>, ProfileError> {
-        let stamp = std::fs::metadata(&self.path).ok().map(|m| {
+        // The link itself, not what it points to: a link is refused anyway.
+        let stamp = std::fs::symlink_metadata(&self.path).ok().map(|m| {
             (
                 m.dev(),
                 m.ino(),
@@ -80,60 +85,57 @@ impl ProfileSource {
             return result.clone();
         }
         let result = self.read().map(Arc::new);
+        if last.as_ref().is_some_and(|(seen, _)| *seen != stamp) {
+            self.version.fetch_add(1, Ordering::AcqRel);
+        }
         *last = Some((stamp, result.clone()));
         result
     }
 
-    /// Whether the file changed since [`Self::current`] last read it: what
-    /// a server polls to tell its clients their tool list changed.
-    pub fn changed(&self) -> bool {
-        let before = self
-            .last
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map(|(s, _)| *s);
-        let Some(before) = before else {
-            return false;
-        };
+    /// The profile's version: a number that grows each time
+    /// [`Self::current`] finds the file changed (or appeared, or went),
+    /// looked at now. What a server polls to act on a change (tell its
+    /// clients their lists changed, drop what the profile now leaves out):
+    /// comparing versions, it sees every change, also one a request read
+    /// first.
+    pub fn version(&self) -> u64 {
         let _ = self.current();
-        let after = self
-            .last
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map(|(s, _)| *s);
-        after != Some(before)
+        self.version.load(Ordering::Acquire)
     }
 
+    /// Reads the file as a state file is read (see
+    /// [`crate::state_file::read`]): without following a link, without
+    /// waiting on a FIFO for a writer (the caller holds the lock, on an
+    /// async thread), a regular file only, at most [`MAX_BYTES`].
     fn read(&self) -> Result<Profile, ProfileError> {
-        use std::io::Read;
-        let unreadable = |source: std::io::Error| ProfileError::Unreadable {
+        use crate::state_file::Unreadable;
+        let unreadable = |problem: String| ProfileError::Unreadable {
             name: self.name.clone(),
             path: self.path.clone(),
-            source: Arc::new(source),
+            problem,
         };
-        let file = match std::fs::File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let bytes = match crate::state_file::read(&self.path, MAX_BYTES) {
+            Ok(Some((bytes, _))) => bytes,
+            Ok(None) => {
                 return Err(ProfileError::Missing {
                     name: self.name.clone(),
                     path: self.path.clone(),
                 });
             }
-            Err(e) => return Err(unreadable(e)),
+            Err(Unreadable::NotAFile(what)) => {
+                return Err(unreadable(format!(
+                    "it is {what}, and a profile is a regular file"
+                )));
+            }
+            Err(Unreadable::TooLarge(_)) => {
+                return Err(unreadable(format!(
+                    "it is larger than {MAX_BYTES} bytes, and a profile is a few lines"
+                )));
+            }
+            Err(Unreadable::Io(e)) => return Err(unreadable(e.to_string())),
         };
-        let mut text = String::new();
-        file.take(MAX_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(unreadable)?;
-        if text.len() as u64 > MAX_BYTES {
-            return Err(ProfileError::Invalid {
-                name: self.name.clone(),
-                path: self.path.clone(),
-                problem: format!("it is larger than {MAX_BYTES} bytes"),
-            });
-        }
+        let text =
+            String::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".to_owned()))?;
         Profile::parse(&self.name, &self.path, &text)
     }
 }
@@ -150,11 +152,14 @@ mod tests {
             source.current(),
             Err(ProfileError::Missing { .. })
         ));
+        let before = source.version();
         std::fs::write(source.path(), r#"{"plugins": ["git"]}"#).unwrap();
-        assert!(source.changed());
+        // Read first by a request: the version still tells.
         let p = source.current().unwrap();
         assert_eq!(p.plugins.as_deref(), Some(&["git".to_owned()][..]));
-        assert!(!source.changed());
+        let after = source.version();
+        assert!(after > before);
+        assert_eq!(source.version(), after);
         // Same size, new content: the times (or the inode) differ.
         std::fs::write(source.path(), r#"{"plugins": ["fs"] }"#).unwrap();
         let p = source.current().unwrap();
@@ -164,6 +169,57 @@ mod tests {
             source.current(),
             Err(ProfileError::Invalid { .. })
         ));
+    }
+
+    /// What `current` gives, or a panic when it has not answered in time
+    /// (a FIFO opened for reading waits for a writer, forever).
+    fn current_in_time(source: ProfileSource) -> Result<Arc<Profile>, ProfileError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(source.current()));
+        rx.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("reading the profile did not block")
+    }
+
+    #[test]
+    fn a_fifo_a_link_or_a_huge_file_is_refused_at_once_without_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path we own; no memory is shared.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink(&fifo, dir.path().join("linked.json")).unwrap();
+        std::fs::write(dir.path().join("real.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real.json"), dir.path().join("alias.json"))
+            .unwrap();
+        std::fs::create_dir(dir.path().join("folder.json")).unwrap();
+        std::fs::write(dir.path().join("huge.json"), vec![b' '; 300 * 1024]).unwrap();
+        for (name, expected) in [
+            (
+                "pipe",
+                "it is a named pipe (FIFO), and a profile is a regular file",
+            ),
+            ("linked", "it is a symbolic link"),
+            ("alias", "it is a symbolic link"),
+            ("folder", "it is a folder"),
+            ("huge", "it is larger than 262144 bytes"),
+        ] {
+            let source = ProfileSource::new(dir.path(), name).unwrap();
+            let e = current_in_time(source).unwrap_err();
+            assert!(
+                matches!(e, ProfileError::Unreadable { .. }),
+                "{name}: {e:?}"
+            );
+            let said = e.to_string();
+            assert!(
+                said.starts_with(&format!(
+                    "the profile \"{name}\" cannot be read: {expected}"
+                )),
+                "{name}: {said}"
+            );
+            assert!(!said.contains(dir.path().to_str().unwrap()), "{said}");
+            assert_eq!(e.file(), Some(&*dir.path().join(format!("{name}.json"))));
+        }
+        assert!(current_in_time(ProfileSource::new(dir.path(), "real").unwrap()).is_ok());
     }
 
     #[test]

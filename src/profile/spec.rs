@@ -24,7 +24,8 @@ pub struct Profile {
     /// characters, `?` one), e.g. `git_*`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
-    /// Only tools whose annotations say they do not write (`readOnlyHint`).
+    /// Only tools that count as read-only: their own `readOnlyHint` is true
+    /// and their plugin has no write, network or `shell:exec` grant.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_only: bool,
 }

@@ -8,14 +8,18 @@
 //!   with the request's cancellation and its session as the client.
 //! - `resources/subscribe` is kept per session; an update reaches the
 //!   sessions subscribed to its URI.
+//! - A profile applies to every notification about one plugin: the log
+//!   messages, resource updates and `list_changed` of a plugin it leaves out
+//!   reach none of its clients (see `own_plugin`).
 //! - `logging/setLevel` is kept per session, and the most verbose level any
 //!   session asked for goes to the servers; a log message reaches each session
 //!   whose level lets it through, its `logger` naming the plugin.
 //! - A change of what the servers offer becomes the matching `list_changed`.
 //! - Tools keep the server's metadata (title, annotations, output schema,
 //!   execution, icons, `_meta`); plughost only makes the annotations
-//!   stricter where its sandbox proves it (no write grant: read-only; no
-//!   network: not open-world).
+//!   stricter: a server's `readOnlyHint: true` becomes false when its plugin
+//!   has a write, network or `shell:exec` grant, and `openWorldHint` is
+//!   false when the sandbox keeps it off the network.
 #![expect(
     deprecated,
     reason = "sampling, roots, logging and resources/subscribe are the 2025-11-25 protocol's, which MCP clients and servers speak; rmcp marks them for its successor"
@@ -73,8 +77,14 @@ impl McpServer {
         sessions.clone()
     }
 
-    /// Passes one host event on to the sessions it concerns.
+    /// Passes one host event on to the sessions it concerns: none when it
+    /// is about a plugin the profile leaves out (see [`own_plugin`]).
     pub(super) async fn forward(&self, event: &HostEvent) {
+        if let Some(plugin) = own_plugin(event)
+            && !self.plugin_filter()(plugin)
+        {
+            return;
+        }
         for change in changes(event) {
             match change {
                 Change::Log(plugin, message) => self.forward_log(&plugin, &message).await,
@@ -127,48 +137,6 @@ pub(super) fn log_params(
         None => plugin.to_owned(),
     });
     Some(params)
-}
-
-/// Resources a `subscriptions/listen` stream follows: subscribed at their
-/// servers while it lives (the host counts subscribers per URI), and
-/// unsubscribed when it ends, however it ends.
-pub(super) struct Followed {
-    host: Arc<crate::PluginHost>,
-    uris: Vec<String>,
-}
-
-impl Followed {
-    pub(super) fn new(host: Arc<crate::PluginHost>) -> Followed {
-        Followed {
-            host,
-            uris: Vec::new(),
-        }
-    }
-
-    /// Subscribes `uri`, unless no server offers it.
-    pub(super) async fn follow(&mut self, uri: String) {
-        if self.host.subscribe(&uri).await.is_ok() {
-            self.uris.push(uri);
-        }
-    }
-}
-
-impl Drop for Followed {
-    fn drop(&mut self) {
-        let uris = std::mem::take(&mut self.uris);
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        if uris.is_empty() {
-            return;
-        }
-        let host = self.host.clone();
-        runtime.spawn(async move {
-            for uri in uris {
-                let _ = host.unsubscribe(&uri).await;
-            }
-        });
-    }
 }
 
 /// What a host event changes for a client.
@@ -243,6 +211,22 @@ pub(super) fn changes(event: &HostEvent) -> Vec<Change> {
         | HostEvent::CollisionResolved { .. }
         | HostEvent::ApprovalGranted { .. }
         | HostEvent::ApprovalRevoked { .. } => Change::every_list(),
+    }
+}
+
+/// The plugin whose own offer or output `event` is about: a server's log
+/// message, a change of its resources, prompts or tools, an update of one of
+/// its resources. A client whose profile leaves that plugin out gets none of
+/// it, as it gets none of the plugin's resources and prompts. `None` for an
+/// event that concerns every client (the catalog, an approval).
+pub(super) fn own_plugin(event: &HostEvent) -> Option<&str> {
+    match event {
+        HostEvent::ServerLog { plugin, .. }
+        | HostEvent::ResourceUpdated { plugin, .. }
+        | HostEvent::ResourcesChanged { plugin }
+        | HostEvent::PromptsChanged { plugin }
+        | HostEvent::ToolWithheld { plugin, .. } => Some(plugin),
+        _ => None,
     }
 }
 

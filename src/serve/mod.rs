@@ -31,6 +31,7 @@ mod downstream;
 mod elicit;
 mod gateway;
 mod http;
+mod listen;
 mod offered;
 mod profiled;
 mod random;
@@ -420,38 +421,7 @@ impl ServerHandler for McpServer {
     /// client closes it. A burst the stream fell behind on is sent as every
     /// list changed.
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
-        use tokio::sync::broadcast::error::RecvError;
-        let mut events = self.host.events();
-        // The resources it asked to follow, subscribed at their servers for
-        // as long as the stream is open (a URI no server offers is left out).
-        let mut followed = gateway::Followed::new(self.host.clone());
-        for uri in context
-            .accepted()
-            .resource_subscriptions
-            .clone()
-            .unwrap_or_default()
-        {
-            followed.follow(uri).await;
-        }
-        loop {
-            let changes = tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                event = events.recv() => match event {
-                    Ok(event) => gateway::changes(&event),
-                    Err(RecvError::Lagged(_)) => gateway::Change::every_list(),
-                    Err(RecvError::Closed) => return Ok(()),
-                },
-            };
-            for notification in changes.iter().filter_map(gateway::Change::notification) {
-                // What the filter did not accept is refused by the sink, and
-                // skipped here.
-                if let Err(rmcp::service::SubscriptionSendError::SubscriptionClosed) =
-                    context.sink().send(notification).await
-                {
-                    return Ok(());
-                }
-            }
-        }
+        self.listen_stream(context).await
     }
 
     async fn call_tool(

@@ -23,6 +23,7 @@ use crate::error::CallError;
 use crate::host::{CallOptions, SandboxMode};
 use crate::plugins::catalog::ToolRef;
 use crate::plugins::manifest::Permission;
+use crate::profile::counts_as_read_only;
 
 /// Items a page of a list holds.
 const PAGE: usize = 200;
@@ -232,7 +233,10 @@ impl McpServer {
     }
     /// An MCP server's tool as its server listed it (title, annotations,
     /// output schema, execution, icons, `_meta`), under plughost's name and
-    /// description, its annotations made stricter where the sandbox proves it.
+    /// description, its annotations made stricter: `readOnlyHint` as a
+    /// `read_only` profile takes it (true only where no grant lets the
+    /// plugin change anything), `openWorldHint` false where the sandbox
+    /// keeps it off the network.
     pub(super) fn listed_tool(
         &self,
         t: &ToolRef,
@@ -252,21 +256,55 @@ impl McpServer {
         if let Some(out) = &listed.output_schema {
             json.insert("outputSchema".into(), Value::Object(out.clone()));
         }
-        if self.host.sandbox_mode() != SandboxMode::Off {
-            let perms = &t.plugin.manifest.permissions;
-            let mut annotations = match json.remove("annotations") {
-                Some(Value::Object(a)) => a,
-                _ => Map::new(),
-            };
-            if !perms.iter().any(Permission::writes) {
-                annotations.insert("readOnlyHint".into(), Value::Bool(true));
-            }
-            if !perms.iter().any(|p| p.reaches_network()) {
-                annotations.insert("openWorldHint".into(), Value::Bool(false));
-            }
+        let perms = &t.plugin.manifest.permissions;
+        let mut annotations = match json.remove("annotations") {
+            Some(Value::Object(a)) => a,
+            _ => Map::new(),
+        };
+        // What a read_only profile goes by, so the client reads the same:
+        // the server's `readOnlyHint: true` stands only where no grant lets
+        // the plugin change anything.
+        // A tool without the hint is left without it (the MCP default:
+        // it may write), as the profile takes it.
+        if let Some(hint) = read_only_hint(&annotations) {
+            let read_only = counts_as_read_only(Some(hint), perms);
+            annotations.insert("readOnlyHint".into(), Value::Bool(read_only));
+        }
+        if self.host.sandbox_mode() != SandboxMode::Off
+            && !perms.iter().any(|p| p.reaches_network())
+        {
+            annotations.insert("openWorldHint".into(), Value::Bool(false));
+        }
+        if !annotations.is_empty() {
             json.insert("annotations".into(), Value::Object(annotations));
         }
         serde_json::from_value(Value::Object(json)).ok()
+    }
+}
+
+/// The `readOnlyHint` of a tool's annotations as its server sent them.
+fn read_only_hint(annotations: &Map<String, Value>) -> Option<bool> {
+    annotations.get("readOnlyHint").and_then(Value::as_bool)
+}
+
+/// The tool's own `readOnlyHint`: its server's for an MCP server's tool
+/// (`None` when it gave none), and for a plugin's own tool the one plughost
+/// derives from its permissions (see `annotations` in `mod.rs`).
+pub(super) fn own_read_only_hint(t: &ToolRef) -> Option<bool> {
+    let perms = &t.plugin.manifest.permissions;
+    let Some(remote) = t.tool().remote_name.as_deref() else {
+        return Some(perms.iter().all(Permission::reads_only));
+    };
+    let listed = t
+        .plugin
+        .listing
+        .as_ref()?
+        .tools
+        .iter()
+        .find(|l| l.name == remote)?;
+    match listed.extra.get("annotations") {
+        Some(Value::Object(a)) => read_only_hint(a),
+        _ => None,
     }
 }
 

@@ -32,12 +32,14 @@ pub(super) struct Served {
     pub callable: bool,
 }
 
-/// Whether a listed tool's annotations say it does not write.
-fn read_only(tool: &Tool) -> bool {
-    tool.annotations
-        .as_ref()
-        .and_then(|a| a.read_only_hint)
-        .unwrap_or(false)
+/// Whether `t` counts as read-only for a profile: from its own hint and its
+/// plugin's grants (see [`crate::profile::counts_as_read_only`]), never from
+/// the annotations as listed.
+fn read_only(t: &ToolRef) -> bool {
+    crate::profile::counts_as_read_only(
+        super::offered::own_read_only_hint(t),
+        &t.plugin.manifest.permissions,
+    )
 }
 
 impl McpServer {
@@ -60,17 +62,17 @@ impl McpServer {
         };
         let result = source.current().and_then(|profile| {
             let plugins: Vec<&str> = view.catalog().plugins().map(|p| p.name()).collect();
-            let listed: Vec<(&str, Tool)> = view
+            let listed: Vec<(&str, Tool, bool)> = view
                 .catalog()
                 .tools()
-                .map(|(_, t)| (t.plugin.name(), self.tool(t, view)))
+                .map(|(_, t)| (t.plugin.name(), self.tool(t, view), read_only(t)))
                 .collect();
             let facts: Vec<ToolFacts<'_>> = listed
                 .iter()
-                .map(|(plugin, tool)| ToolFacts {
+                .map(|(plugin, tool, read_only)| ToolFacts {
                     plugin,
                     name: &tool.name,
-                    read_only: read_only(tool),
+                    read_only: *read_only,
                 })
                 .collect();
             Profile::clone(&profile).check(source.name(), source.path(), &plugins, &facts)
@@ -78,15 +80,20 @@ impl McpServer {
         let text = result.as_ref().err().map(ToString::to_string);
         let mut last = self.profile_error.lock().unwrap_or_else(|e| e.into_inner());
         if *last != text {
-            match &text {
-                Some(e) => (self.log)(&format!(
+            match (&text, result.as_ref().err().and_then(ProfileError::file)) {
+                // The log names the file; what clients read does not.
+                (Some(e), Some(file)) => (self.log)(&format!(
+                    "{e} (the file {}); this server offers no tool until it is fixed",
+                    file.display()
+                )),
+                (Some(e), None) => (self.log)(&format!(
                     "{e}; this server offers no tool until it is fixed"
                 )),
-                None if last.is_some() => (self.log)(&format!(
+                (None, _) if last.is_some() => (self.log)(&format!(
                     "the profile \"{}\" is fixed; its tools are offered again",
                     source.name()
                 )),
-                None => {}
+                (None, _) => {}
             }
             *last = text;
         }
@@ -105,7 +112,7 @@ impl McpServer {
                     s.admits(&ToolFacts {
                         plugin: t.plugin.name(),
                         name: &listed.name,
-                        read_only: read_only(&listed),
+                        read_only: read_only(t),
                     })
                 });
                 admitted.then(|| Served {
@@ -162,25 +169,39 @@ impl McpServer {
 
 use crate::profile::Profile;
 
-/// Tells the server's clients that their lists changed whenever its
-/// profile's file does, until the server and its sessions are gone.
+/// Whenever the server's profile's file changes, drops its sessions'
+/// subscriptions to resources of plugins the profile now leaves out, and
+/// tells its clients that their lists changed; until the server and its
+/// sessions are gone.
 pub(super) fn follow_profile(server: &McpServer) {
     let Some(source) = server.profile.clone() else {
         return;
     };
     let sessions: Weak<_> = Arc::downgrade(&server.sessions);
+    // What judges the profile, without holding the sessions (whose going
+    // ends this task).
+    let judge = McpServer {
+        sessions: Arc::default(),
+        ..server.clone()
+    };
     // Read once now, so the first change is one.
-    let _ = source.current();
+    let mut seen = source.version();
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(PROFILE_POLL).await;
             let Some(sessions) = sessions.upgrade() else {
                 return;
             };
-            if !source.changed() {
+            let now = source.version();
+            if now == seen {
                 continue;
             }
+            seen = now;
             let live: Vec<_> = sessions.lock().expect("sessions lock").clone();
+            let admit = judge.plugin_filter();
+            for s in &live {
+                drop_left_out(&judge.host, s, &admit).await;
+            }
             for change in super::gateway::Change::every_list() {
                 let Some(notification) = change.notification() else {
                     continue;
@@ -193,4 +214,29 @@ pub(super) fn follow_profile(server: &McpServer) {
             }
         }
     });
+}
+
+/// Unsubscribes `session` from the resources of plugins `admit` leaves out,
+/// so a profile that changed to leave a plugin out stops its updates at
+/// their source, as one that left it out from the start refuses them.
+async fn drop_left_out(
+    host: &crate::PluginHost,
+    session: &super::gateway::SessionState,
+    admit: &(dyn Fn(&str) -> bool + Sync),
+) {
+    let dropped: Vec<String> = {
+        let mut subscriptions = session.subscriptions.lock().expect("session lock");
+        let dropped = subscriptions
+            .iter()
+            .filter(|uri| host.resource_plugin(uri).is_some_and(|p| !admit(&p)))
+            .cloned()
+            .collect::<Vec<_>>();
+        for uri in &dropped {
+            subscriptions.remove(uri);
+        }
+        dropped
+    };
+    for uri in dropped {
+        let _ = host.unsubscribe(&uri).await;
+    }
 }

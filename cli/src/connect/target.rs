@@ -21,7 +21,10 @@ pub fn stdio(cli: &Cli, profile: Option<&str>) -> Result<Target, String> {
     if let Some(name) = profile {
         plughost::profile::ProfileSource::new(&cli.profiles_dir(), name)
             .and_then(|p| p.current())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| match e.file() {
+                Some(file) => format!("{e} (the file {})", file.display()),
+                None => e.to_string(),
+            })?;
         args.push("--profile".to_owned());
         args.push(name.to_owned());
     }
