@@ -1,6 +1,6 @@
 //! Default folders.
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 fn home() -> PathBuf {
     std::env::var_os("HOME")
@@ -35,4 +35,21 @@ pub fn default_config_dir() -> PathBuf {
 /// `NAME.json` a profile (see [`crate::profile`]).
 pub fn default_profiles_dir() -> PathBuf {
     default_config_dir().join("profiles")
+}
+
+/// `path` with `.` dropped and each `..` taking back the component before
+/// it, without looking at the file system: `/home/u/notes/../.ssh` is
+/// `/home/u/.ssh`, as a user reading it means it.
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }

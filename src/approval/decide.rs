@@ -17,7 +17,7 @@
 //! prepared keeps the folder it opened.
 
 use std::any::Any;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -141,26 +141,11 @@ fn kernel(path: &Path) -> Option<&'static str> {
 /// lexically, and as the kernel resolves it (links followed; the part that
 /// does not exist yet appended to the part that does).
 fn leads_to(folder: &Path) -> Vec<PathBuf> {
-    let mut out = vec![lexical(folder)];
+    let mut out = vec![crate::paths::lexical(folder)];
     if let Some(resolved) = resolved(folder)
         && !out.contains(&resolved)
     {
         out.push(resolved);
-    }
-    out
-}
-
-/// `path` with `.` dropped and each `..` removing the component before it.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
     }
     out
 }

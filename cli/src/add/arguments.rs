@@ -19,7 +19,7 @@
 //!   a terminal, or `--grant filesystem:write:PATH` given), and never when a
 //!   grant given with `--grant` already covers it.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// The server's arguments, each path resolved, and the paths to grant.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -106,22 +106,7 @@ fn as_path(value: &str, home: Option<&Path>, cwd: &Path) -> Result<Option<PathBu
     } else {
         return Ok(None);
     };
-    Ok(Some(lexical(&path)))
-}
-
-/// `path` without `.` and with each `..` taken back, as the user meant it.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    Ok(Some(plughost::paths::lexical(&path)))
 }
 
 /// Whether a scoped grant among `grants` (`filesystem:read:…` or

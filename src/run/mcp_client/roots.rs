@@ -17,7 +17,7 @@
     reason = "roots are the 2025-11-25 protocol's, still asked by the servers people run; rmcp marks them for their successor"
 )]
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rmcp::model::{ListRootsResult, Root};
@@ -58,7 +58,7 @@ impl Granted {
                     granted.everywhere = true;
                 }
                 _ => {
-                    if let Some(folder) = p.folder(home).map(|f| normal(&f))
+                    if let Some(folder) = p.folder(home).map(|f| crate::paths::lexical(&f))
                         && !granted.folders.contains(&folder)
                     {
                         granted.folders.push(folder);
@@ -87,7 +87,7 @@ impl Granted {
                 .roots
                 .into_iter()
                 .filter_map(|r| {
-                    let path = normal(&file_path(&r.uri)?);
+                    let path = crate::paths::lexical(&file_path(&r.uri)?);
                     self.allows(&path).then(|| {
                         let mut root = Root::new(file_uri(&path));
                         root.name = r.name;
@@ -106,8 +106,12 @@ impl Granted {
     /// granted folder (or anywhere, under `filesystem:read`/`write`), and
     /// not in a protected path unless a grant names that protected path.
     fn allows(&self, path: &Path) -> bool {
-        let path = normal(path);
-        let by: Vec<&PathBuf> = self.folders.iter().filter(|f| path.starts_with(f)).collect();
+        let path = crate::paths::lexical(path);
+        let by: Vec<&PathBuf> = self
+            .folders
+            .iter()
+            .filter(|f| path.starts_with(f))
+            .collect();
         if !self.everywhere && by.is_empty() {
             return false;
         }
@@ -116,22 +120,6 @@ impl Granted {
             .iter()
             .any(|p| path.starts_with(p) && !by.iter().any(|f| f.starts_with(p)))
     }
-}
-
-/// `path` without `.` and with each `..` taken back lexically: a root named
-/// `/home/u/notes/../.ssh` is judged as `/home/u/.ssh`.
-fn normal(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// The root naming `folder`, with its last component as its name.
