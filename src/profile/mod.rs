@@ -43,4 +43,5 @@ pub use read_only::{counts_as_read_only, may_change_things};
 pub use select::{Selection, ToolFacts};
 pub use source::ProfileSource;
 pub use spec::Profile;
+#[cfg(feature = "mcp-server")]
 pub(crate) use spec::valid_name;
