@@ -666,19 +666,8 @@ fn a_server_added_from_the_registry_by_name() {
         let mut c = cmd(&sandbox, args);
         c.env("PLUGHOST_REGISTRY", &url)
             .env("npm_config_registry", format!("{url}/"))
-            .env_remove("NOTES_TOKEN")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+            .env_remove("NOTES_TOKEN");
+        util::run_input(c, input)
     };
 
     let out = with_registry(&["search", "notes"], "");

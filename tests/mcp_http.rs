@@ -556,18 +556,8 @@ fn a_tenants_plugin_reads_no_other_tenants_secrets_nor_the_tokens() {
             .arg(sandbox.plugins())
             .arg("--state-dir")
             .arg(state)
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        use std::io::Write;
-        let _ = child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.unwrap_or("").as_bytes());
-        let out = child.wait_with_output().unwrap();
+            .args(args);
+        let out = util::run_input(c, input.unwrap_or(""));
         assert!(out.status.success(), "{args:?}: {}", util::stderr(&out));
     };
     let alice_state = sandbox.state().join("tenants/alice");

@@ -5,8 +5,7 @@
 
 use crate::util;
 
-use std::io::Write;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use serde_json::json;
 use util::{Sandbox, stderr, stdout};
@@ -17,19 +16,8 @@ const VALUE: &str = "tok-7f3a9c-SECRET";
 /// environment (so only the store can give it).
 fn run_with(sandbox: &Sandbox, args: &[&str], input: &str) -> Output {
     let mut cmd = sandbox.cmd();
-    cmd.args(args)
-        .env_remove("API_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    cmd.args(args).env_remove("API_TOKEN");
+    util::run_input(cmd, input)
 }
 
 /// A plugin listing `API_TOKEN` whose tool answers what it got in it.

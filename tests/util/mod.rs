@@ -199,6 +199,24 @@ pub fn run(mut cmd: Command) -> Output {
     panic!("{cmd:?} stayed busy (ETXTBSY)")
 }
 
+/// Runs `cmd` with `input` on its stdin (written whole, then closed) and
+/// its output captured.
+pub fn run_input(mut cmd: Command, input: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("the command runs");
+    // A command that does not read its stdin may close it first.
+    let _ = child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(input.as_bytes());
+    child.wait_with_output().expect("the command ends")
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -77,8 +77,12 @@ pub fn run_in(
         cmd.current_dir(cwd);
         return super::install::run(cmd, what);
     }
-    let work = Work::new()?;
-    let plugin_dir = work.path.join("plugins").join(PLUGIN);
+    // Private (0700), removed when dropped.
+    let work = tempfile::Builder::new()
+        .prefix("plughost-install-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a folder for the installer's sandbox: {e}"))?;
+    let plugin_dir = work.path().join("plugins").join(PLUGIN);
     std::fs::create_dir_all(&plugin_dir)
         .map_err(|e| format!("cannot prepare the installer's sandbox: {e}"))?;
     let mut permissions = vec![format!("filesystem:write:{}", stage.display())];
@@ -116,9 +120,9 @@ pub fn run_in(
         )
         .map_err(|e| format!("cannot prepare the installer's sandbox: {e}"))?;
     }
-    let state = work.path.join("state");
+    let state = work.path().join("state");
     let host = PluginHost::builder()
-        .plugins_dir(work.path.join("plugins"))
+        .plugins_dir(work.path().join("plugins"))
         .state_dir(&state)
         .sandbox(confine.sandbox)
         .private_path(&confine.state_dir)
@@ -240,34 +244,6 @@ fi
 "#,
         stage = shell::quote(&cwd.to_string_lossy()),
     )
-}
-
-/// A private folder for the installer's host, removed when dropped.
-struct Work {
-    path: PathBuf,
-}
-
-impl Work {
-    fn new() -> Result<Work, String> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path =
-            std::env::temp_dir().join(format!("plughost-install-{}-{nanos}", std::process::id()));
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .map_err(|e| format!("cannot make a folder for the installer's sandbox: {e}"))?;
-        Ok(Work { path })
-    }
-}
-
-use std::os::unix::fs::DirBuilderExt;
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
 }
 
 /// `HOST:PORT` of a registry URL (`https://registry.npmjs.org/`).

@@ -37,15 +37,7 @@ pub fn install(
         "--loglevel=error",
         &package.requirement(),
     ]);
-    let mut confine = confine.clone();
-    confine.hosts = vec![registry(&npm)];
-    confine.reads.extend(super::reads_for(&[&npm, &node]));
-    // The registry the user's configuration names, passed on (the
-    // installer does not read the user's ~/.npmrc).
-    cmd.env("npm_config_registry", registry_url(&npm));
-    if let Some(cafile) = npm_config(&npm, "cafile") {
-        cmd.env("npm_config_cafile", cafile);
-    }
+    let confine = configured(&mut cmd, &npm, &node, confine);
     confined::run(
         cmd,
         stage,
@@ -172,13 +164,7 @@ pub fn install_bundled(stage: &Path, lib: &Path, confine: &Confine) -> Result<()
             "--no-fund",
             "--loglevel=error",
         ]);
-        cmd.env("npm_config_registry", registry_url(&npm));
-        if let Some(cafile) = npm_config(&npm, "cafile") {
-            cmd.env("npm_config_cafile", cafile);
-        }
-        let mut confine = confine.clone();
-        confine.hosts = vec![registry(&npm)];
-        confine.reads.extend(super::reads_for(&[&npm, &node]));
+        let confine = configured(&mut cmd, &npm, &node, confine);
         let what = format!(
             "the Node dependencies in {}",
             dir.strip_prefix(stage).unwrap_or(dir).display()
@@ -214,12 +200,24 @@ fn bundled_manifests(dir: &Path, depth: usize) -> Vec<std::path::PathBuf> {
     found
 }
 
-/// The registry npm is configured with (outside the sandbox: npm reading
-/// its configuration runs no package code).
-fn registry_url(npm: &Path) -> String {
-    npm_config(npm, "registry")
+/// `cmd` (an npm install) given the registry and certificate authority the
+/// user's npm configuration names (the installer does not read the user's
+/// ~/.npmrc), and the confinement that lets it reach that registry and read
+/// npm and node. npm's configuration is read outside the sandbox: that runs
+/// no package code.
+fn configured(cmd: &mut Command, npm: &Path, node: &Path, confine: &Confine) -> Confine {
+    let registry = npm_config(npm, "registry")
         .filter(|s| s.contains("://"))
-        .unwrap_or_else(|| "https://registry.npmjs.org/".to_owned())
+        .unwrap_or_else(|| "https://registry.npmjs.org/".to_owned());
+    let mut confine = confine.clone();
+    confine.hosts =
+        vec![confined::host_of(&registry).unwrap_or_else(|| "registry.npmjs.org:443".to_owned())];
+    confine.reads.extend(super::reads_for(&[npm, node]));
+    cmd.env("npm_config_registry", registry);
+    if let Some(cafile) = npm_config(npm, "cafile") {
+        cmd.env("npm_config_cafile", cafile);
+    }
+    confine
 }
 
 /// npm's setting `key`, when it has one.
@@ -233,9 +231,4 @@ fn npm_config(npm: &Path, key: &str) -> Option<String> {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty() && s != "null" && s != "undefined")
-}
-
-/// The `HOST:PORT` grant of that registry.
-fn registry(npm: &Path) -> String {
-    confined::host_of(&registry_url(npm)).unwrap_or_else(|| "registry.npmjs.org:443".to_owned())
 }
