@@ -10,6 +10,7 @@ use crate::util;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
+use util::registry::{self, Registry};
 use util::{Sandbox, stderr, stdout};
 
 /// `plughost` in `sandbox` with a HOME of its own (empty: no npm cache, no
@@ -415,48 +416,6 @@ fn a_server_started_without_a_listed_variable_is_warned_about() {
     );
 }
 
-/// A registry of our own on loopback (`tests/fixtures/registry.py`),
-/// serving what the test put in `folder`; stopped when dropped.
-struct Registry {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Registry {
-    fn start(folder: &std::path::Path) -> Registry {
-        let port_file = folder.join("port");
-        // Dropped (killed and reaped) however this ends.
-        let mut registry = Registry {
-            child: Command::new(util::real_python3())
-                .arg(util::repo().join("tests/fixtures/registry.py"))
-                .arg(folder)
-                .arg(&port_file)
-                .spawn()
-                .unwrap(),
-            port: 0,
-        };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
-            if let Ok(p) = std::fs::read_to_string(&port_file) {
-                registry.port = p.trim().parse().unwrap();
-                return registry;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the registry did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// What hostile install code tries, in Node and in Python: read the user's
 /// SSH key (saying whether it could), then append to `~/.bashrc` (which
 /// fails the install when refused). `home` is the real home, named in full:
@@ -607,61 +566,21 @@ fn a_server_added_from_the_registry_by_name() {
     std::fs::write(notes.join("a.md"), "").unwrap();
     std::fs::write(notes.join("b.md"), "").unwrap();
 
-    let served = sandbox.root.path().join("registry");
-    let pkg = sandbox.root.path().join("build/package");
-    std::fs::create_dir_all(&pkg).unwrap();
-    for dir in ["npm", "mcp"] {
-        std::fs::create_dir_all(served.join(dir)).unwrap();
-    }
-    std::fs::write(
-        pkg.join("package.json"),
-        json!({"name": "notes-server", "version": "1.0.0", "bin": {"notes-server": "index.js"}})
-            .to_string(),
-    )
-    .unwrap();
-    std::fs::copy(
-        util::repo().join("tests/fixtures/registry/notes-server.js"),
-        pkg.join("index.js"),
-    )
-    .unwrap();
-    let tar = Command::new("tar")
-        .arg("czf")
-        .arg(served.join("npm/notes-server-1.0.0.tgz"))
-        .arg("-C")
-        .arg(pkg.parent().unwrap())
-        .arg("package")
-        .status()
-        .unwrap();
-    assert!(tar.success());
-    let servers = [
-        json!({
-            "name": "io.github.example/notes",
-            "description": "Lists your notes.",
-            "version": "1.0.0",
-            "packages": [{
-                "registryType": "npm", "identifier": "notes-server", "version": "1.0.0",
-                "transport": {"type": "stdio"},
-                "packageArguments": [
-                    {"type": "positional", "valueHint": "notes_dir", "isRequired": true, "format": "filepath"},
-                    {"type": "named", "name": "--greeting", "default": "hello"}
-                ],
-                "environmentVariables": [
-                    {"name": "NOTES_TOKEN", "isRequired": true, "isSecret": true, "description": "API token"},
-                    {"name": "NOTES_REGION", "default": "eu"}
-                ]
-            }]
-        }),
+    let served = registry::folder(sandbox.root.path());
+    let build = sandbox.root.path().join("build");
+    registry::publish_notes(&served, &build, "1.0.0");
+    let others = [
         json!({"name": "io.github.example/notes-image", "description": "An image.", "version": "1.0.0",
                "packages": [{"registryType": "oci", "identifier": "ghcr.io/example/notes", "version": "1.0.0",
                              "transport": {"type": "stdio"}}]}),
         json!({"name": "io.github.example/notes-remote", "description": "Remote.", "version": "1.0.0",
                "remotes": [{"type": "streamable-http", "url": "https://notes.example/mcp"}]}),
     ];
-    for (i, s) in servers.iter().enumerate() {
-        std::fs::write(served.join(format!("mcp/{i}.json")), s.to_string()).unwrap();
+    for (i, s) in others.iter().enumerate() {
+        registry::write_server(&served, &format!("other-{i}"), s);
     }
     let registry = Registry::start(&served);
-    let url = format!("http://127.0.0.1:{}", registry.port);
+    let url = registry.url();
     let with_registry = |args: &[&str], input: &str| {
         let mut c = cmd(&sandbox, args);
         c.env("PLUGHOST_REGISTRY", &url)
@@ -726,6 +645,52 @@ fn a_server_added_from_the_registry_by_name() {
             "hello: a.md,b.md; token of {} characters; region eu",
             TOKEN.len()
         )
+    );
+
+    // The registry publishes 1.1.0: `update` follows it, keeping the
+    // arguments, the secret and the variable set in server.sh.
+    registry::publish_notes(&served, &build, "1.1.0");
+    let out = with_registry(&["update", "notes"], "");
+    let said = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "io.github.example/notes 1.1.0 is npm:notes-server@1.1.0 (from {url})"
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains("updated notes: notes-server 1.0.0 -> 1.1.0"),
+        "{said}"
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("plugin.json")).unwrap()).unwrap();
+    assert_eq!(manifest["source"], "npm:notes-server@1.1.0");
+    assert_eq!(
+        manifest["registry"],
+        json!({"url": url, "name": "io.github.example/notes"})
+    );
+    let installed: Value = serde_json::from_slice(
+        &std::fs::read(dir.join("node_modules/notes-server/package.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(installed["version"], "1.1.0");
+    let out = run(&sandbox, &["call", "notes_list", "{}"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("token of 18 characters; region eu"),
+        "{}",
+        stdout(&out)
+    );
+    // A version the registry does not have is named.
+    let out = with_registry(&["update", "notes", "--version", "9.9.9"], "");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(&format!(
+            "the registry {url} has no version 9.9.9 of io.github.example/notes"
+        )),
+        "{}",
+        stderr(&out)
     );
 
     for (name, sentence) in [

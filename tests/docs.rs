@@ -37,8 +37,10 @@
 //! set-up: a temporary home folder (`HOME`, `TMPDIR` inside it), `~/.plugins`
 //! holding copies of `plugins-examples/`, the `XDG_*`, `PLUGHOST_*` and
 //! `OTEL_*` variables of the caller removed (so the plugins and state folders
-//! are the defaults, `~/.plugins` and `~/.local/state/plughost`), and `PATH`
-//! starting with the folder of the `plughost` binary this test was built
+//! are the defaults, `~/.plugins` and `~/.local/state/plughost`), a registry
+//! on loopback (`tests/util/registry.rs`; `PLUGHOST_REGISTRY` and
+//! `npm_config_registry` name it, and its address shows as `[REGISTRY]`)
+//! serving one MCP server, `io.github.example/notes`, and `PATH` starting with the folder of the `plughost` binary this test was built
 //! with. The commands of one block run in order, each with `bash -c` in its
 //! own session (no controlling terminal, so nothing prompts), stdin empty, a
 //! two-minute limit. The first starts in `~`; a `cd` carries over to the next
@@ -66,6 +68,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util;
+use crate::util::registry::{self, Registry};
 
 /// How long one command may run before it is killed and reported.
 const COMMAND_LIMIT: Duration = Duration::from_secs(120);
@@ -276,10 +279,11 @@ struct Sandbox {
     home: PathBuf,
     bin_dir: PathBuf,
     repo: PathBuf,
+    registry: String,
 }
 
 impl Sandbox {
-    fn new() -> Sandbox {
+    fn new(registry: &str) -> Sandbox {
         let root = tempfile::Builder::new()
             .prefix("plughost-docs-")
             .tempdir()
@@ -295,6 +299,7 @@ impl Sandbox {
             home,
             bin_dir,
             repo,
+            registry: registry.to_owned(),
         }
     }
 
@@ -323,6 +328,8 @@ impl Sandbox {
         paths.extend(std::env::split_paths(&path));
         cmd.env("HOME", &self.home)
             .env("TMPDIR", self.home.join("tmp"))
+            .env("PLUGHOST_REGISTRY", &self.registry)
+            .env("npm_config_registry", format!("{}/", self.registry))
             .env("PATH", std::env::join_paths(paths).unwrap())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -383,7 +390,8 @@ impl Sandbox {
 
     /// The output with the sandbox's paths written as a reader sees them.
     fn mask(&self, text: &str) -> String {
-        text.replace(&*self.bin_dir.to_string_lossy(), "[BIN]")
+        text.replace(&self.registry, "[REGISTRY]")
+            .replace(&*self.bin_dir.to_string_lossy(), "[BIN]")
             .replace(&*self.repo.to_string_lossy(), "[REPO]")
             .replace(&*self.home.to_string_lossy(), "~")
     }
@@ -397,8 +405,8 @@ fn kill_group(group: i32) {
 }
 
 /// Runs a block's commands in order in one sandbox; the failures, described.
-fn run_block(block: &Block) -> Vec<String> {
-    let sandbox = Sandbox::new();
+fn run_block(block: &Block, registry: &str) -> Vec<String> {
+    let sandbox = Sandbox::new(registry);
     let mut cwd = sandbox.home.clone();
     let mut failures = Vec::new();
     for example in &block.examples {
@@ -491,6 +499,16 @@ fn every_console_example_runs_as_written() {
     let commands: usize = blocks.iter().map(|b| b.examples.len()).sum();
     assert!(commands > 0, "no console examples found");
 
+    // The registry every block reads (npm's and the MCP Registry's).
+    let served = tempfile::Builder::new()
+        .prefix("plughost-docs-registry-")
+        .tempdir()
+        .unwrap();
+    let folder = registry::folder(served.path());
+    registry::publish_notes(&folder, &served.path().join("build"), "1.0.0");
+    let registry = Registry::start(&folder);
+    let url = registry.url();
+
     // Two blocks at a time: the other tests run beside these.
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failures = std::sync::Mutex::new(Vec::new());
@@ -500,7 +518,7 @@ fn every_console_example_runs_as_written() {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(block) = blocks.get(i) else { break };
-                    let found = run_block(block);
+                    let found = run_block(block, &url);
                     failures.lock().unwrap().extend(found);
                 }
             });

@@ -114,6 +114,22 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^(npm:.+@.+|pypi:.+==.+)$"))]
     pub source: Option<String>,
+    /// The MCP Registry server `plughost add NAME` read the package from;
+    /// `plughost update` follows that server's versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<RegistryServer>,
+}
+
+/// A server in an MCP Registry: where `plughost update` asks for its versions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryServer {
+    /// The registry's address (`https://registry.modelcontextprotocol.io`).
+    #[schemars(length(min = 1))]
+    pub url: String,
+    /// The server's name there (`io.github.owner/server`).
+    #[schemars(regex(pattern = r"^[A-Za-z0-9.-]+/[A-Za-z0-9._-]+$"))]
+    pub name: String,
 }
 
 /// How a persistent plugin's workers are run.

@@ -8,6 +8,7 @@
 
 mod binary;
 pub mod http;
+pub mod registry;
 pub mod scaffold;
 
 pub use binary::plughost;

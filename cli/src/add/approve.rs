@@ -34,7 +34,7 @@ pub(super) fn approve_new(
                 }
             }
             Err(ApproveError::NeedsApprovalFirst { .. }) => say!(
-                "\nits grants go beyond reading files: the server starts, and lists its tools, once they are approved"
+                "\nits grants go beyond reading files (writing, the network, or a variable it is given): the server starts, and lists its tools, once they are approved"
             ),
             Err(e) => {
                 esay!("plughost: {e}");

@@ -91,7 +91,8 @@ pub struct AddArgs {
 pub struct UpdateArgs {
     /// A plugin made by plughost add.
     name: String,
-    /// The version to install (default: the newest).
+    /// The version to install (default: the newest); for a server added
+    /// from the MCP Registry, the registry's version of it.
     #[arg(long, value_name = "VERSION")]
     version: Option<String>,
 }
@@ -107,9 +108,9 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         .chain(&args.command)
         .cloned()
         .collect();
-    let (package, given, exports, from_registry) = if registry::is_name(spec) {
+    let (package, given, exports, from_registry, listed) = if registry::is_name(spec) {
         let base = registry::base(args.registry.as_deref());
-        let server = registry::server(&base, spec)?;
+        let server = registry::server(&base, spec, None)?;
         let mut asker = secrets::TerminalAsker {
             store: plughost::secrets::SecretStore::new(cli.state_dir()),
             stdin_used: false,
@@ -121,9 +122,10 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
             plan.args,
             plan.exports,
             plan.secrets,
+            Some(json!({"url": base, "name": spec})),
         )
     } else {
-        (Package::parse(spec)?, given, Vec::new(), Vec::new())
+        (Package::parse(spec)?, given, Vec::new(), Vec::new(), None)
     };
     let home = std::env::home_dir();
     let cwd =
@@ -206,6 +208,9 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
             ("permissions", json!(permissions)),
             ("source", json!(package.at(&installed.version).to_string())),
         ]);
+        if let Some(listed) = &listed {
+            fields.push(("registry", listed.clone()));
+        }
         let manifest = ordered(&fields);
         write_folder(stage, &installed, &manifest)?;
         Ok(installed)
@@ -242,7 +247,8 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     for (n, v) in &exports {
         say!("  sets {n}={v} (in server.sh)");
     }
-    say_env(&installed.env_vars);
+    let script = installed.files.first().map_or("", |(_, s)| s.as_str());
+    say_env(&installed.env_vars, &secret_names, script);
     approve::approve_new(cli, &name, &dir, args.yes)
 }
 
@@ -312,18 +318,23 @@ fn check_grants(grants: &[String]) -> Result<(), String> {
 
 /// `script` (a `server.sh`) with `exports` set after its comment lines.
 fn with_exports(script: &str, exports: &[(String, String)]) -> String {
-    if exports.is_empty() {
+    let lines: Vec<String> = exports
+        .iter()
+        .map(|(k, v)| format!("export {k}={}", crate::shell::quote(v)))
+        .collect();
+    with_lines(script, &lines)
+}
+
+/// `script` with `lines` after its leading comments.
+fn with_lines(script: &str, lines: &[String]) -> String {
+    if lines.is_empty() {
         return script.to_owned();
     }
-    let lines: Vec<&str> = script.lines().collect();
-    let at = lines.iter().take_while(|l| l.starts_with('#')).count();
-    let mut out: Vec<String> = lines[..at].iter().map(|l| l.to_string()).collect();
-    out.extend(
-        exports
-            .iter()
-            .map(|(k, v)| format!("export {k}={}", crate::shell::quote(v))),
-    );
-    out.extend(lines[at..].iter().map(|l| l.to_string()));
+    let old: Vec<&str> = script.lines().collect();
+    let at = old.iter().take_while(|l| l.starts_with('#')).count();
+    let mut out: Vec<String> = old[..at].iter().map(|l| l.to_string()).collect();
+    out.extend(lines.iter().cloned());
+    out.extend(old[at..].iter().map(|l| l.to_string()));
     out.join("\n") + "\n"
 }
 
@@ -415,7 +426,13 @@ fn description(package: &Package, installed: &Installed) -> String {
     }
 }
 
-fn say_env(vars: &[String]) {
+/// Names the variables the server's code reads that it is not given yet:
+/// neither in `given` (its `env`) nor set in `server.sh`.
+fn say_env(vars: &[String], given: &[String], script: &str) {
+    let vars: Vec<&String> = vars
+        .iter()
+        .filter(|v| !given.contains(v) && !script.contains(&format!("export {v}=")))
+        .collect();
     if vars.is_empty() {
         return;
     }
@@ -426,7 +443,10 @@ fn say_env(vars: &[String]) {
         } else {
             "the variables"
         },
-        vars.join(", ")
+        vars.iter()
+            .map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
 }
 

@@ -175,17 +175,19 @@ pub fn search(base: &str, term: &str) -> Result<Vec<Found>, String> {
         .collect())
 }
 
-/// The `server.json` of `name` (its latest version).
-pub fn server(base: &str, name: &str) -> Result<Value, String> {
-    let url = format!("{base}/v0.1/servers/{}/versions/latest", segment(name));
-    let answer = get(&url).map_err(|e| {
-        if e.ends_with("(404)") {
-            format!(
-                "the registry {base} has no server named {name}; plughost search TERM finds one"
-            )
-        } else {
-            e
-        }
+/// The `server.json` of `name`: its latest version, or `version`.
+pub fn server(base: &str, name: &str, version: Option<&str>) -> Result<Value, String> {
+    let url = format!(
+        "{base}/v0.1/servers/{}/versions/{}",
+        segment(name),
+        segment(version.unwrap_or("latest"))
+    );
+    let answer = get(&url).map_err(|e| match (e.ends_with("(404)"), version) {
+        (true, None) => format!(
+            "the registry {base} has no server named {name}; plughost search TERM finds one"
+        ),
+        (true, Some(v)) => format!("the registry {base} has no version {v} of {name}"),
+        (false, _) => e,
     })?;
     let server = answer["server"].clone();
     if !server.is_object() {
@@ -221,11 +223,15 @@ pub trait Asker {
     fn has_secret(&self, name: &str) -> bool;
 }
 
-/// The plan for `server`, with `given` as the values of its positional
-/// arguments that have none.
-pub fn plan(server: &Value, given: &[String], asker: &mut dyn Asker) -> Result<Plan, String> {
+/// The package `server` is installed from (`npm:NAME@VERSION` or
+/// `pypi:NAME==VERSION`) and its entry; what plughost cannot run is said in
+/// one sentence.
+pub fn package(server: &Value) -> Result<(String, &Value), String> {
     let name = server["name"].as_str().unwrap_or("the server");
-    let packages = server["packages"].as_array().cloned().unwrap_or_default();
+    let packages = server["packages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let Some(package) = packages
         .iter()
         .find(|p| matches!(p["registryType"].as_str(), Some("npm" | "pypi")))
@@ -265,6 +271,14 @@ pub fn plan(server: &Value, given: &[String], asker: &mut dyn Asker) -> Result<P
         Some("npm") => format!("npm:{identifier}@{version}"),
         _ => format!("pypi:{identifier}=={version}"),
     };
+    Ok((package_spec, package))
+}
+
+/// The plan for `server`, with `given` as the values of its positional
+/// arguments that have none.
+pub fn plan(server: &Value, given: &[String], asker: &mut dyn Asker) -> Result<Plan, String> {
+    let name = server["name"].as_str().unwrap_or("the server");
+    let (package_spec, package) = package(server)?;
     let mut plan = Plan {
         package: package_spec,
         ..Plan::default()

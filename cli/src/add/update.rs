@@ -12,7 +12,10 @@ use serde_json::json;
 use super::super::Cli;
 use super::super::terminal::say;
 use super::source::Package;
-use super::{UpdateArgs, confine, install_into, read_json, say_env, staged, write_folder};
+use super::{
+    UpdateArgs, confine, install_into, read_json, registry, say_env, staged, with_lines,
+    write_folder,
+};
 
 pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
     let plugins = cli.plugins_dir();
@@ -33,15 +36,25 @@ pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
     };
     let current = Package::parse(recorded)
         .map_err(|e| format!("the \"source\" of plugin \"{name}\" cannot be read: {e}"))?;
-    let wanted = Package {
-        version: args.version.clone(),
-        ..current.clone()
+    let wanted = match manifest.get("registry").filter(|r| !r.is_null()) {
+        Some(listed) => followed(name, listed, &current, args.version.as_deref())?,
+        None => Package {
+            version: args.version.clone(),
+            ..current.clone()
+        },
     };
+    // The variables `add` set in server.sh (a registry server's, or asked).
+    let exports = std::fs::read_to_string(dir.join("server.sh"))
+        .map(|script| exports_of(&script))
+        .unwrap_or_default();
     let stage = plugins.join(format!(".{name}.updating"));
     let installed = staged(&stage, |stage| {
-        let installed = install_into(stage, &wanted, None, &confine(cli))?;
+        let mut installed = install_into(stage, &wanted, None, &confine(cli))?;
         if current.version.as_deref() == Some(installed.version.as_str()) {
             return Ok(installed);
+        }
+        if let Some((_, script)) = installed.files.first_mut() {
+            *script = with_lines(script, &exports);
         }
         manifest["version"] = json!(installed.version);
         manifest["source"] = json!(current.at(&installed.version).to_string());
@@ -65,7 +78,14 @@ pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
         current.version.as_deref().unwrap_or("?"),
         installed.version
     );
-    say_env(&installed.env_vars);
+    let given: Vec<String> = manifest["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    let script = installed.files.first().map_or("", |(_, s)| s.as_str());
+    say_env(&installed.env_vars, &given, script);
     let host = cli.host_with(|b| b.observer(Arc::new(super::super::log::Notes)))?;
     let runtime = super::super::runtime();
     if let Err(e) = runtime.block_on(host.list_server(name)) {
@@ -93,6 +113,45 @@ pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
     }
     runtime.block_on(host.stop_workers());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The package the registry's server `listed` (the manifest's `registry`)
+/// names at `version`, or at its latest: the same package as `current`, or
+/// an error that says to add the new one.
+fn followed(
+    name: &str,
+    listed: &serde_json::Value,
+    current: &Package,
+    version: Option<&str>,
+) -> Result<Package, String> {
+    let (Some(url), Some(server_name)) = (listed["url"].as_str(), listed["name"].as_str()) else {
+        return Err(format!(
+            "the \"registry\" of plugin \"{name}\" needs a url and a name; plughost validate says what is wrong"
+        ));
+    };
+    let server = registry::server(url, server_name, version)?;
+    let (spec, _) = registry::package(&server)?;
+    let package = Package::parse(&spec)?;
+    if package.ecosystem != current.ecosystem || package.name != current.name {
+        return Err(format!(
+            "{server_name} is now {spec} in {url}, not {}; add it as a new plugin: plughost add {server_name} --name NAME",
+            current.name
+        ));
+    }
+    say!(
+        "{server_name} {} is {spec} (from {url})",
+        server["version"].as_str().unwrap_or("?")
+    );
+    Ok(package)
+}
+
+/// The `export NAME=VALUE` lines of a `server.sh`.
+fn exports_of(script: &str) -> Vec<String> {
+    script
+        .lines()
+        .filter(|l| l.starts_with("export "))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Moves the files a user added to the old folder into the new one: all but
