@@ -787,6 +787,43 @@ fn servers_people_install_work_with_no_hand_edit() {
         json!({"repo_path": repo_text}),
         "the first commit",
     );
+    // A database file argument, in a folder the server may write. Its last
+    // release does not start with today's `mcp` 2.x: add installs it again
+    // with the dependencies of its release day, and says so.
+    let db_dir = sandbox.root.path().join("home/db");
+    std::fs::create_dir_all(&db_dir).unwrap();
+    let db = db_dir.join("notes.db");
+    let write = format!("filesystem:write:{}", db_dir.display());
+    let out = run(
+        &sandbox,
+        &[
+            "add",
+            "pypi:mcp-server-sqlite==2025.4.25",
+            "--grant",
+            &write,
+            "--yes",
+            "--",
+            "--db-path",
+            &db.display().to_string(),
+        ],
+    );
+    let said = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(
+            "installed mcp-server-sqlite 2025.4.25 with its dependencies as of 2025-04-25"
+        ),
+        "{said}"
+    );
+    let out = call(
+        &sandbox,
+        "sqlite_write_query",
+        json!({"query": "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)"}),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = call(&sandbox, "sqlite_list_tables", json!({}));
+    assert!(stdout(&out).contains("'name': 'notes'"), "{}", stdout(&out));
+    assert!(db.is_file());
 }
 
 /// mcp-server-fetch reads a loopback page through the egress proxy, with a

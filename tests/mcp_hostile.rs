@@ -108,6 +108,27 @@ async fn an_answer_whose_id_comes_last_is_read() {
     assert!(!methods.iter().any(|m| m == "initialize"), "{methods:?}");
 }
 
+/// A server of an older SDK that exits on `server/discover` (a method it
+/// cannot validate) is started once more with `initialize` alone, and
+/// works; the next start, knowing its revision, sends no probe.
+#[tokio::test]
+async fn a_server_that_exits_on_the_probe_is_started_again_without_it() {
+    let sandbox = Sandbox::new();
+    let seen = raw_plugin(&sandbox, "legacy-exit");
+    let host = host_with(&sandbox, Duration::from_secs(20));
+    assert_eq!(host.approve(PLUGIN).await.unwrap(), Approval::Approved);
+    assert_eq!(call_t(&host).await, "ok");
+    let read = methods(&seen);
+    assert_eq!(read[..2], ["server/discover", "initialize"], "{read:?}");
+    host.stop_workers().await;
+    std::fs::write(&seen, "").unwrap();
+    assert_eq!(call_t(&host).await, "ok");
+    assert_eq!(
+        methods(&seen).first().map(String::as_str),
+        Some("initialize")
+    );
+}
+
 /// A server slow to start answers the probe after plughost gave up on it
 /// and sent the handshake: the late answer is dropped, and the handshake's
 /// answer that follows it is read.

@@ -122,10 +122,13 @@ impl Inner {
         if let Some(server) = slot.server() {
             return Ok((slot, server, false));
         }
-        let spec = self.worker_spec(plugin, data, false).map_err(|e| match e {
-            Ok(io) => Failure::Run(RunError::Spawn(io)),
-            Err(refused) => Failure::Refused(refused),
-        })?;
+        let spec_now = || {
+            self.worker_spec(plugin, data, false).map_err(|e| match e {
+                Ok(io) => Failure::Run(RunError::Spawn(io)),
+                Err(refused) => Failure::Refused(refused),
+            })
+        };
+        let spec = spec_now()?;
         let home = spec
             .env
             .iter()
@@ -148,7 +151,22 @@ impl Inner {
                 .and_then(|l| l.protocol_version.as_deref())
                 .is_some_and(|v| v < "2026-07-28"),
         };
-        match slot.start(spec, connect).await {
+        let mut started = slot.start(spec, connect.clone()).await;
+        if let Err(StartError::Connect {
+            ended_on_probe: true,
+            ..
+        }) = &started
+        {
+            // A server of an older SDK that exits on a request it does not
+            // know (`server/discover`): once more, with `initialize` alone.
+            let spec = spec_now()?;
+            let connect = Connect {
+                known_legacy: true,
+                ..connect
+            };
+            started = slot.start(spec, connect).await;
+        }
+        match started {
             Ok((server, None)) => Ok((slot, server, false)),
             Ok((server, Some(listing))) => {
                 self.apply_listing(plugin, listing);
@@ -415,6 +433,7 @@ fn start_error(e: StartError) -> RunError {
             detail,
             stderr,
             status,
+            ..
         } => RunError::Died {
             detail,
             exit_code: status.and_then(|s| s.code()),

@@ -85,6 +85,8 @@ const COMMON: &[&str] = &[
     "NO_COLOR",
     "FORCE_COLOR",
     "PYTHONPATH",
+    "PYTHONIOENCODING",
+    "PYTHONUNBUFFERED",
     "APPDATA",
     "USERPROFILE",
     "XDG_CONFIG_HOME",

@@ -249,7 +249,25 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     }
     let script = installed.files.first().map_or("", |(_, s)| s.as_str());
     say_env(&installed.env_vars, &secret_names, script);
-    approve::approve_new(cli, &name, &dir, args.yes)
+    let as_released = |why: &str| -> Result<Option<String>, String> {
+        let Some(broken) =
+            pypi::broken_by_a_dependency(why).filter(|_| package.ecosystem == Ecosystem::Pypi)
+        else {
+            return Ok(None);
+        };
+        say!(
+            "{name} does not start with the newest versions of its dependencies ({}); installing {} {} again with those of the day it was released …",
+            crate::terminal::line(broken),
+            package.name,
+            installed.version
+        );
+        let day = pypi::install_as_released(&dir, &package, &installed.version, &confine(cli))?;
+        Ok(Some(format!(
+            "installed {} {} with its dependencies as of {day}; starting it again",
+            package.name, installed.version
+        )))
+    };
+    approve::approve_new(cli, &name, &dir, args.yes, Some(&as_released))
 }
 
 /// `add --name NAME -- COMMAND ARGS…`: the wrapper `new --mcp` writes, then
@@ -290,7 +308,7 @@ fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, St
     for (grant, why) in created.grants.iter().map(|(g, w)| (g.clone(), *w)) {
         say!("  granted {grant} ({why})");
     }
-    approve::approve_new(cli, name, &created.dir, args.yes)
+    approve::approve_new(cli, name, &created.dir, args.yes, None)
 }
 
 /// Installs `package` with its ecosystem's tool into `stage`.

@@ -22,46 +22,8 @@ pub fn install(
 ) -> Result<Installed, String> {
     let python = real_python()?;
     let lib = stage.join("lib");
-    let what = format!("pypi:{}", package.requirement());
-    let mut confine = confine.clone();
-    confine.hosts = index_hosts();
-    confine.reads.extend(super::reads_for(&[&python]));
-    match install::on_path("uv") {
-        Some(uv) => {
-            println!("installing {what} with uv");
-            let mut cmd = Command::new(uv);
-            cmd.args([
-                "pip",
-                "install",
-                "--quiet",
-                "--compile-bytecode",
-                "--python",
-            ])
-            .arg(&python)
-            .arg("--target")
-            .arg(&lib)
-            .arg(package.requirement());
-            confined::run(cmd, stage, &what, &confine)?;
-        }
-        None => {
-            println!("installing {what} with pip (uv is not installed)");
-            let mut cmd = Command::new(&python);
-            cmd.args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--no-input",
-                "--disable-pip-version-check",
-                "--target",
-            ])
-            .arg(&lib)
-            .arg(package.requirement())
-            .env_remove("PIP_USER")
-            .env_remove("PYTHONDONTWRITEBYTECODE");
-            confined::run(cmd, stage, &what, &confine)?;
-        }
-    }
+    let confine = for_pip(confine, &python);
+    pip_install(stage, &lib, &python, package, &confine, None)?;
     super::npm::install_bundled(stage, &lib, &confine)?;
     let dist = dist_info(&lib, &package.name)?;
     let metadata = std::fs::read_to_string(dist.join("METADATA"))
@@ -119,6 +81,203 @@ pub fn install(
         files: vec![("server.sh", script_text), ("server.py", launcher)],
         env_vars,
     })
+}
+
+/// `confine` for pip or uv run by `python`: the index's hosts, and the
+/// interpreter's install to read.
+fn for_pip(confine: &Confine, python: &Path) -> Confine {
+    let mut confine = confine.clone();
+    confine.hosts = index_hosts();
+    confine.reads.extend(super::reads_for(&[python]));
+    confine
+}
+
+/// The pip whose `--uploaded-prior-to` an install as released uses when the
+/// interpreter's own pip is older than 26.0 (which added it).
+const DATED_PIP: &str = "pip==26.0.1";
+
+/// Installs `package` (its requirement) into `lib` with uv, or with pip;
+/// with `before`, only what the index had before that time (`--exclude-newer`,
+/// `--uploaded-prior-to`).
+fn pip_install(
+    stage: &Path,
+    lib: &Path,
+    python: &Path,
+    package: &Package,
+    confine: &Confine,
+    before: Option<&str>,
+) -> Result<(), String> {
+    let what = format!("pypi:{}", package.requirement());
+    if let Some(uv) = install::on_path("uv") {
+        println!("installing {what} with uv");
+        let mut cmd = Command::new(uv);
+        cmd.args([
+            "pip",
+            "install",
+            "--quiet",
+            "--compile-bytecode",
+            "--python",
+        ])
+        .arg(python)
+        .arg("--target")
+        .arg(lib);
+        if let Some(before) = before {
+            cmd.arg("--exclude-newer").arg(before);
+        }
+        cmd.arg(package.requirement());
+        return confined::run(cmd, stage, &what, confine);
+    }
+    println!("installing {what} with pip (uv is not installed)");
+    let pip = |cmd: &mut Command| {
+        cmd.args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-input",
+            "--disable-pip-version-check",
+        ])
+        .env_remove("PIP_USER")
+        .env_remove("PYTHONDONTWRITEBYTECODE");
+    };
+    let mut cmd = Command::new(python);
+    pip(&mut cmd);
+    if let Some(before) = before {
+        if pip_major(python) < 26 {
+            // A newer pip beside the install, for this run only.
+            let dated = stage.join(".pip");
+            let mut get = Command::new(python);
+            pip(&mut get);
+            get.arg("--target").arg(&dated).arg(DATED_PIP);
+            confined::run(get, stage, DATED_PIP, confine)?;
+            cmd.env("PYTHONPATH", &dated);
+        }
+        cmd.arg(format!("--uploaded-prior-to={before}"));
+    }
+    cmd.arg("--target").arg(lib).arg(package.requirement());
+    let done = confined::run(cmd, stage, &what, confine);
+    let _ = std::fs::remove_dir_all(stage.join(".pip"));
+    done
+}
+
+/// The major version of the interpreter's pip (0 when it cannot say).
+fn pip_major(python: &Path) -> u32 {
+    Command::new(python)
+        .args(["-m", "pip", "--version"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.strip_prefix("pip ")?.split('.').next()?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Installs `package` (at `version`, as added) into `dir/lib` again with
+/// only the dependencies its index had at the end of the day its version
+/// was released, and swaps that `lib/` in: for a server whose newest
+/// dependencies broke it (a major release of one it does not bound).
+/// Returns that day.
+pub fn install_as_released(
+    dir: &Path,
+    package: &Package,
+    version: &str,
+    confine: &Confine,
+) -> Result<String, String> {
+    let package = package.at(version);
+    let python = real_python()?;
+    let day = release_day(&python, &package.name, version)?;
+    let confine = for_pip(confine, &python);
+    let stage = dir.with_file_name(format!(
+        ".{}.released",
+        dir.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    super::staged(&stage, |stage| {
+        let lib = stage.join("lib");
+        pip_install(
+            stage,
+            &lib,
+            &python,
+            &package,
+            &confine,
+            Some(&format!("{day}T23:59:59Z")),
+        )?;
+        super::npm::install_bundled(stage, &lib, &confine)?;
+        let old = stage.join("lib.old");
+        std::fs::rename(dir.join("lib"), &old)
+            .map_err(|e| format!("cannot move {} aside: {e}", dir.join("lib").display()))?;
+        std::fs::rename(&lib, dir.join("lib")).map_err(|e| {
+            let _ = std::fs::rename(&old, dir.join("lib"));
+            format!("cannot move the new lib/ into {}: {e}", dir.display())
+        })
+    })?;
+    let _ = std::fs::remove_dir_all(&stage);
+    Ok(day)
+}
+
+/// The line of `why` (a server that did not start, with the end of its
+/// stderr) that says it failed the way code does when a dependency changed
+/// its API under it: a name it imports or calls is gone or takes other
+/// arguments.
+pub fn broken_by_a_dependency(why: &str) -> Option<&str> {
+    const KINDS: &[&str] = &[
+        "ImportError:",
+        "ModuleNotFoundError:",
+        "AttributeError:",
+        "TypeError:",
+        "NameError:",
+    ];
+    why.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| KINDS.iter().any(|k| l.starts_with(k)))
+}
+
+/// The day (`YYYY-MM-DD`, UTC) the last file of `name`'s `version` was
+/// uploaded, from its index's JSON simple API (PEP 691, with PEP 700's
+/// `upload-time`). Read by `python` (no package code runs), which trusts
+/// the certificate authorities pip does (`SSL_CERT_FILE`, `PIP_CERT`).
+fn release_day(python: &Path, name: &str, version: &str) -> Result<String, String> {
+    const READ: &str = r#"
+import json, os, ssl, sys, urllib.request
+url, wheel, sdist, version = sys.argv[1:5]
+ca = os.environ.get("PIP_CERT") or None
+req = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+with urllib.request.urlopen(req, timeout=60, context=ssl.create_default_context(cafile=ca)) as r:
+    files = json.load(r).get("files", [])
+days = []
+for f in files:
+    n = f.get("filename", "").lower()
+    for stem in (wheel + "-" + version, sdist + "-" + version):
+        if n.startswith(stem) and n[len(stem):][:1] in ("-", ".") and f.get("upload-time"):
+            days.append(f["upload-time"][:10])
+print(max(days) if days else "")
+"#;
+    let index = std::env::var("PIP_INDEX_URL")
+        .ok()
+        .and_then(|v| v.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "https://pypi.org/simple".into());
+    let sdist = normalized(name);
+    let url = format!("{}/{sdist}/", index.trim_end_matches('/'));
+    let out = Command::new(python)
+        .args(["-I", "-c", READ, &url, &sdist.replace('-', "_"), &sdist])
+        .arg(version.to_ascii_lowercase())
+        .output()
+        .map_err(|e| format!("cannot run {} to read {url}: {e}", python.display()))?;
+    let day = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "cannot read when {name} {version} was released from {url}: {}",
+            said.lines().last().unwrap_or("no answer")
+        ));
+    }
+    if day.len() != 10 {
+        return Err(format!(
+            "{url} says no upload time for {name} {version}, so its release day is unknown"
+        ));
+    }
+    Ok(day)
 }
 
 /// The python3 on `PATH` as the interpreter it really is (not a pyenv shim,
@@ -251,5 +410,24 @@ fn index_hosts() -> Vec<String> {
         vec!["pypi.org:443".into(), "files.pythonhosted.org:443".into()]
     } else {
         named
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::broken_by_a_dependency;
+
+    #[test]
+    fn a_dependency_that_changed_its_api_is_told_from_other_failures() {
+        let why = "could not list its tools (it exited with code 1); stderr ends with:   File \"server.py\", line 173, in main\n    @server.list_resources()\nAttributeError: 'Server' object has no attribute 'list_resources'";
+        assert_eq!(
+            broken_by_a_dependency(why),
+            Some("AttributeError: 'Server' object has no attribute 'list_resources'")
+        );
+        assert!(
+            broken_by_a_dependency("sqlite3.OperationalError: unable to open database file")
+                .is_none()
+        );
+        assert!(broken_by_a_dependency("ImportError: cannot import name 'x' from 'mcp'").is_some());
     }
 }

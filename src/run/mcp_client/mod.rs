@@ -27,7 +27,7 @@ mod roots;
 mod wire;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -90,10 +90,15 @@ pub(crate) enum McpAnswer {
 pub(crate) struct ConnectError {
     pub detail: String,
     pub stderr: String,
+    /// It exited after the `server/discover` probe went unanswered: a
+    /// server of an older SDK that ends on a method it does not know, which
+    /// the 2025-11-25 handshake alone (`Connect::known_legacy`) may start.
+    pub ended_on_probe: bool,
 }
 
 /// What one connection needs from the host: where notifications go, what the
 /// server is told the client can do, and who started it.
+#[derive(Clone)]
 pub(crate) struct Connect {
     pub timeout: Duration,
     pub max_message: usize,
@@ -157,14 +162,24 @@ impl McpSession {
             notices: connect.notices.clone(),
             changed: changed.clone(),
         };
-        let failed = |detail: String| {
+        // The probe went unanswered (a server that then exits ended on it).
+        let probe_unanswered = AtomicBool::new(false);
+        let failed = |detail: String, exited: bool| {
             let stderr = tap.lock().expect("stderr tap").recent.render();
-            ConnectError { detail, stderr }
+            ConnectError {
+                detail,
+                stderr,
+                ended_on_probe: exited && probe_unanswered.load(Ordering::Relaxed),
+            }
         };
         let handshake = async {
             let spoken = match connect.known_legacy {
                 true => probe::Spoken::Legacy,
-                false => probe::probe(&mut stdin, &mut reader, connect.timeout / 2).await,
+                false => {
+                    let spoken = probe::probe(&mut stdin, &mut reader, connect.timeout / 2).await;
+                    probe_unanswered.store(spoken == probe::Spoken::Legacy, Ordering::Relaxed);
+                    spoken
+                }
             };
             let lifecycle = match spoken {
                 probe::Spoken::Modern => ClientLifecycleMode::Discover {
@@ -178,7 +193,7 @@ impl McpSession {
             let service = client
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
-                .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+                .map_err(handshake_failed)?;
             // What a server offers is listed when it says it changed, and
             // approval pins it: a cached list would hide a change.
             service
@@ -199,18 +214,27 @@ impl McpSession {
         let (service, listing, modern, stream) = tokio::select! {
             r = tokio::time::timeout(connect.timeout, handshake) => match r {
                 Ok(Ok(done)) => done,
-                Ok(Err(detail)) => return Err(failed(detail)),
+                Ok(Err(detail)) => {
+                    // A closed pipe: the process is exiting, or gone.
+                    let gone = tokio::time::timeout(Duration::from_millis(200), &mut exited)
+                        .await
+                        .is_ok();
+                    return Err(failed(detail, gone));
+                }
                 Err(_) => {
-                    return Err(failed(format!(
-                        "the MCP server did not finish its handshake within {}s",
-                        connect.timeout.as_secs_f64()
-                    )));
+                    return Err(failed(
+                        format!(
+                            "the MCP server did not finish its handshake within {}s",
+                            connect.timeout.as_secs_f64()
+                        ),
+                        false,
+                    ));
                 }
             },
             _ = &mut exited => {
                 // Let the drain take what the server said before it went.
                 tokio::time::sleep(Duration::from_millis(50)).await;
-                return Err(failed("the MCP server exited during its start-up".into()));
+                return Err(failed("the MCP server exited during its start-up".into(), true));
             }
         };
         let mut tasks = vec![drain];
@@ -362,5 +386,17 @@ async fn relist(peer: Peer<RoleClient>, changed: Arc<Notify>, on_listing: OnList
             Err(_) if peer.is_transport_closed() => return,
             Err(_) => {}
         }
+    }
+}
+
+/// Why the handshake failed, in words for the user: a transport error is
+/// its cause alone (rmcp's own text names its Rust types).
+fn handshake_failed(e: rmcp::service::ClientInitializeError) -> String {
+    match e {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => format!(
+            "the MCP handshake failed: the server's stdio closed ({})",
+            error.error
+        ),
+        e => format!("the MCP handshake failed: {e}"),
     }
 }

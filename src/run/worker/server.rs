@@ -30,6 +30,8 @@ pub(crate) enum StartError {
         detail: String,
         stderr: String,
         status: Option<ExitStatus>,
+        /// See `ConnectError::ended_on_probe`.
+        ended_on_probe: bool,
     },
 }
 
@@ -91,6 +93,7 @@ impl Server {
                     detail,
                     stderr: failure.stderr,
                     status,
+                    ended_on_probe: failure.ended_on_probe,
                 });
             }
         };

@@ -124,6 +124,11 @@ impl Slot {
                         self.book
                             .start_failed(&format!("it could not start: {io}"), "");
                     }
+                    // Started again at once, with the older handshake.
+                    StartError::Connect {
+                        ended_on_probe: true,
+                        ..
+                    } => {}
                     StartError::Connect { detail, stderr, .. } => {
                         self.book.start_failed(detail, stderr);
                     }
