@@ -380,6 +380,10 @@ impl Refusal {
 /// `network, env API_TOKEN`, or `new permissions network, env API_TOKEN`.
 fn listed(missing: &[Requirement], again: bool) -> String {
     let items: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    if items.is_empty() {
+        // An MCP server that asks for nothing still has its tools pinned.
+        return "its tools".into();
+    }
     if again {
         format!("new permissions {}", items.join(", "))
     } else {

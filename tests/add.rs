@@ -64,9 +64,11 @@ fn an_npm_server_added_by_name_answers_in_the_sandbox() {
         "{said}"
     );
     assert!(said.contains("approved memory"), "{said}");
+    // Its graph file, kept beside its code by default, goes to its data
+    // folder, and add says so.
     assert!(
-        said.contains("MEMORY_FILE_PATH"),
-        "the variable is not named: {said}"
+        said.contains("sets MEMORY_FILE_PATH=$PLUGHOST_DATA_DIR/memory.jsonl (in server.sh: its code keeps memory.jsonl beside itself"),
+        "{said}"
     );
 
     let manifest: Value = serde_json::from_slice(
@@ -91,18 +93,21 @@ fn an_npm_server_added_by_name_answers_in_the_sandbox() {
     assert!(out.status.success(), "{}", stderr(&out));
     let graph: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(graph, json!({"entities": [], "relations": []}));
-    // Writing its graph beside its code is refused, and the refusal named.
+    // It keeps what it is told, in its data folder.
     let out = call(
         &sandbox,
         "memory_create_entities",
-        json!({"entities": [{"name": "a", "entityType": "t", "observations": []}]}),
+        json!({"entities": [{"name": "a", "entityType": "t", "observations": ["kept"]}]}),
     );
-    assert!(!out.status.success());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kept = sandbox.state().join("data/memory/memory.jsonl");
     assert!(
-        stderr(&out).contains("the plugin reported a permission error writing"),
+        std::fs::read_to_string(&kept).unwrap().contains("kept"),
         "{}",
-        stderr(&out)
+        kept.display()
     );
+    let out = call(&sandbox, "memory_read_graph", json!({}));
+    assert!(stdout(&out).contains("kept"), "{}", stdout(&out));
 
     // The same package again is refused in a sentence that says what to do.
     let out = run(

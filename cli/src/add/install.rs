@@ -15,6 +15,10 @@ pub struct Installed {
     pub files: Vec<(&'static str, String)>,
     /// The environment variables the server's own code reads.
     pub env_vars: Vec<String>,
+    /// Those that name a file the code keeps beside itself unless told
+    /// otherwise, with that file's name: `add` points them into the
+    /// plugin's data folder.
+    pub kept_beside: Vec<(String, String)>,
 }
 
 /// Runs an installer, saying in one sentence what failed (with the end of
@@ -65,6 +69,74 @@ pub fn env_reads(text: &str, readers: &[&str], found: &mut Vec<String>) {
             }
         }
     }
+}
+
+/// Among `vars`, those that name a file (`…_PATH`, `…_FILE`) and whose
+/// default is a file beside the code: near where `text` reads the variable,
+/// a file name is joined to the code's own folder (one of `here`:
+/// `import.meta.url`, `__dirname`, `__file__`). Each with that file name.
+/// In a read-only plugin folder such a server cannot write its file (the
+/// memory server's `memory.jsonl`).
+pub fn kept_beside(text: &str, vars: &[String], here: &[&str], found: &mut Vec<(String, String)>) {
+    /// How far from a read of the variable its default is looked for.
+    const NEAR: usize = 800;
+    /// How far after the folder the file name must follow.
+    const JOINED: usize = 80;
+    for var in vars {
+        let names_a_file = ["_PATH", "_FILE"].iter().any(|s| var.ends_with(s));
+        if !names_a_file || found.iter().any(|(v, _)| v == var) {
+            continue;
+        }
+        let file = text.match_indices(var.as_str()).find_map(|(at, _)| {
+            let window = around(text, at, NEAR);
+            here.iter()
+                .flat_map(|marker| window.match_indices(marker))
+                .find_map(|(h, m)| first_file_name(around(&window[h + m.len()..], 0, JOINED)))
+        });
+        if let Some(file) = file {
+            found.push((var.clone(), file));
+        }
+    }
+}
+
+/// `text` from `at - before` to `at + after` (`before` = `after` = `n`
+/// unless `at` is 0), on character boundaries.
+fn around(text: &str, at: usize, n: usize) -> &str {
+    let mut start = at.saturating_sub(if at == 0 { 0 } else { n });
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = (at + n).min(text.len());
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    &text[start..end]
+}
+
+/// The first quoted file name in `text` (`'memory.jsonl'`): a name with an
+/// extension, and not code (`.js`, `.py`…).
+fn first_file_name(text: &str) -> Option<String> {
+    let mut rest = text;
+    while let Some(q) = rest.find(['\'', '"', '`']) {
+        let quote = rest[q..].chars().next()?;
+        let after = &rest[q + 1..];
+        let end = after.find(quote)?;
+        let word = &after[..end];
+        rest = &after[end + 1..];
+        let Some((stem, ext)) = word.rsplit_once('.') else {
+            continue;
+        };
+        let plain = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        };
+        let code = ["js", "mjs", "cjs", "ts", "py", "pyc", "node"].contains(&ext);
+        if plain(stem) && plain(ext) && ext.len() <= 8 && !code {
+            return Some(word.to_owned());
+        }
+    }
+    None
 }
 
 /// Variables every program may read that say nothing about a server.
@@ -133,4 +205,53 @@ pub fn source_files(dir: &Path, extensions: &[&str], skip: &[&str], max: usize) 
 /// A program on `PATH`, as a full path, if there is one.
 pub fn on_path(program: &str) -> Option<PathBuf> {
     super::super::scaffold::mcp::resolve(program).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kept_beside;
+
+    fn found(text: &str, vars: &[&str], here: &[&str]) -> Vec<(String, String)> {
+        let vars: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
+        let mut out = Vec::new();
+        kept_beside(text, &vars, here, &mut out);
+        out
+    }
+
+    #[test]
+    fn a_file_kept_beside_the_code_is_found_and_nothing_else() {
+        // The memory server's code.
+        let memory = "export const defaultMemoryPath = path.join(path.dirname(fileURLToPath(import.meta.url)), 'memory.jsonl');\n\
+             // migrate memory.json\n\
+             if (process.env.MEMORY_FILE_PATH) { return path.isAbsolute(process.env.MEMORY_FILE_PATH) }";
+        assert_eq!(
+            found(
+                memory,
+                &["MEMORY_FILE_PATH"],
+                &["import.meta.url", "__dirname"]
+            ),
+            [("MEMORY_FILE_PATH".to_owned(), "memory.jsonl".to_owned())]
+        );
+        // Python's `__file__`.
+        let py = "DB = os.environ.get('NOTES_DB_PATH', os.path.join(os.path.dirname(__file__), \"notes.sqlite3\"))";
+        assert_eq!(
+            found(py, &["NOTES_DB_PATH"], &["__file__"]),
+            [("NOTES_DB_PATH".to_owned(), "notes.sqlite3".to_owned())]
+        );
+        // A variable that is not a file, a default that is not beside the
+        // code, code files: none.
+        assert!(found(memory, &["MEMORY_REGION"], &["import.meta.url"]).is_empty());
+        let elsewhere =
+            "const p = process.env.CONFIG_PATH || path.join(os.homedir(), '.config.json');";
+        assert!(
+            found(
+                elsewhere,
+                &["CONFIG_PATH"],
+                &["import.meta.url", "__dirname"]
+            )
+            .is_empty()
+        );
+        let code = "const f = process.env.ENTRY_FILE || path.join(__dirname, 'index.js');";
+        assert!(found(code, &["ENTRY_FILE"], &["__dirname"]).is_empty());
+    }
 }

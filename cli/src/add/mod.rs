@@ -180,8 +180,11 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     let stage = plugins.join(format!(".{name}.adding"));
     let installed = staged(&stage, |stage| {
         let mut installed = install_into(stage, &package, args.bin.as_deref(), &confine(cli))?;
+        let moved = in_data_folder(&installed.kept_beside, &secret_names, &exports);
         if let Some((_, script)) = installed.files.first_mut() {
-            *script = with_exports(script, &exports);
+            let mut lines = export_lines(&exports);
+            lines.extend(moved.iter().map(|(_, line)| line.clone()));
+            *script = with_lines(script, &lines);
         }
         let mut permissions: Vec<String> =
             interpreter_grant(&installed.program).into_iter().collect();
@@ -246,6 +249,9 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     }
     for (n, v) in &exports {
         say!("  sets {n}={v} (in server.sh)");
+    }
+    for (said, _) in in_data_folder(&installed.kept_beside, &secret_names, &exports) {
+        say!("{said}");
     }
     let script = installed.files.first().map_or("", |(_, s)| s.as_str());
     say_env(&installed.env_vars, &secret_names, script);
@@ -334,13 +340,35 @@ fn check_grants(grants: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `script` (a `server.sh`) with `exports` set after its comment lines.
-fn with_exports(script: &str, exports: &[(String, String)]) -> String {
-    let lines: Vec<String> = exports
+/// `export NAME=VALUE` lines for a `server.sh`.
+fn export_lines(exports: &[(String, String)]) -> Vec<String> {
+    exports
         .iter()
         .map(|(k, v)| format!("export {k}={}", crate::shell::quote(v)))
-        .collect();
-    with_lines(script, &lines)
+        .collect()
+}
+
+/// For each variable naming a file its code keeps beside itself (in the
+/// plugin folder, which no plugin may write) that is neither `given` (in
+/// `env`) nor set by `exports`: its `export` line pointing into the
+/// plugin's data folder, with a sentence saying so.
+fn in_data_folder(
+    kept_beside: &[(String, String)],
+    given: &[String],
+    exports: &[(String, String)],
+) -> Vec<(String, String)> {
+    kept_beside
+        .iter()
+        .filter(|(var, _)| !given.contains(var) && !exports.iter().any(|(k, _)| k == var))
+        .map(|(var, file)| {
+            (
+                format!(
+                    "  sets {var}=$PLUGHOST_DATA_DIR/{file} (in server.sh: its code keeps {file} beside itself, in the plugin folder, which no plugin may write)"
+                ),
+                format!("export {var}=\"$PLUGHOST_DATA_DIR\"/{}", crate::shell::quote(file)),
+            )
+        })
+        .collect()
 }
 
 /// `script` with `lines` after its leading comments.

@@ -78,12 +78,25 @@ pub fn install(
         package.name
     );
     let mut env_vars = Vec::new();
+    let mut kept_beside = Vec::new();
     for f in install::source_files(&dir, &["js", "mjs", "cjs"], &["node_modules"], 2000) {
         if let Ok(text) = std::fs::read_to_string(&f) {
+            let mut here = Vec::new();
             install::env_reads(
                 &text,
                 &["process.env.", "process.env[", "process.env?.["],
-                &mut env_vars,
+                &mut here,
+            );
+            install::kept_beside(
+                &text,
+                &here,
+                &["import.meta.url", "__dirname"],
+                &mut kept_beside,
+            );
+            env_vars.extend(
+                here.into_iter()
+                    .filter(|v| !env_vars.contains(v))
+                    .collect::<Vec<_>>(),
             );
         }
     }
@@ -93,6 +106,7 @@ pub fn install(
         program: node,
         files: vec![("server.sh", script)],
         env_vars,
+        kept_beside,
     })
 }
 

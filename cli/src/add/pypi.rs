@@ -65,12 +65,16 @@ pub fn install(
         shell::quote(&python.to_string_lossy())
     );
     let mut env_vars = Vec::new();
+    let mut kept_beside = Vec::new();
     for f in own_files(&dist, &lib) {
         if let Ok(text) = std::fs::read_to_string(&f) {
-            install::env_reads(
-                &text,
-                &["getenv(", "environ.get(", "environ["],
-                &mut env_vars,
+            let mut here = Vec::new();
+            install::env_reads(&text, &["getenv(", "environ.get(", "environ["], &mut here);
+            install::kept_beside(&text, &here, &["__file__"], &mut kept_beside);
+            env_vars.extend(
+                here.into_iter()
+                    .filter(|v| !env_vars.contains(v))
+                    .collect::<Vec<_>>(),
             );
         }
     }
@@ -80,6 +84,7 @@ pub fn install(
         program: python,
         files: vec![("server.sh", script_text), ("server.py", launcher)],
         env_vars,
+        kept_beside,
     })
 }
 

@@ -13,8 +13,8 @@ use super::super::Cli;
 use super::super::terminal::say;
 use super::source::Package;
 use super::{
-    UpdateArgs, confine, install_into, read_json, registry, say_env, staged, with_lines,
-    write_folder,
+    UpdateArgs, confine, in_data_folder, install_into, read_json, registry, say_env, staged,
+    with_lines, write_folder,
 };
 
 pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
@@ -53,8 +53,25 @@ pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
         if current.version.as_deref() == Some(installed.version.as_str()) {
             return Ok(installed);
         }
+        // A file the new version keeps beside its code goes to the data
+        // folder too, unless server.sh set the variable already.
+        let kept: Vec<(String, String)> = installed
+            .kept_beside
+            .iter()
+            .filter(|(var, _)| {
+                !exports
+                    .iter()
+                    .any(|l| l.starts_with(&format!("export {var}=")))
+            })
+            .cloned()
+            .collect();
+        let mut lines = exports.clone();
+        for (said, line) in in_data_folder(&kept, &given_env(&manifest), &[]) {
+            say!("{said}");
+            lines.push(line);
+        }
         if let Some((_, script)) = installed.files.first_mut() {
-            *script = with_lines(script, &exports);
+            *script = with_lines(script, &lines);
         }
         manifest["version"] = json!(installed.version);
         manifest["source"] = json!(current.at(&installed.version).to_string());
@@ -78,12 +95,7 @@ pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
         current.version.as_deref().unwrap_or("?"),
         installed.version
     );
-    let given: Vec<String> = manifest["env"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_owned))
-        .collect();
+    let given = given_env(&manifest);
     let script = installed.files.first().map_or("", |(_, s)| s.as_str());
     say_env(&installed.env_vars, &given, script);
     let host = cli.host_with(|b| b.observer(Arc::new(super::super::log::Notes)))?;
@@ -143,6 +155,16 @@ fn followed(
         server["version"].as_str().unwrap_or("?")
     );
     Ok(package)
+}
+
+/// The variables a manifest's `env` lists.
+fn given_env(manifest: &serde_json::Value) -> Vec<String> {
+    manifest["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect()
 }
 
 /// The `export NAME=VALUE` lines of a `server.sh`.

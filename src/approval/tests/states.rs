@@ -135,6 +135,11 @@ fn not_allowed_messages_and_labels() {
         message(&with_env, &ApprovalState::NeedsApproval).unwrap(),
         "plugin \"kv-store\" needs approval for env TOKEN_A, env TOKEN_B"
     );
+    let nothing = manifest("kv-store", &[], &[]);
+    assert_eq!(
+        message(&nothing, &ApprovalState::NeedsApproval).unwrap(),
+        "plugin \"kv-store\" needs approval for its tools"
+    );
     let re = ApprovalState::NeedsReapproval {
         new_permissions: vec![Permission::Network],
         new_env: vec![env_name("TOKEN_A")],
