@@ -890,3 +890,63 @@ fn the_fetch_server_reads_a_page_it_was_granted() {
         .join("fetch/lib/readabilipy/javascript/node_modules");
     assert!(js.is_dir(), "the reader's Node part was not installed");
 }
+
+/// Context7 needs its host: added with no grant, its tools are listed and
+/// approved, and a call, which the server answers as a plain text failure
+/// ("fetch failed"), names the host it tried and the grant that would allow
+/// it, on the command line (a note) and over MCP (the result's
+/// `_meta["plughost/denials"]`, the result itself as the server sent it).
+#[tokio::test]
+async fn context7_is_told_the_host_it_needs() {
+    if !npm_here() {
+        return;
+    }
+    let support = plughost::sandbox::SandboxSupport::here();
+    if !util::prerequisite(
+        "user namespaces (the server's own network namespace)",
+        support.user_namespaces,
+    ) {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let out = run(
+        &sandbox,
+        &["add", "npm:@upstash/context7-mcp@4.1.1", "--yes"],
+    );
+    let said = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("its server lists 2 tools"), "{said}");
+    let input = json!({"libraryName": "react", "query": "hooks"});
+    let out = call(&sandbox, "context7_resolve-library-id", input.clone());
+    let grant = "grant \"network:context7.com:443\" to allow it";
+    assert!(
+        stderr(&out).contains(&format!(
+            "note: the sandbox refused connecting to context7.com:443; {grant}"
+        )),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+
+    let s = crate::mcp_client::connect(&sandbox, None).await;
+    let result = s
+        .client
+        .call_tool(crate::mcp_client::call(
+            "context7_resolve-library-id",
+            input,
+        ))
+        .await
+        .unwrap();
+    let meta = serde_json::to_value(&result.meta).unwrap();
+    assert!(
+        meta["plughost/denials"][0]
+            .as_str()
+            .is_some_and(|d| d.contains(grant)),
+        "{meta}"
+    );
+    assert!(
+        crate::mcp_client::text(&result).contains("fetch failed"),
+        "{result:?}"
+    );
+    s.client.cancel().await.unwrap();
+}

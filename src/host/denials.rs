@@ -126,6 +126,13 @@ impl Inner {
                 outcome.denials.extend(refused());
                 named
             }
+            Ok(outcome) => {
+                // A server may report a refused connection as an ordinary
+                // result ("fetch failed"): what the proxy refused during the
+                // call is named all the same (recorded already).
+                outcome.denials = refused();
+                return;
+            }
             _ => return,
         };
         if named.is_empty() {

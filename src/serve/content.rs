@@ -21,6 +21,21 @@ const MAX_INLINE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The MCP result of a call that reached its plugin.
 pub(super) fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
+    let mut result = result_of(outcome);
+    // What the sandbox refused during the call (a host the server tried and
+    // reported as a plain failure), beside the result, never in it.
+    if !outcome.denials.is_empty() {
+        let said: Vec<String> = outcome.denials.iter().map(ToString::to_string).collect();
+        result
+            .meta
+            .get_or_insert_with(Default::default)
+            .0
+            .insert("plughost/denials".into(), serde_json::json!(said));
+    }
+    result
+}
+
+fn result_of(outcome: &ToolOutcome) -> CallToolResult {
     if !outcome.content.is_empty() || outcome.meta.is_some() {
         return as_sent(outcome);
     }
