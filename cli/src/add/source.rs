@@ -81,7 +81,16 @@ impl Package {
     /// `-mcp` decorations (`@modelcontextprotocol/server-memory` → `memory`,
     /// `mcp-server-time` → `time`).
     pub fn default_plugin_name(&self) -> String {
-        let base = self.name.rsplit('/').next().unwrap_or(&self.name);
+        let mut base = self.name.rsplit('/').next().unwrap_or(&self.name);
+        // `@playwright/mcp`: the name says only what it is; the scope says whose.
+        if ["mcp", "server", "mcp-server"].contains(&base.to_ascii_lowercase().as_str())
+            && let Some(scope) = self
+                .name
+                .strip_prefix('@')
+                .and_then(|n| n.split('/').next())
+        {
+            base = scope;
+        }
         let lower = base.to_ascii_lowercase().replace(['_', '.'], "-");
         let mut short = lower.as_str();
         for prefix in ["mcp-server-", "server-", "mcp-"] {
@@ -157,6 +166,12 @@ mod tests {
                 .unwrap()
                 .default_plugin_name(),
             "server"
+        );
+        assert_eq!(
+            Package::parse("npm:@playwright/mcp@0.0.83")
+                .unwrap()
+                .default_plugin_name(),
+            "playwright"
         );
         for bad in [
             "memory",
