@@ -470,6 +470,27 @@ pub enum ApprovalError {
         source: Arc<io::Error>,
     },
 
+    /// The approvals file a host was given to read (one kept for a fleet)
+    /// does not exist.
+    #[error(
+        "the approvals file {} does not exist; no plugin counts as approved until it does",
+        path.display()
+    )]
+    Missing {
+        /// The approvals file.
+        path: PathBuf,
+    },
+
+    /// The host only reads its approvals file: a change was asked of it.
+    #[error(
+        "the approvals in {} are only read here, never written; change them where that file is kept, and every host that reads it follows within seconds",
+        path.display()
+    )]
+    ReadOnly {
+        /// The approvals file.
+        path: PathBuf,
+    },
+
     /// The lock file that serializes changes cannot be opened or locked.
     #[error("cannot lock the approvals file with {}: {source}", path.display())]
     Lock {
@@ -501,6 +522,8 @@ impl ApprovalError {
             | ApprovalError::NotAFile { path, .. }
             | ApprovalError::TooLarge { path, .. }
             | ApprovalError::Write { path, .. }
+            | ApprovalError::Missing { path }
+            | ApprovalError::ReadOnly { path }
             | ApprovalError::Lock { path, .. } => path,
         }
     }

@@ -22,10 +22,27 @@ pub(crate) enum Unreadable {
 /// The bytes of the regular file at `path` and its metadata, at most `max`
 /// bytes; `None` when there is no file.
 pub(crate) fn read(path: &Path, max: u64) -> Result<Option<(Vec<u8>, fs::Metadata)>, Unreadable> {
+    read_with(path, max, libc::O_NOFOLLOW)
+}
+
+/// [`read`] of a file the user named, through symbolic links (a file kept
+/// elsewhere, or a Kubernetes ConfigMap's link into its current version).
+pub(crate) fn read_following(
+    path: &Path,
+    max: u64,
+) -> Result<Option<(Vec<u8>, fs::Metadata)>, Unreadable> {
+    read_with(path, max, 0)
+}
+
+fn read_with(
+    path: &Path,
+    max: u64,
+    nofollow: libc::c_int,
+) -> Result<Option<(Vec<u8>, fs::Metadata)>, Unreadable> {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
     let file = match OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(nofollow | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
     {
         Ok(file) => file,

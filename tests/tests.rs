@@ -18,6 +18,7 @@ mod docs;
 mod escapes;
 mod executor;
 mod first_hour;
+mod fleet;
 mod followed_paths;
 mod gateway;
 mod hot_reload;

@@ -45,6 +45,12 @@ pub struct Cli {
     #[arg(long, global = true, env = "PLUGHOST_STATE_DIR", value_name = "DIR")]
     state_dir: Option<PathBuf>,
 
+    /// Approvals (grants and tool pins) in this file instead of the state
+    /// folder's: one approval state for many hosts. `serve` only reads it
+    /// (and follows its changes); `approve` and `revoke` write it.
+    #[arg(long, global = true, env = "PLUGHOST_APPROVALS", value_name = "FILE")]
+    approvals: Option<PathBuf>,
+
     /// Folder of profiles, one NAME.json each (default: $XDG_CONFIG_HOME/plughost/profiles).
     #[arg(long, global = true, env = "PLUGHOST_PROFILES_DIR", value_name = "DIR")]
     profiles_dir: Option<PathBuf>,
@@ -247,6 +253,9 @@ impl Cli {
         if let Some(d) = &self.state_dir {
             cmd.push_str(&format!(" --state-dir {}", q(&d.to_string_lossy())));
         }
+        if let Some(f) = &self.approvals {
+            cmd.push_str(&format!(" --approvals {}", q(&f.to_string_lossy())));
+        }
         if let Some(t) = self.timeout {
             cmd.push_str(&format!(" --timeout {t}"));
         }
@@ -307,6 +316,11 @@ impl Cli {
         if let Some(path) = &self.audit_log {
             builder = builder.audit_log(path, self.audit_inputs);
         }
+        if let Some(file) = &self.approvals {
+            // A server is one of the fleet's replicas: it never writes.
+            let writable = !matches!(self.command, Command::Serve(_));
+            builder = builder.approvals_file(absolute(file)?, writable);
+        }
         if let Some(secs) = self.timeout {
             if !(secs > 0.0 && secs.is_finite()) {
                 return Err(format!(
@@ -317,6 +331,12 @@ impl Cli {
         }
         extra(builder).build().map_err(|e| error_chain(&e))
     }
+}
+
+/// `path` made absolute against the current folder (a relative file would
+/// change meaning with the folder a plugin runs in).
+fn absolute(path: &std::path::Path) -> Result<PathBuf, String> {
+    std::path::absolute(path).map_err(|e| format!("cannot resolve {}: {e}", path.display()))
 }
 
 /// Resolves with the signal number when plughost is asked to stop (SIGINT,

@@ -1,4 +1,7 @@
-//! The approvals file: `<state_dir>/approvals.json`.
+//! The approvals file: `<state_dir>/approvals.json`, or a file the host
+//! was pointed at (`PluginHostBuilder::approvals_file`: one approval state
+//! for many hosts, read through links, which a host that only reads it
+//! never changes).
 //!
 //! ```json
 //! {"version": 1, "plugins": {"kv-store": {"permissions": ["network"], "env": [],
@@ -62,8 +65,24 @@ struct FileFormat {
 /// every call with one `lstat` while the file is unchanged.
 #[derive(Debug, Clone)]
 pub(crate) struct ApprovalStore {
+    /// The folder that holds the file (and its lock and temp files).
     dir: PathBuf,
+    file: PathBuf,
+    kept: Kept,
     last_read: Arc<Mutex<Option<LastRead>>>,
+}
+
+/// Whose the approvals file is, which decides how it is read and written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    /// `<state_dir>/approvals.json`, plughost's own: a missing file means
+    /// no approvals, and it is never read through a link.
+    StateFolder,
+    /// A file the host was pointed at (one approval state for a fleet): it
+    /// is read through links (a Kubernetes ConfigMap is a link to its
+    /// current version), and `writable` says whether this host may change
+    /// it; one that only reads it needs it to exist.
+    Named { writable: bool },
 }
 
 /// The approvals file as last read, and the approvals it held.
@@ -99,20 +118,66 @@ impl ApprovalStore {
     /// The store of this state folder (`PluginHost::state_dir`). Nothing is
     /// read or created until it is used.
     pub(crate) fn new(state_dir: impl Into<PathBuf>) -> ApprovalStore {
+        let dir = state_dir.into();
         ApprovalStore {
-            dir: state_dir.into(),
+            file: dir.join(APPROVALS_FILE),
+            dir,
+            kept: Kept::StateFolder,
             last_read: Arc::default(),
         }
     }
 
-    /// `<state_dir>/approvals.json`.
-    pub(crate) fn path(&self) -> PathBuf {
-        self.dir.join(APPROVALS_FILE)
+    /// The store of the approvals file `file`, kept outside any state
+    /// folder (a fleet's, in a repository or a mounted volume); `writable`
+    /// false: this host only reads it.
+    pub(crate) fn named(file: impl Into<PathBuf>, writable: bool) -> ApprovalStore {
+        let file = file.into();
+        let dir = match file.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        ApprovalStore {
+            dir,
+            file,
+            kept: Kept::Named { writable },
+            last_read: Arc::default(),
+        }
     }
 
-    /// `<state_dir>/approvals.lock`.
+    /// The approvals file.
+    pub(crate) fn path(&self) -> PathBuf {
+        self.file.clone()
+    }
+
+    /// The lock file beside it: `approvals.lock` in a state folder,
+    /// `.NAME.lock` beside a named file.
     pub(crate) fn lock_path(&self) -> PathBuf {
-        self.dir.join(LOCK_FILE)
+        match self.kept {
+            Kept::StateFolder => self.dir.join(LOCK_FILE),
+            Kept::Named { .. } => self.dir.join(format!(".{}.lock", self.file_name())),
+        }
+    }
+
+    fn temp_name(&self) -> String {
+        match self.kept {
+            Kept::StateFolder => TEMP_FILE.to_owned(),
+            Kept::Named { .. } => format!(".{}.tmp", self.file_name()),
+        }
+    }
+
+    fn file_name(&self) -> String {
+        self.file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| APPROVALS_FILE.to_owned())
+    }
+
+    /// The file's metadata, through a link when the file is a named one.
+    fn meta(&self) -> Option<fs::Metadata> {
+        match self.kept {
+            Kept::StateFolder => fs::symlink_metadata(&self.file).ok(),
+            Kept::Named { .. } => fs::metadata(&self.file).ok(),
+        }
     }
 
     /// Reads every approval. A missing file (or state folder) gives none.
@@ -128,8 +193,7 @@ impl ApprovalStore {
         if let Some(approvals) = self.unchanged() {
             return Ok(approvals);
         }
-        let path = self.path();
-        let (approvals, read) = read_file(&path)?;
+        let (approvals, read) = self.read()?;
         let approvals = Arc::new(approvals);
         if let Some(read) = read {
             *self.last_read.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -141,7 +205,7 @@ impl ApprovalStore {
     /// The approvals last read, if the file is still that one (one `lstat`,
     /// cheap enough for an async caller); `None` when it must be read again.
     pub(crate) fn unchanged(&self) -> Option<Arc<Approvals>> {
-        let meta = fs::symlink_metadata(self.path()).ok()?;
+        let meta = self.meta()?;
         let now = Stamp::of(&meta);
         let last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
         match last.as_ref() {
@@ -155,9 +219,7 @@ impl ApprovalStore {
     /// The identity of the approvals file now (one `lstat`; `None` when there
     /// is none): when it differs from an earlier one, the file changed.
     pub(crate) fn stamp(&self) -> Option<Stamp> {
-        fs::symlink_metadata(self.path())
-            .ok()
-            .map(|m| Stamp::of(&m))
+        self.meta().map(|m| Stamp::of(&m))
     }
 
     /// Where `manifest` stands now. A tier-1 plugin is
@@ -205,7 +267,7 @@ impl ApprovalStore {
 
     /// Forgets the approval of `plugin`. Returns whether there was one.
     pub(crate) fn revoke(&self, plugin: &str) -> Result<bool, ApprovalError> {
-        if !self.dir.exists() {
+        if self.kept == Kept::StateFolder && !self.dir.exists() {
             return Ok(false);
         }
         self.update(|approvals| approvals.plugins.remove(plugin).is_some())
@@ -214,35 +276,62 @@ impl ApprovalStore {
     /// Read-modify-write under the lock. `change` returns whether it changed
     /// anything; the file is rewritten only then.
     fn update(&self, change: impl FnOnce(&mut Approvals) -> bool) -> Result<bool, ApprovalError> {
-        state_file::make_dir(&self.dir).map_err(|source| ApprovalError::Write {
-            path: self.path(),
-            source: Arc::new(source),
-        })?;
+        if self.kept == (Kept::Named { writable: false }) {
+            return Err(ApprovalError::ReadOnly { path: self.path() });
+        }
+        if self.kept == Kept::StateFolder {
+            state_file::make_dir(&self.dir).map_err(|source| ApprovalError::Write {
+                path: self.path(),
+                source: Arc::new(source),
+            })?;
+        }
         let lock_path = self.lock_path();
         let _lock = Lock::exclusive(&lock_path).map_err(|source| ApprovalError::Lock {
             path: lock_path,
             source: Arc::new(source),
         })?;
         let path = self.path();
-        let (mut approvals, _) = read_file(&path)?;
+        let (mut approvals, _) = self.read()?;
         if !change(&mut approvals) {
             return Ok(false);
         }
         let text = serialize(&approvals);
-        state_file::write_atomically(&self.dir, &path, TEMP_FILE, text.as_bytes()).map_err(
-            |source| ApprovalError::Write {
+        state_file::write_atomically(&self.dir, &path, &self.temp_name(), text.as_bytes())
+            .map_err(|source| ApprovalError::Write {
                 path,
                 source: Arc::new(source),
-            },
-        )?;
+            })?;
         Ok(true)
     }
 }
 
-/// The approvals in the file at `path`, and the [`Stamp`] of the file read
-/// (none when there is no file).
-fn read_file(path: &Path) -> Result<(Approvals, Option<Stamp>), ApprovalError> {
-    match state_file::read(path, MAX_FILE_BYTES) {
+impl ApprovalStore {
+    /// The approvals in the file, and the [`Stamp`] of the file read (none
+    /// when there is no file, which only a state folder's may be).
+    fn read(&self) -> Result<(Approvals, Option<Stamp>), ApprovalError> {
+        let path = &self.file;
+        let read = match self.kept {
+            Kept::StateFolder => state_file::read(path, MAX_FILE_BYTES),
+            // A host that only reads the file needs it; one that writes it
+            // makes it with its first grant.
+            Kept::Named { writable } => match state_file::read_following(path, MAX_FILE_BYTES) {
+                Ok(None) if !writable => {
+                    return Err(ApprovalError::Missing { path: path.clone() });
+                }
+                read => read,
+            },
+        };
+        read_file(path, read)
+    }
+}
+
+/// The approvals in the file at `path` as `read`, and the [`Stamp`] of the
+/// file read (none when there is no file).
+fn read_file(
+    path: &Path,
+    read: Result<Option<(Vec<u8>, fs::Metadata)>, Unreadable>,
+) -> Result<(Approvals, Option<Stamp>), ApprovalError> {
+    match read {
         Ok(None) => Ok((Approvals::default(), None)),
         Ok(Some((bytes, meta))) => Ok((parse(path, &bytes)?, Some(Stamp::of(&meta)))),
         Err(Unreadable::NotAFile(what)) => Err(ApprovalError::NotAFile {

@@ -41,6 +41,9 @@ pub struct PluginHostBuilder {
     pub(super) namespaces: bool,
     /// Paths no plugin reads or writes beside the state folder (a token file).
     pub(super) private: Vec<PathBuf>,
+    /// An approvals file kept outside the state folder, and whether this
+    /// host may change it.
+    approvals_file: Option<(PathBuf, bool)>,
     /// Makes a span of every call (feature `otel`).
     pub(super) tracing: Option<Tracing>,
     /// Where the host's Prometheus metrics go, and under which tenant.
@@ -66,6 +69,7 @@ impl Default for PluginHostBuilder {
             sandbox: SandboxMode::default(),
             namespaces: crate::run::sandbox::namespaces_by_default(),
             private: Vec::new(),
+            approvals_file: None,
             tracing: None,
             #[cfg(feature = "prometheus")]
             prometheus: Vec::new(),
@@ -162,6 +166,22 @@ impl PluginHostBuilder {
     /// MCP configurations) under a write grant are not kept read-only.
     pub fn namespaces(mut self, yes: bool) -> Self {
         self.namespaces = yes;
+        self
+    }
+
+    /// Reads approvals (grants and tool pins) from `file` instead of the
+    /// state folder's `approvals.json`: one approval state that many hosts
+    /// share (a fleet of replicas reading a file the operator keeps, or
+    /// mounts). `writable` false: this host never changes it (an approval
+    /// asked of it fails with [`ApprovalError::ReadOnly`](crate::approval::ApprovalError::ReadOnly)),
+    /// and follows the file's changes within a second or two, withdrawing a
+    /// revoked plugin's workers. Unlike the state folder's file, it must
+    /// exist (a missing one approves nothing) and is read through symbolic
+    /// links (a Kubernetes ConfigMap is one). No plugin may read or write it.
+    pub fn approvals_file(mut self, file: impl Into<PathBuf>, writable: bool) -> Self {
+        let file = file.into();
+        self.private.push(file.clone());
+        self.approvals_file = Some((file, writable));
         self
     }
 
@@ -272,7 +292,10 @@ impl PluginHostBuilder {
                 next_call: AtomicU64::new(0),
                 metrics,
                 policy_state: PolicyState::default(),
-                approvals: ApprovalStore::new(&self.state_dir),
+                approvals: match &self.approvals_file {
+                    Some((file, writable)) => ApprovalStore::named(file, *writable),
+                    None => ApprovalStore::new(&self.state_dir),
+                },
                 asking: tokio::sync::Mutex::new(()),
                 sandbox_warned: Default::default(),
                 timer_kept: Default::default(),

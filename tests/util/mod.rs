@@ -137,7 +137,8 @@ impl Sandbox {
             .arg("--state-dir")
             .arg(self.state());
         c.env_remove("PLUGHOST_PLUGINS_DIR")
-            .env_remove("PLUGHOST_STATE_DIR");
+            .env_remove("PLUGHOST_STATE_DIR")
+            .env_remove("PLUGHOST_APPROVALS");
         c
     }
 }
