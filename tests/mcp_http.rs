@@ -604,3 +604,66 @@ fn a_tenants_plugin_reads_no_other_tenants_secrets_nor_the_tokens() {
         assert_eq!(read(id, &path), "refused", "{}", path.display());
     }
 }
+
+/// `GET PATH` without a token; the status and the body.
+fn probe(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).ok()?;
+    let status = raw.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, raw.split("\r\n\r\n").nth(1)?.to_owned()))
+}
+
+/// A load balancer's probes need no token; a server asked to stop (SIGTERM)
+/// takes no new connection, answers the call it took, then exits.
+#[test]
+fn a_server_asked_to_stop_answers_the_calls_it_took_then_exits() {
+    let sandbox = Sandbox::new();
+    slow_answer(&sandbox, 2);
+    let mut server = Server::start(&sandbox, &[]);
+    assert_eq!(probe(server.port, "/healthz"), Some((200, "ok".into())));
+    assert_eq!(probe(server.port, "/readyz"), Some((200, "ready".into())));
+    let client = server.client().initialize();
+    let (stream, _) = client.start_call(7, "slow_answer");
+    // SAFETY: a signal to the server this test started.
+    unsafe {
+        libc::kill(server.child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while probe(server.port, "/healthz").is_some() {
+        assert!(Instant::now() < deadline, "still taking connections");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The rest of the call's stream, whose headers start_call read.
+    let mut rest = String::new();
+    let mut stream = stream;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = std::io::Read::read_to_string(&mut stream, &mut rest);
+    assert!(
+        rest.contains(r#""id":7,"result""#) && rest.contains("late answer"),
+        "the call in flight is not answered: {rest}\n{}",
+        server.log_text()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "it did not exit after draining");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let log = server.log_text();
+    assert!(
+        log.contains("drained: every call in flight was answered"),
+        "{log}"
+    );
+}

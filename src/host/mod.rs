@@ -281,6 +281,15 @@ impl PluginHost {
             .is_ok()
     }
 
+    /// Waits (at most `within`) until no call is in flight, cancelling
+    /// none: a server that drains lets the calls it took finish. Whether
+    /// they all ended in time.
+    pub async fn until_idle(&self, within: std::time::Duration) -> bool {
+        tokio::time::timeout(within, self.inner.running.until_idle())
+            .await
+            .is_ok()
+    }
+
     /// Stops the idle workers of persistent plugins and waits until they are
     /// gone: stdin closed, a short grace, then the group kill. Busy workers
     /// stop after their call. The next call starts a fresh worker.

@@ -16,11 +16,17 @@ use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::sessions::{Rules, Sessions};
 use super::wire::{self, Checked, Rejection};
 use super::{McpServer, revision};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+
+/// How long a server that was asked to stop waits for the calls in flight
+/// (the default call timeout): a load balancer's replica drains, then exits.
+const DRAIN_LIMIT: Duration = Duration::from_secs(30);
 
 /// Why the HTTP server could not start serving.
 #[derive(Debug, thiserror::Error)]
@@ -318,6 +324,11 @@ pub async fn serve(
     }
     origins.extend(allowed_origins);
     let origins: Arc<[String]> = origins.into();
+    let draining = Arc::new(AtomicBool::new(false));
+    // Requests being read and handed over (until their answer starts).
+    let arriving = Arc::new(AtomicUsize::new(0));
+    let drain = CancellationToken::new();
+    let connections = TaskTracker::new();
     tokio::pin!(stop);
     loop {
         let stream = tokio::select! {
@@ -339,21 +350,111 @@ pub async fn serve(
             _ = &mut stop => break,
         };
         let (fronts, origins) = (fronts.clone(), origins.clone());
-        tokio::spawn(async move {
+        let (draining, drain, arriving) = (draining.clone(), drain.clone(), arriving.clone());
+        connections.spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {
-                let (fronts, origins) = (fronts.clone(), origins.clone());
-                async move { Ok::<_, Infallible>(route(req, &fronts, &origins).await) }
+                let (fronts, origins, draining, arriving) = (
+                    fronts.clone(),
+                    origins.clone(),
+                    draining.clone(),
+                    arriving.clone(),
+                );
+                async move {
+                    if let Some(r) = health(&req, draining.load(Ordering::Relaxed)) {
+                        return Ok::<_, Infallible>(r);
+                    }
+                    arriving.fetch_add(1, Ordering::SeqCst);
+                    let reply = route(req, &fronts, &origins).await;
+                    arriving.fetch_sub(1, Ordering::SeqCst);
+                    Ok::<_, Infallible>(reply)
+                }
             });
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+            let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = drain.cancelled() => {
+                    // The request in flight is answered, then the connection closes.
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
         });
     }
+    // Draining: no new connection (the listener is closed), open ones close
+    // after their request in flight, and the calls taken finish (within
+    // DRAIN_LIMIT); then the streams that never end (listen, GET) end and
+    // the hosts stop.
+    drop(listener);
+    draining.store(true, Ordering::Relaxed);
+    drain.cancel();
+    let deadline = tokio::time::Instant::now() + DRAIN_LIMIT;
+    let finished = drained(&hosts, &arriving, deadline).await;
+    log(&if finished {
+        "drained: every call in flight was answered".to_owned()
+    } else {
+        format!(
+            "drain limit of {}s reached: stopping the calls still in flight",
+            DRAIN_LIMIT.as_secs()
+        )
+    });
+    // The answers of the last calls are on their way to their streams:
+    // connections get a moment to send them and close.
+    connections.close();
+    let _ = tokio::time::timeout(Duration::from_secs(2), connections.wait()).await;
     shutdown.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(2), connections.wait()).await;
     for host in hosts {
         host.shutdown();
     }
     Ok(())
+}
+
+/// Waits (until `deadline`) for the calls taken to end: no request is
+/// being handed over and no host has a call in flight, twice in a row a
+/// moment apart (a request handed over just now has its call started by
+/// then). Whether they ended in time.
+async fn drained(
+    hosts: &[Arc<crate::PluginHost>],
+    arriving: &AtomicUsize,
+    deadline: tokio::time::Instant,
+) -> bool {
+    const SETTLE: Duration = Duration::from_millis(100);
+    let mut quiet = 0;
+    while quiet < 2 {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        let mut idle = arriving.load(Ordering::SeqCst) == 0;
+        for host in hosts {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            idle &= host.until_idle(Duration::ZERO).await;
+            if !idle {
+                host.until_idle(left).await;
+            }
+        }
+        quiet = if idle { quiet + 1 } else { 0 };
+        tokio::time::sleep(SETTLE).await;
+    }
+    true
+}
+
+/// The answers to a load balancer's or an orchestrator's probes, which need
+/// no token and say nothing about plugins: `GET /healthz` (the process
+/// serves) and `GET /readyz` (it takes requests: `503` once it drains).
+fn health(req: &Request<Incoming>, draining: bool) -> Option<Reply> {
+    if req.method() != Method::GET {
+        return None;
+    }
+    match req.uri().path() {
+        "/healthz" => Some(plain(StatusCode::OK, "ok")),
+        "/readyz" if draining => Some(plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "draining: this server is stopping",
+        )),
+        "/readyz" => Some(plain(StatusCode::OK, "ready")),
+        _ => None,
+    }
 }
 
 type Reply = Response<BoxBody<Bytes, Infallible>>;
