@@ -164,3 +164,235 @@ async fn a_configmap_style_link_is_followed_to_its_new_version() {
     assert!(!ok && text.contains("needs approval"), "{text}");
     s.client.cancel().await.unwrap();
 }
+
+/// One `plughost serve --http` replica with a state folder of its own and
+/// the fleet's approvals file; killed on drop.
+struct Replica {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Replica {
+    fn start(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path) -> Replica {
+        let port = util::free_port();
+        let state = sandbox.root.path().join(format!("replica-{n}"));
+        let child = std::process::Command::new(util::plughost())
+            .arg("--plugins-dir")
+            .arg(sandbox.plugins())
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--approvals")
+            .arg(approvals)
+            .args(["serve", "--http", &format!("127.0.0.1:{port}")])
+            .arg("--token-file")
+            .arg(token)
+            .arg("--log-file")
+            .arg(state.with_extension("log"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_listening(port);
+        Replica { child, port }
+    }
+}
+
+fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// HAProxy in front of `replicas`: round robin, no stickiness, health
+/// checks on `/readyz`, a connection refused by a dead replica sent to
+/// another. Killed on drop.
+struct Balancer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Balancer {
+    fn start(dir: &Path, replicas: &[u16]) -> Balancer {
+        let port = util::free_port();
+        let servers: String = replicas
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("  server r{i} 127.0.0.1:{p} check inter 200ms fall 2 rise 2\n"))
+            .collect();
+        let config = format!(
+            "global\n  maxconn 512\ndefaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n  retries 3\n  option redispatch\n\
+             frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
+             backend replicas\n  balance roundrobin\n  option httpchk GET /readyz\n  http-check expect status 200\n{servers}"
+        );
+        let file = dir.join("haproxy.cfg");
+        std::fs::write(&file, config).unwrap();
+        let child = std::process::Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&file)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_listening(port);
+        Balancer { child, port }
+    }
+}
+
+/// A 2026-07-28 `tools/call` of `greet` through `port`: the answer's text,
+/// or why there is none (an HTTP status, a JSON-RPC error).
+fn call_2026(port: u16, id: u64) -> Result<String, String> {
+    let client = util::http::Client {
+        port,
+        token: util::http::TOKEN.to_owned(),
+        session: None,
+    };
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "greet", "arguments": {},
+                   "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let s = client.send(
+        "POST",
+        body.to_string().as_bytes(),
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "greet"),
+        ],
+    );
+    let reply = util::http::read_reply(s);
+    if reply.status != 200 {
+        return Err(format!("HTTP {}: {}", reply.status, reply.body));
+    }
+    let answer = reply.answer(&json!(id)).ok_or("no answer")?;
+    match answer["result"]["content"][0]["text"].as_str() {
+        Some(t) if answer["result"]["isError"] != json!(true) => Ok(t.to_owned()),
+        _ => Err(answer.to_string()),
+    }
+}
+
+/// Three replicas behind HAProxy, one approvals file: every call of 8
+/// clients is answered by whichever replica gets it; one replica killed
+/// (SIGKILL) and another drained (SIGTERM) in the middle of the load cost
+/// at most the calls in flight on the killed one, each with an HTTP error,
+/// and none hangs; a revoke in the file reaches every replica within 2 s.
+#[test]
+fn replicas_behind_haproxy_answer_every_call() {
+    if !util::prerequisite(
+        "haproxy (Debian's package) to balance the replicas",
+        std::process::Command::new("haproxy")
+            .arg("-v")
+            .output()
+            .is_ok(),
+    ) {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let mut manifest = util::manifest("greeter", "greet");
+    manifest["permissions"] = json!(["network"]);
+    // Each replica's data folder is its own: the answer names the replica.
+    sandbox.write_plugin(
+        "greeter",
+        &manifest,
+        "#!/usr/bin/env bash\ncat >/dev/null\nprintf '{\"result\":\"%s\"}' \"$PLUGHOST_DATA_DIR\"\n",
+    );
+    let file = sandbox.root.path().join("approvals.json");
+    let out = with_approvals(&sandbox, &file, &["approve", "greeter", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let token = sandbox.root.path().join("token");
+    std::fs::write(&token, util::http::TOKEN).unwrap();
+    let mut replicas: Vec<Replica> = (0..3)
+        .map(|n| Replica::start(&sandbox, n, &file, &token))
+        .collect();
+    let balancer = Balancer::start(
+        sandbox.root.path(),
+        &replicas.iter().map(|r| r.port).collect::<Vec<_>>(),
+    );
+    let port = balancer.port;
+
+    // Round robin: every replica answers.
+    let seen: std::collections::BTreeSet<String> = (0..9)
+        .map(|i| call_2026(port, i).unwrap())
+        .map(|dir| dir.split("/replica-").nth(1).unwrap_or("?").to_owned())
+        .collect();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+
+    // The load: 8 clients, 2,000 calls; replica 0 killed, replica 1 drained.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let clients: Vec<_> = (0..8u64)
+        .map(|c| {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut failed = Vec::new();
+                for i in 0..250u64 {
+                    if let Err(e) = call_2026(port, 1000 + c * 1000 + i) {
+                        failed.push(e);
+                    }
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                failed
+            })
+        })
+        .collect();
+    let at = |n: usize| {
+        while done.load(std::sync::atomic::Ordering::Relaxed) < n {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    at(600);
+    replicas[0].child.kill().unwrap();
+    at(1200);
+    // SAFETY: a signal to a replica this test started.
+    unsafe {
+        libc::kill(replicas[1].child.id() as i32, libc::SIGTERM);
+    }
+    let failed: Vec<String> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    eprintln!(
+        "fleet: {} of 2000 calls failed with replica 0 killed and replica 1 drained: {failed:?}",
+        failed.len()
+    );
+    assert!(
+        failed.len() <= 8 && failed.iter().all(|e| e.starts_with("HTTP 50")),
+        "{} calls failed: {failed:?}",
+        failed.len()
+    );
+    let drained = replicas[1].child.wait().unwrap();
+    assert!(drained.success(), "{drained:?}");
+
+    // A revoke reaches the replica left within 2 s.
+    let out = with_approvals(&sandbox, &file, &["revoke", "greeter"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let started = Instant::now();
+    loop {
+        match call_2026(port, 9000) {
+            Err(e) if e.contains("needs approval") => break,
+            r => assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "still answered 2 s after the revoke: {r:?}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(balancer);
+}
