@@ -14,6 +14,7 @@ mod cli;
 mod cli_plugins;
 mod connect;
 mod denials;
+mod deploy;
 mod docs;
 mod escapes;
 mod executor;
