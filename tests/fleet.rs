@@ -165,96 +165,78 @@ async fn a_configmap_style_link_is_followed_to_its_new_version() {
     s.client.cancel().await.unwrap();
 }
 
-/// One `plughost serve --http` replica with a state folder of its own and
-/// the fleet's approvals file; killed on drop.
-struct Replica {
+/// A process listening on `port` (a replica, the balancer), killed on drop.
+struct Listening {
     child: std::process::Child,
     port: u16,
 }
 
-impl Drop for Replica {
+impl Drop for Listening {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-impl Replica {
-    fn start(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path) -> Replica {
-        let port = util::free_port();
-        let state = sandbox.root.path().join(format!("replica-{n}"));
-        let child = std::process::Command::new(util::plughost())
-            .arg("--plugins-dir")
-            .arg(sandbox.plugins())
-            .arg("--state-dir")
-            .arg(&state)
-            .arg("--approvals")
-            .arg(approvals)
-            .args(["serve", "--http", &format!("127.0.0.1:{port}")])
-            .arg("--token-file")
-            .arg(token)
-            .arg("--log-file")
-            .arg(state.with_extension("log"))
+impl Listening {
+    /// Starts `cmd`, which listens on `port`, and waits until it does.
+    fn start(mut cmd: std::process::Command, port: u16) -> Listening {
+        let child = cmd
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        wait_listening(port);
-        Replica { child, port }
+        let listening = Listening { child, port };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nothing listens on {port}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        listening
     }
 }
 
-fn wait_listening(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// One `plughost serve --http` replica with a state folder of its own and
+/// the fleet's approvals file.
+fn replica(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path) -> Listening {
+    let port = util::free_port();
+    let state = sandbox.root.path().join(format!("replica-{n}"));
+    let mut cmd = std::process::Command::new(util::plughost());
+    cmd.arg("--plugins-dir")
+        .arg(sandbox.plugins())
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--approvals")
+        .arg(approvals)
+        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
+        .arg("--token-file")
+        .arg(token)
+        .arg("--log-file")
+        .arg(state.with_extension("log"));
+    Listening::start(cmd, port)
 }
 
 /// HAProxy in front of `replicas`: round robin, no stickiness, health
 /// checks on `/readyz`, a connection refused by a dead replica sent to
-/// another. Killed on drop.
-struct Balancer {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Drop for Balancer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Balancer {
-    fn start(dir: &Path, replicas: &[u16]) -> Balancer {
-        let port = util::free_port();
-        let servers: String = replicas
-            .iter()
-            .enumerate()
-            .map(|(i, p)| format!("  server r{i} 127.0.0.1:{p} check inter 200ms fall 2 rise 2\n"))
-            .collect();
-        let config = format!(
-            "global\n  maxconn 512\ndefaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n  retries 3\n  option redispatch\n\
-             frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
-             backend replicas\n  balance roundrobin\n  option httpchk GET /readyz\n  http-check expect status 200\n{servers}"
-        );
-        let file = dir.join("haproxy.cfg");
-        std::fs::write(&file, config).unwrap();
-        let child = std::process::Command::new("haproxy")
-            .arg("-db")
-            .arg("-f")
-            .arg(&file)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_listening(port);
-        Balancer { child, port }
-    }
+/// another.
+fn balancer(dir: &Path, replicas: &[u16]) -> Listening {
+    let port = util::free_port();
+    let servers: String = replicas
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("  server r{i} 127.0.0.1:{p} check inter 200ms fall 2 rise 2\n"))
+        .collect();
+    let config = format!(
+        "global\n  maxconn 512\ndefaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n  retries 3\n  option redispatch\n\
+         frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
+         backend replicas\n  balance roundrobin\n  option httpchk GET /readyz\n  http-check expect status 200\n{servers}"
+    );
+    let file = dir.join("haproxy.cfg");
+    std::fs::write(&file, config).unwrap();
+    let mut cmd = std::process::Command::new("haproxy");
+    cmd.arg("-db").arg("-f").arg(&file);
+    Listening::start(cmd, port)
 }
 
 /// A 2026-07-28 `tools/call` of `greet` through `port`: the answer's text,
@@ -319,10 +301,10 @@ fn replicas_behind_haproxy_answer_every_call() {
     assert!(out.status.success(), "{}", stderr(&out));
     let token = sandbox.root.path().join("token");
     std::fs::write(&token, util::http::TOKEN).unwrap();
-    let mut replicas: Vec<Replica> = (0..3)
-        .map(|n| Replica::start(&sandbox, n, &file, &token))
+    let mut replicas: Vec<Listening> = (0..3)
+        .map(|n| replica(&sandbox, n, &file, &token))
         .collect();
-    let balancer = Balancer::start(
+    let balancer = balancer(
         sandbox.root.path(),
         &replicas.iter().map(|r| r.port).collect::<Vec<_>>(),
     );

@@ -163,7 +163,7 @@ fn install_fixture_plugin(bench: &Bench, node: &Path, fixture: &Path) {
 }
 
 /// One keep-alive connection to an MCP endpoint, at one revision.
-struct Endpoint {
+pub(crate) struct Endpoint {
     send: SendRequest<Full<Bytes>>,
     port: u16,
     auth: Option<String>,
@@ -173,7 +173,11 @@ struct Endpoint {
 }
 
 impl Endpoint {
-    async fn connect(port: u16, auth: Option<String>, session: Option<String>) -> Endpoint {
+    pub(crate) async fn connect(
+        port: u16,
+        auth: Option<String>,
+        session: Option<String>,
+    ) -> Endpoint {
         let deadline = Instant::now() + Duration::from_secs(30);
         let stream = loop {
             match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
@@ -213,7 +217,7 @@ impl Endpoint {
 
     /// One `tools/call` of `tool` without arguments, which must succeed;
     /// how long it took.
-    async fn call(&mut self, tool: &str) -> Duration {
+    pub(crate) async fn call(&mut self, tool: &str) -> Duration {
         let mut params = json!({"name": tool, "arguments": {}});
         if self.session.is_none() {
             params["_meta"] = json!({
@@ -310,7 +314,7 @@ fn params_name(body: &Value) -> Option<String> {
     body["params"]["name"].as_str().map(str::to_owned)
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -318,7 +322,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn stop(child: &mut Child) {
+pub(crate) fn stop(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -3,7 +3,7 @@
 //! count, absolute times move from run to run. Run through `scripts/bench`
 //! (`--quick` for fewer calls, `--json` for one JSON object, `--only
 //! GROUP[,GROUP]` for some groups: `calls`, `protected`, `net`, `traces`, `spawn`,
-//! `children`, `workers`, `mcp`, `http`, `sdk`, `load`, `search`).
+//! `children`, `workers`, `mcp`, `http`, `sdk`, `load`, `search`, `fleet`).
 //!
 //! Each module measures one group of rows and prints its section of the table:
 //! `calls` (a process per call), `traces` (a span per call, exported),
@@ -12,7 +12,8 @@
 //! `http` (MCP over HTTP at 2026-07-28 and 2025-11-25),
 //! `sdk` (the Python SDK's own cost), `load` (loading and hot reload),
 //! `children` (scenarios run in a fresh process, for memory and file
-//! descriptors), `search` (tool search's recall and the tool list's size). `raw` holds the baselines, `fixtures` the plugins, `stats`
+//! descriptors), `search` (tool search's recall and the tool list's size),
+//! `fleet` (replicas behind HAProxy). `raw` holds the baselines, `fixtures` the plugins, `stats`
 //! the arithmetic.
 //!
 //! # JSON keys
@@ -107,6 +108,12 @@
 //! - `load_1000_ms`: building a host over 1,000 plugin folders (best of 3).
 //! - `reload_latency_ms`: a new plugin folder's last write to its tool being
 //!   callable, with the watcher (p50 of 5).
+//! - `fleet`: `{clients, throughput: [{replicas, calls_per_second}],
+//!   through_haproxy_p50_us, direct_p50_us, added_p50_us,
+//!   through_over_direct_p50}`: `tiny` over HTTP at 2026-07-28 through
+//!   HAProxy with 1, 2, 3 replicas of `serve --http` (8 clients), and one
+//!   client through HAProxy next to the same calls straight to the replica;
+//!   `{"skipped": "why"}` without haproxy.
 
 mod calls;
 mod children;
@@ -115,6 +122,7 @@ mod http;
 // The built binary, found as the integration tests find it.
 #[path = "../../tests/util/binary.rs"]
 mod binary;
+mod fleet;
 mod load;
 mod mcp;
 mod net;
@@ -270,6 +278,9 @@ impl Bench {
         if self.runs("search") {
             search::rows(self, &mut report);
         }
+        if self.runs("fleet") {
+            fleet::rows(self, &mut report).await;
+        }
         report
     }
 }
@@ -287,7 +298,7 @@ pub(crate) fn cell(v: &Value) -> String {
 /// One section per group measured, each with its header line.
 fn print_table(bench: &Bench, r: &Value) {
     type Print = fn(&Value);
-    let groups: [(&str, Print); 12] = [
+    let groups: [(&str, Print); 13] = [
         ("calls", calls::print),
         ("protected", calls::print_protected),
         ("net", net::print),
@@ -303,6 +314,7 @@ fn print_table(bench: &Bench, r: &Value) {
         ("sdk", sdk::print),
         ("load", load::print),
         ("search", search::print),
+        ("fleet", fleet::print),
     ];
     for (name, print) in groups {
         if bench.runs(name) {
