@@ -27,6 +27,7 @@ mod pypi;
 mod registry;
 
 pub use registry::{SearchArgs, run_search as search};
+mod script;
 mod secrets;
 mod source;
 mod update;
@@ -40,6 +41,7 @@ use plughost::manifest::MANIFEST_FILE;
 use serde_json::{Value, json};
 
 use self::install::Installed;
+use self::script::{export_lines, in_data_folder, say_env, with_lines};
 use self::source::{Ecosystem, Package};
 use super::Cli;
 use super::scaffold::{self, mcp::SYSTEM};
@@ -340,50 +342,6 @@ fn check_grants(grants: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `export NAME=VALUE` lines for a `server.sh`.
-fn export_lines(exports: &[(String, String)]) -> Vec<String> {
-    exports
-        .iter()
-        .map(|(k, v)| format!("export {k}={}", crate::shell::quote(v)))
-        .collect()
-}
-
-/// For each variable naming a file its code keeps beside itself (in the
-/// plugin folder, which no plugin may write) that is neither `given` (in
-/// `env`) nor set by `exports`: its `export` line pointing into the
-/// plugin's data folder, with a sentence saying so.
-fn in_data_folder(
-    kept_beside: &[(String, String)],
-    given: &[String],
-    exports: &[(String, String)],
-) -> Vec<(String, String)> {
-    kept_beside
-        .iter()
-        .filter(|(var, _)| !given.contains(var) && !exports.iter().any(|(k, _)| k == var))
-        .map(|(var, file)| {
-            (
-                format!(
-                    "  sets {var}=$PLUGHOST_DATA_DIR/{file} (in server.sh: its code keeps {file} beside itself, in the plugin folder, which no plugin may write)"
-                ),
-                format!("export {var}=\"$PLUGHOST_DATA_DIR\"/{}", crate::shell::quote(file)),
-            )
-        })
-        .collect()
-}
-
-/// `script` with `lines` after its leading comments.
-fn with_lines(script: &str, lines: &[String]) -> String {
-    if lines.is_empty() {
-        return script.to_owned();
-    }
-    let old: Vec<&str> = script.lines().collect();
-    let at = old.iter().take_while(|l| l.starts_with('#')).count();
-    let mut out: Vec<String> = old[..at].iter().map(|l| l.to_string()).collect();
-    out.extend(lines.iter().cloned());
-    out.extend(old[at..].iter().map(|l| l.to_string()));
-    out.join("\n") + "\n"
-}
-
 /// How installers run: in the sandbox the global options ask for, never
 /// reading plughost's state.
 fn confine(cli: &Cli) -> confined::Confine {
@@ -470,30 +428,6 @@ fn description(package: &Package, installed: &Installed) -> String {
         Some(d) => d.to_owned(),
         None => format!("The MCP server of the package {}.", package.name),
     }
-}
-
-/// Names the variables the server's code reads that it is not given yet:
-/// neither in `given` (its `env`) nor set in `server.sh`.
-fn say_env(vars: &[String], given: &[String], script: &str) {
-    let vars: Vec<&String> = vars
-        .iter()
-        .filter(|v| !given.contains(v) && !script.contains(&format!("export {v}=")))
-        .collect();
-    if vars.is_empty() {
-        return;
-    }
-    say!(
-        "its code reads {}: {}; to pass one, list it in plugin.json's \"env\" and set it where plughost runs",
-        if vars.len() == 1 {
-            "the variable"
-        } else {
-            "the variables"
-        },
-        vars.iter()
-            .map(|v| v.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
 }
 
 /// The plugin folder in `plugins` whose manifest records `package` as its

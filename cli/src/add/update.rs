@@ -11,11 +11,9 @@ use serde_json::json;
 
 use super::super::Cli;
 use super::super::terminal::say;
+use super::script::{in_data_folder, say_env, with_lines};
 use super::source::Package;
-use super::{
-    UpdateArgs, confine, in_data_folder, install_into, read_json, registry, say_env, staged,
-    with_lines, write_folder,
-};
+use super::{UpdateArgs, confine, install_into, read_json, registry, staged, write_folder};
 
 pub fn update(cli: &Cli, args: &UpdateArgs) -> Result<ExitCode, String> {
     let plugins = cli.plugins_dir();
