@@ -70,6 +70,17 @@ async fn replicas_share_an_approvals_file_they_only_read() {
     std::fs::create_dir_all(&fleet).unwrap();
     let file = fleet.join("approvals.json");
 
+    // A file beside the plugins and state folders is refused: its folder
+    // is kept from every plugin.
+    let beside = sandbox.root.path().join("approvals.json");
+    let out = with_approvals(&sandbox, &beside, &["approve", "greeter", "--yes"]);
+    assert!(
+        !out.status.success()
+            && stderr(&out).contains("keep the approvals file in a folder of its own"),
+        "{}",
+        stderr(&out)
+    );
+
     // The operator approves into the file; the state folder gets none.
     let out = with_approvals(&sandbox, &file, &["approve", "greeter", "--yes"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -296,7 +307,9 @@ fn replicas_behind_haproxy_answer_every_call() {
         &manifest,
         "#!/usr/bin/env bash\ncat >/dev/null\nprintf '{\"result\":\"%s\"}' \"$PLUGHOST_DATA_DIR\"\n",
     );
-    let file = sandbox.root.path().join("approvals.json");
+    let fleet = sandbox.root.path().join("fleet");
+    std::fs::create_dir_all(&fleet).unwrap();
+    let file = fleet.join("approvals.json");
     let out = with_approvals(&sandbox, &file, &["approve", "greeter", "--yes"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let token = sandbox.root.path().join("token");

@@ -319,7 +319,19 @@ impl Cli {
         if let Some(file) = &self.approvals {
             // A server is one of the fleet's replicas: it never writes.
             let writable = !matches!(self.command, Command::Serve(_));
-            builder = builder.approvals_file(absolute(file)?, writable);
+            let file = absolute(file)?;
+            let folder = file.parent().unwrap_or(std::path::Path::new("/"));
+            let shared = folder == std::path::Path::new("/")
+                || Some(folder) == std::env::home_dir().as_deref()
+                || self.plugins_dir().starts_with(folder)
+                || self.state_dir().starts_with(folder);
+            if shared {
+                return Err(format!(
+                    "--approvals {}: keep the approvals file in a folder of its own (such as ~/fleet/approvals.json); no plugin may read or write that folder",
+                    file.display()
+                ));
+            }
+            builder = builder.approvals_file(file, writable);
         }
         if let Some(secs) = self.timeout {
             if !(secs > 0.0 && secs.is_finite()) {

@@ -144,6 +144,12 @@ impl ApprovalStore {
         }
     }
 
+    /// Why no approval can be saved here: the store only reads its file.
+    pub(crate) fn read_only(&self) -> Option<ApprovalError> {
+        (self.kept == (Kept::Named { writable: false }))
+            .then(|| ApprovalError::ReadOnly { path: self.path() })
+    }
+
     /// The approvals file.
     pub(crate) fn path(&self) -> PathBuf {
         self.file.clone()
@@ -276,8 +282,8 @@ impl ApprovalStore {
     /// Read-modify-write under the lock. `change` returns whether it changed
     /// anything; the file is rewritten only then.
     fn update(&self, change: impl FnOnce(&mut Approvals) -> bool) -> Result<bool, ApprovalError> {
-        if self.kept == (Kept::Named { writable: false }) {
-            return Err(ApprovalError::ReadOnly { path: self.path() });
+        if let Some(refused) = self.read_only() {
+            return Err(refused);
         }
         if self.kept == Kept::StateFolder {
             state_file::make_dir(&self.dir).map_err(|source| ApprovalError::Write {
@@ -296,11 +302,24 @@ impl ApprovalStore {
             return Ok(false);
         }
         let text = serialize(&approvals);
-        state_file::write_atomically(&self.dir, &path, &self.temp_name(), text.as_bytes())
-            .map_err(|source| ApprovalError::Write {
+        // A named file that is a link is written where it leads: the link
+        // stays, for every host that reads through it.
+        let (dir, target) = match self.kept {
+            Kept::Named { .. } => match fs::canonicalize(&path) {
+                Ok(target) => (
+                    target.parent().map_or(self.dir.clone(), Path::to_path_buf),
+                    target,
+                ),
+                Err(_) => (self.dir.clone(), path.clone()),
+            },
+            Kept::StateFolder => (self.dir.clone(), path.clone()),
+        };
+        state_file::write_atomically(&dir, &target, &self.temp_name(), text.as_bytes()).map_err(
+            |source| ApprovalError::Write {
                 path,
                 source: Arc::new(source),
-            })?;
+            },
+        )?;
         Ok(true)
     }
 }

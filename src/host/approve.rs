@@ -177,6 +177,10 @@ impl Inner {
         let Some(approver) = approver.or(self.config.approver.as_deref()) else {
             return Ok(Asked::NobodyToAsk(state));
         };
+        // Nobody is asked what could not be saved.
+        if let Some(refused) = self.approvals.read_only() {
+            return Err(refused.into());
+        }
         let _one_question = self.asking.lock().await;
         // Another question may have approved it while this one waited.
         let state = self.approval_state_of(plugin, None).await?;

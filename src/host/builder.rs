@@ -177,10 +177,15 @@ impl PluginHostBuilder {
     /// and follows the file's changes within a second or two, withdrawing a
     /// revoked plugin's workers. Unlike the state folder's file, it must
     /// exist (a missing one approves nothing) and is read through symbolic
-    /// links (a Kubernetes ConfigMap is one). No plugin may read or write it.
+    /// links (a Kubernetes ConfigMap is one). No plugin may read or write
+    /// it, nor the folder that holds it (its lock file, and the link a
+    /// plugin could otherwise replace): keep it in a folder of its own.
     pub fn approvals_file(mut self, file: impl Into<PathBuf>, writable: bool) -> Self {
         let file = file.into();
         self.private.push(file.clone());
+        if let Some(folder) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.private.push(folder.to_owned());
+        }
         self.approvals_file = Some((file, writable));
         self
     }

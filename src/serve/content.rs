@@ -19,18 +19,25 @@ use crate::run::outcome::ToolOutcome;
 /// Largest image or audio file inlined into a result; bigger ones are linked.
 const MAX_INLINE_BYTES: u64 = 8 * 1024 * 1024;
 
+/// The `_meta` key of what the sandbox refused during a call.
+const DENIALS: &str = "plughost/denials";
+
 /// The MCP result of a call that reached its plugin.
 pub(super) fn outcome_result(outcome: &ToolOutcome) -> CallToolResult {
     let mut result = result_of(outcome);
     // What the sandbox refused during the call (a host the server tried and
-    // reported as a plain failure), beside the result, never in it.
+    // reported as a plain failure), beside the result, never in it; a
+    // server's own `plughost/denials` is dropped, never passed on as ours.
+    if let Some(meta) = result.meta.as_mut() {
+        meta.0.remove(DENIALS);
+    }
     if !outcome.denials.is_empty() {
         let said: Vec<String> = outcome.denials.iter().map(ToString::to_string).collect();
         result
             .meta
             .get_or_insert_with(Default::default)
             .0
-            .insert("plughost/denials".into(), serde_json::json!(said));
+            .insert(DENIALS.into(), serde_json::json!(said));
     }
     result
 }

@@ -363,10 +363,9 @@ pub async fn serve(
                     if let Some(r) = health(&req, draining.load(Ordering::Relaxed)) {
                         return Ok::<_, Infallible>(r);
                     }
-                    arriving.fetch_add(1, Ordering::SeqCst);
-                    let reply = route(req, &fronts, &origins).await;
-                    arriving.fetch_sub(1, Ordering::SeqCst);
-                    Ok::<_, Infallible>(reply)
+                    // Counted until answered, or dropped (a client gone).
+                    let _arriving = Arriving::enter(&arriving);
+                    Ok::<_, Infallible>(route(req, &fronts, &origins).await)
                 }
             });
             let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
@@ -408,6 +407,22 @@ pub async fn serve(
         host.shutdown();
     }
     Ok(())
+}
+
+/// One request being handed over, counted while it lives.
+struct Arriving(Arc<AtomicUsize>);
+
+impl Arriving {
+    fn enter(count: &Arc<AtomicUsize>) -> Arriving {
+        count.fetch_add(1, Ordering::SeqCst);
+        Arriving(count.clone())
+    }
+}
+
+impl Drop for Arriving {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Waits (until `deadline`) for the calls taken to end: no request is

@@ -167,8 +167,10 @@ fn pip_install(
 
 /// The major version of the interpreter's pip (0 when it cannot say).
 fn pip_major(python: &Path) -> u32 {
+    // -I and `/`: no module of the current folder is run as pip.
     Command::new(python)
-        .args(["-m", "pip", "--version"])
+        .args(["-I", "-m", "pip", "--version"])
+        .current_dir("/")
         .output()
         .ok()
         .and_then(|o| {
@@ -264,22 +266,31 @@ print(max(days) if days else "")
         .unwrap_or_else(|| "https://pypi.org/simple".into());
     let sdist = normalized(name);
     let url = format!("{}/{sdist}/", index.trim_end_matches('/'));
+    // What is said names the index without its credentials.
+    let shown = match url
+        .split_once("://")
+        .and_then(|(s, r)| Some((s, r.split_once('@')?.1)))
+    {
+        Some((scheme, rest)) => format!("{scheme}://…@{rest}"),
+        None => url.clone(),
+    };
     let out = Command::new(python)
         .args(["-I", "-c", READ, &url, &sdist.replace('-', "_"), &sdist])
         .arg(version.to_ascii_lowercase())
+        .current_dir("/")
         .output()
-        .map_err(|e| format!("cannot run {} to read {url}: {e}", python.display()))?;
+        .map_err(|e| format!("cannot run {} to read {shown}: {e}", python.display()))?;
     let day = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if !out.status.success() {
         let said = String::from_utf8_lossy(&out.stderr);
         return Err(format!(
-            "cannot read when {name} {version} was released from {url}: {}",
+            "cannot read when {name} {version} was released from {shown}: {}",
             said.lines().last().unwrap_or("no answer")
         ));
     }
     if day.len() != 10 {
         return Err(format!(
-            "{url} says no upload time for {name} {version}, so its release day is unknown"
+            "{shown} says no upload time for {name} {version}, so its release day is unknown"
         ));
     }
     Ok(day)

@@ -227,15 +227,35 @@ pub(crate) fn check_new(parent: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// Writes `text` as a new file at `path`. Whatever was at `path` is removed
+/// first and the new file is made there, never opened through a link: an
+/// install's code, which may write the staging folder, could have left a
+/// symbolic or hard link there to a file of yours.
 pub(crate) fn write(path: &Path, text: &str, executable: bool) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("cannot replace {}: {e}", path.display()));
+        }
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(if executable { 0o755 } else { 0o644 })
+        .open(path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    file.write_all(text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     if executable {
+        // The mode given at creation is narrowed by the umask.
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        file.set_permissions(std::fs::Permissions::from_mode(0o755))
             .map_err(|e| format!("cannot make {} executable: {e}", path.display()))?;
     }
     Ok(())
@@ -264,5 +284,32 @@ pub fn precompile_python(dir: &Path) -> String {
         Err(e) => format!(
             "could not run python3 to compile plughost_plugin.py ({e}); ignored: each call compiles it (about 6 ms)"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write;
+
+    #[test]
+    fn a_link_left_where_a_file_is_written_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let yours = dir.path().join("bashrc");
+        std::fs::write(&yours, "# mine\n").unwrap();
+        let stage = dir.path().join("stage");
+        std::fs::create_dir(&stage).unwrap();
+        std::os::unix::fs::symlink(&yours, stage.join("server.sh")).unwrap();
+        std::fs::hard_link(&yours, stage.join("plugin.json")).unwrap();
+        write(&stage.join("server.sh"), "#!/bin/sh\n", true).unwrap();
+        write(&stage.join("plugin.json"), "{}\n", false).unwrap();
+        assert_eq!(std::fs::read_to_string(&yours).unwrap(), "# mine\n");
+        let meta = std::fs::symlink_metadata(stage.join("server.sh")).unwrap();
+        assert!(meta.file_type().is_file());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(meta.permissions().mode() & 0o777, 0o755);
+        assert_eq!(
+            std::fs::read_to_string(stage.join("plugin.json")).unwrap(),
+            "{}\n"
+        );
     }
 }
