@@ -901,11 +901,7 @@ async fn context7_is_told_the_host_it_needs() {
     if !npm_here() {
         return;
     }
-    let support = plughost::sandbox::SandboxSupport::here();
-    if !util::prerequisite(
-        "user namespaces (the server's own network namespace)",
-        support.user_namespaces,
-    ) {
+    if !crate::server_network_namespace() {
         return;
     }
     let sandbox = Sandbox::new();

@@ -1176,11 +1176,7 @@ async fn a_host_a_server_without_network_tried_is_named() {
     let Some(pydeps) = util::python_mcp_sdk() else {
         return;
     };
-    let support = plughost::sandbox::SandboxSupport::here();
-    if !util::prerequisite(
-        "user namespaces (the server's own network namespace)",
-        support.user_namespaces,
-    ) {
+    if !crate::server_network_namespace() {
         return;
     }
     let sandbox = Sandbox::new();

@@ -40,3 +40,13 @@ mod telemetry;
 mod validate_code;
 mod words;
 mod workers;
+
+/// Whether an MCP server granted no network gets a network namespace of
+/// its own here (user namespaces work); a test that needs one fails in CI
+/// without it, and says so elsewhere.
+fn server_network_namespace() -> bool {
+    util::prerequisite(
+        "user namespaces (the server's own network namespace)",
+        plughost::sandbox::SandboxSupport::here().user_namespaces,
+    )
+}

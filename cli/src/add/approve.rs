@@ -51,17 +51,7 @@ pub(super) fn approve_new(
         }
     };
     match &listed {
-        Some(tools) => {
-            say!(
-                "\nits server lists {} tool{} (in the sandbox):",
-                tools.len(),
-                plural(tools.len())
-            );
-            for t in tools {
-                let first = t.description.lines().next().unwrap_or_default();
-                say!("  {}  {}", t.name, clip(first, 90));
-            }
-        }
+        Some(tools) => show_tools("\nits server lists", " (in the sandbox)", tools),
         None => say!(
             "\nits grants go beyond reading files (writing, the network, or a variable it is given): the server starts, and lists its tools, once they are approved"
         ),
@@ -90,15 +80,7 @@ pub(super) fn approve_new(
                     .into_iter()
                     .filter(|t| t.plugin == name)
                     .collect();
-                say!(
-                    "its server lists {} tool{}:",
-                    tools.len(),
-                    plural(tools.len())
-                );
-                for t in &tools {
-                    let first = t.description.lines().next().unwrap_or_default();
-                    say!("  {}  {}", t.name, clip(first, 90));
-                }
+                show_tools("its server lists", "", &tools);
             }
             try_it(&host, name, cli);
             ExitCode::SUCCESS
@@ -164,6 +146,15 @@ fn try_it(host: &PluginHost, name: &str, cli: &Cli) {
     say!(
         "and every MCP client of plughost serve sees its tools (plughost connect CLIENT adds plughost to one)"
     );
+}
+
+/// `HEAD N tools WHERE:`, then each tool with the first line of its description.
+fn show_tools(head: &str, place: &str, tools: &[plughost::ToolInfo]) {
+    say!("{head} {} tool{}{place}:", tools.len(), plural(tools.len()));
+    for t in tools {
+        let first = t.description.lines().next().unwrap_or_default();
+        say!("  {}  {}", t.name, clip(first, 90));
+    }
 }
 
 fn plural(n: usize) -> &'static str {

@@ -180,7 +180,7 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         }
     }
     let stage = plugins.join(format!(".{name}.adding"));
-    let installed = staged(&stage, |stage| {
+    let (installed, moved) = staged(&stage, |stage| {
         let mut installed = install_into(stage, &package, args.bin.as_deref(), &confine(cli))?;
         let moved = in_data_folder(&installed.kept_beside, &secret_names, &exports);
         if let Some((_, script)) = installed.files.first_mut() {
@@ -218,7 +218,7 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         }
         let manifest = ordered(&fields);
         write_folder(stage, &installed, &manifest)?;
-        Ok(installed)
+        Ok((installed, moved))
     })?;
     std::fs::rename(&stage, &dir)
         .map_err(|e| format!("cannot move the install into {}: {e}", dir.display()))?;
@@ -252,7 +252,7 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     for (n, v) in &exports {
         say!("  sets {n}={v} (in server.sh)");
     }
-    for (said, _) in in_data_folder(&installed.kept_beside, &secret_names, &exports) {
+    for (said, _) in &moved {
         say!("{said}");
     }
     let script = installed.files.first().map_or("", |(_, s)| s.as_str());
