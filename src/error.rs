@@ -245,6 +245,14 @@ pub enum Requirement {
     Permission(Permission),
     /// An environment variable the plugin receives from the user's environment.
     Env(EnvVarName),
+    /// A brokered secret: placed by plughost on the plugin's requests to
+    /// these hosts, never given to the plugin.
+    Secret {
+        /// The secret, and the variable that holds its placeholder.
+        name: String,
+        /// The hosts, as the manifest writes them.
+        hosts: Vec<String>,
+    },
 }
 
 impl fmt::Display for Requirement {
@@ -252,6 +260,9 @@ impl fmt::Display for Requirement {
         match self {
             Requirement::Permission(p) => write!(f, "{p}"),
             Requirement::Env(e) => write!(f, "env {}", e.0),
+            Requirement::Secret { name, hosts } => {
+                write!(f, "secret {name} for {}", hosts.join(", "))
+            }
         }
     }
 }

@@ -134,6 +134,20 @@ pub enum HostEvent {
         /// allow it.
         denial: crate::error::Denial,
     },
+    /// The egress proxy met a brokered secret's placeholder on a request:
+    /// it placed the value (the host is bound to it), or says why not.
+    SecretPlaced {
+        /// The plugin that sent the request.
+        plugin: String,
+        /// The secret.
+        secret: String,
+        /// The host the request went to (`host:port`).
+        target: String,
+        /// Whether the value was placed.
+        placed: bool,
+        /// What was done, in words.
+        outcome: String,
+    },
     /// An MCP server's resources or resource templates changed (its list
     /// came again and differs).
     ResourcesChanged {
@@ -508,6 +522,13 @@ impl fmt::Display for HostEvent {
             HostEvent::HostRefused { plugin, denial } => {
                 write!(f, "refused  {plugin}: {denial}")
             }
+            HostEvent::SecretPlaced {
+                plugin,
+                secret,
+                target,
+                outcome,
+                ..
+            } => write!(f, "secret   {plugin}: {secret} to {target}: {outcome}"),
             HostEvent::ApprovalAsked { plugin } => write!(f, "asking   {plugin} for approval"),
             HostEvent::ApprovalGranted { plugin } => write!(f, "approved {plugin}"),
             HostEvent::ApprovalDeclined { plugin } => write!(f, "declined {plugin}"),

@@ -147,7 +147,7 @@ pub mod manifest {
 /// [`Denial`](sandbox::Denial) for what a plugin was refused (or reported it was).
 pub mod sandbox {
     pub use crate::error::{Access, Denial, Evidence};
-    pub use crate::host::DenialRecord;
+    pub use crate::host::{BrokeredRecord, DenialRecord};
     pub use crate::run::sandbox::{NetLevel, SandboxLevel, SandboxSupport};
 }
 

@@ -9,6 +9,7 @@ mod mcp_client;
 
 mod add;
 mod approval_order;
+mod brokered;
 mod claude_code;
 mod cli;
 mod cli_plugins;

@@ -203,12 +203,14 @@ fn plugin(cli: &Cli, host: &plughost::PluginHost, name: &str) -> Result<ExitCode
         ));
     };
     let denials = host.recent_denials(name);
+    let brokered = host.recent_brokered(name);
     if cli.json {
         super::print_json(&serde_json::json!({
             "plugin": name,
             "approval": p.approval,
             "notes": p.notes,
             "denials": denials,
+            "brokered": brokered,
         }));
         return Ok(ExitCode::SUCCESS);
     }
@@ -240,6 +242,18 @@ fn plugin(cli: &Cli, host: &plughost::PluginHost, name: &str) -> Result<ExitCode
                 d.tool.as_str()
             };
             say!("    [{}] {by}: {}", d.time, terminal::line(&d.message));
+        }
+    }
+    if !brokered.is_empty() {
+        say!("  recent brokered requests (the secret's value is never shown; newest last):");
+        for b in &brokered {
+            say!(
+                "    [{}] {} to {}: {}",
+                b.time,
+                b.secret,
+                terminal::line(&b.target),
+                b.outcome
+            );
         }
     }
     if !reported.is_empty() {

@@ -60,14 +60,14 @@ pub(crate) fn tier(manifest: &Manifest) -> Tier {
 
 /// The tier of what `manifest` grants, its protocol aside: reading is
 /// automatic, but for a scoped grant that names a secret (`~/.ssh`) or a
-/// kernel interface (`/proc`, `/dev`); any other permission, and any `env`
-/// variable (it may carry a secret), needs approval.
+/// kernel interface (`/proc`, `/dev`); any other permission, any `env`
+/// variable (it may carry a secret) and any brokered secret needs approval.
 fn grants_tier(manifest: &Manifest) -> Tier {
     let only_read = manifest
         .permissions
         .iter()
         .all(|p| p.reads_only() && reaches(p).is_none_or(|r| !r.needs_approval_to_read()));
-    if only_read && manifest.env.is_empty() {
+    if only_read && manifest.env.is_empty() && manifest.secrets.is_empty() {
         Tier::Automatic
     } else {
         Tier::NeedsApproval

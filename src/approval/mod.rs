@@ -142,6 +142,10 @@ pub(crate) struct Grant {
     pub plugin_version: String,
     /// When it was approved, in seconds since the Unix epoch.
     pub granted_at: u64,
+    /// The brokered secrets granted, each with the hosts its value may be
+    /// placed on requests to (as the manifest writes them, sorted).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secrets: BTreeMap<String, BTreeSet<String>>,
     /// An MCP server's tools as they were approved (see [`pins`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<pins::Pins>,
@@ -157,6 +161,7 @@ impl Grant {
         Grant {
             permissions: manifest.permissions.iter().cloned().collect(),
             env: manifest.env.iter().cloned().collect(),
+            secrets: bindings(manifest),
             plugin_version: manifest.version.clone(),
             granted_at,
             tools: None,
@@ -172,8 +177,32 @@ impl Grant {
     pub(crate) fn key(&self) -> String {
         let permissions: Vec<String> = self.permissions.iter().map(ToString::to_string).collect();
         let env: Vec<&str> = self.env.iter().map(|e| e.0.as_str()).collect();
-        format!("{}|{}", permissions.join(","), env.join(","))
+        let secrets: Vec<String> = self
+            .secrets
+            .iter()
+            .map(|(name, hosts)| {
+                let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+                format!("{name}@{}", hosts.join("+"))
+            })
+            .collect();
+        format!(
+            "{}|{}|{}",
+            permissions.join(","),
+            env.join(","),
+            secrets.join(",")
+        )
     }
+}
+
+/// A manifest's brokered secrets as a grant keeps them: each name with its
+/// hosts, sorted, so that the same binding written in another order is the
+/// same.
+pub(crate) fn bindings(manifest: &Manifest) -> BTreeMap<String, BTreeSet<String>> {
+    manifest
+        .secrets
+        .iter()
+        .map(|(name, b)| (name.clone(), b.hosts.iter().cloned().collect()))
+        .collect()
 }
 
 /// Every stored approval, keyed by plugin name. Read with [`ApprovalStore::load`].
@@ -213,6 +242,10 @@ pub enum ApprovalState {
         new_permissions: Vec<Permission>,
         /// The variables asked for and not granted.
         new_env: Vec<EnvVarName>,
+        /// The brokered secrets whose binding (the secret, or its hosts) was
+        /// not granted.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        new_secrets: Vec<String>,
     },
     /// An MCP server, approved, now offers tools that differ from the
     /// approved ones: those are withheld until approved again; the others run.
@@ -298,10 +331,12 @@ impl ApprovalState {
             ApprovalState::NeedsReapproval {
                 new_permissions,
                 new_env,
-            } => format!(
-                "needs re-approval: new permissions {}",
-                items(new_permissions, new_env)
-            ),
+                new_secrets,
+            } => {
+                let mut all = item_list(new_permissions, new_env);
+                all.extend(new_secrets.iter().map(|s| format!("secret {s}")));
+                format!("needs re-approval: new permissions {}", all.join(", "))
+            }
             ApprovalState::ToolsChanged { tools } => format!(
                 "approved; withheld until approved again: {}",
                 tools
@@ -397,12 +432,18 @@ pub(crate) fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState
         .collect();
     new_env.sort();
     new_env.dedup();
-    if new_permissions.is_empty() && new_env.is_empty() {
+    let new_secrets: Vec<String> = bindings(manifest)
+        .into_iter()
+        .filter(|(name, hosts)| grant.secrets.get(name) != Some(hosts))
+        .map(|(name, _)| name)
+        .collect();
+    if new_permissions.is_empty() && new_env.is_empty() && new_secrets.is_empty() {
         ApprovalState::Approved
     } else {
         ApprovalState::NeedsReapproval {
             new_permissions,
             new_env,
+            new_secrets,
         }
     }
 }
@@ -414,7 +455,7 @@ pub(crate) fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState
 ///
 /// `plugin "kv-store" needs re-approval for new permissions network, env API_TOKEN`
 pub(crate) fn refusal(manifest: &Manifest, state: &ApprovalState) -> Option<Refusal> {
-    let (permissions, env, again) = match state {
+    let (permissions, env, secrets, again) = match state {
         ApprovalState::Automatic | ApprovalState::Approved | ApprovalState::ToolsChanged { .. } => {
             return None;
         }
@@ -425,29 +466,41 @@ pub(crate) fn refusal(manifest: &Manifest, state: &ApprovalState) -> Option<Refu
             let mut env = manifest.env.clone();
             env.sort();
             env.dedup();
-            (permissions, env, false)
+            let secrets = manifest.secrets.keys().cloned().collect();
+            (permissions, env, secrets, false)
         }
         ApprovalState::NeedsReapproval {
             new_permissions,
             new_env,
-        } => (new_permissions.clone(), new_env.clone(), true),
+            new_secrets,
+        } => (
+            new_permissions.clone(),
+            new_env.clone(),
+            new_secrets.clone(),
+            true,
+        ),
     };
+    let secrets = secrets.into_iter().map(|name| Requirement::Secret {
+        hosts: manifest
+            .secrets
+            .get(&name)
+            .map(|b| b.hosts.clone())
+            .unwrap_or_default(),
+        name,
+    });
     Some(Refusal::NeedsApproval {
         plugin: manifest.name.clone(),
         missing: permissions
             .into_iter()
             .map(Requirement::Permission)
             .chain(env.into_iter().map(Requirement::Env))
+            .chain(secrets)
             .collect(),
         again,
     })
 }
 
-/// `network, shell:exec, env API_TOKEN, env OTHER`.
-fn items(permissions: &[Permission], env: &[EnvVarName]) -> String {
-    item_list(permissions, env).join(", ")
-}
-
+/// `network`, `shell:exec`, `env API_TOKEN`.
 fn item_list(permissions: &[Permission], env: &[EnvVarName]) -> Vec<String> {
     permissions
         .iter()

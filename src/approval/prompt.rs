@@ -90,13 +90,15 @@ pub(crate) fn is_yes(answer: &str) -> bool {
 /// what each permission grants, the variables it will receive, the warning for
 /// `shell:exec` with `network`, and for a re-approval what is new.
 pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
-    let (new_permissions, new_env): (&[Permission], &[EnvVarName]) = match state {
-        ApprovalState::NeedsReapproval {
-            new_permissions,
-            new_env,
-        } => (new_permissions, new_env),
-        _ => (&[], &[]),
-    };
+    let (new_permissions, new_env, new_secrets): (&[Permission], &[EnvVarName], &[String]) =
+        match state {
+            ApprovalState::NeedsReapproval {
+                new_permissions,
+                new_env,
+                new_secrets,
+            } => (new_permissions, new_env, new_secrets),
+            _ => (&[], &[], &[]),
+        };
     let reapproval = matches!(state, ApprovalState::NeedsReapproval { .. });
     let new_mark = |is_new: bool| if is_new { "  (new)" } else { "" };
 
@@ -104,6 +106,7 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
     if reapproval {
         let mut news: Vec<String> = new_permissions.iter().map(|p| p.to_string()).collect();
         news.extend(new_env.iter().map(|e| format!("env {}", e.0)));
+        news.extend(new_secrets.iter().map(|s| format!("secret {s}")));
         let _ = writeln!(
             t,
             "Plugin \"{}\" now asks for more than you approved: {}.",
@@ -196,12 +199,26 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
         }
     }
 
+    if !manifest.secrets.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nSecrets it uses without holding them (it gets a placeholder; plughost puts\nthe value on its requests to these hosts, and only to them):"
+        );
+        for (name, binding) in &manifest.secrets {
+            let _ = writeln!(
+                t,
+                "  {name}: {}{}",
+                binding.hosts.join(", "),
+                new_mark(new_secrets.contains(name))
+            );
+        }
+    }
+
     if shell_and_network(manifest) {
         let _ = writeln!(t, "\n{SHELL_NETWORK_WARNING}");
     }
     let here = crate::run::sandbox::support_here();
-    let hosts = !permissions.contains(&Permission::Network)
-        && permissions.iter().any(|p| p.host_grant().is_some());
+    let hosts = !permissions.contains(&Permission::Network) && !manifest.host_grants().is_empty();
     if hosts {
         let _ = writeln!(
             t,

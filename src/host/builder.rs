@@ -307,6 +307,7 @@ impl PluginHostBuilder {
                 approvals_watched: Default::default(),
                 confinements: Default::default(),
                 outlets: Default::default(),
+                authority: Default::default(),
                 temp_pool: Default::default(),
                 gateway: Default::default(),
                 config: self,

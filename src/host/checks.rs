@@ -117,6 +117,13 @@ impl Inner {
         }
         let failed = |e| super::launch::sandbox_failed(plugin.name(), e);
         let outlet = self.outlet(plugin).map_err(failed)?;
+        let trust = outlet.as_ref().and_then(|o| o.trust.as_ref());
+        if let Some((_, vars)) = trust {
+            env.retain(|(k, _)| !vars.iter().any(|(v, _)| k.as_os_str() == v.as_str()));
+            env.extend(vars.iter().map(|(k, v)| (k.into(), v.into())));
+        }
+        let also_read: Vec<std::path::PathBuf> =
+            trust.map(|(f, _)| f.clone()).into_iter().collect();
         if let Some(outlet) = &outlet {
             env.retain(|(k, _)| {
                 !crate::run::egress::PROXY_VARIABLES
@@ -134,7 +141,7 @@ impl Inner {
         let tmp_root = self.temp_pool.root(&self.config.state_dir, plugin.name());
         let egress = outlet.as_ref().map(|o| &o.sandbox);
         let confinement = self
-            .confinement(plugin, data_dir, &tmp_root, env, egress)
+            .confinement(plugin, data_dir, &tmp_root, env, egress, &also_read)
             .map_err(failed)?;
         self.confine(plugin.name(), &confinement).map(Some)
     }
@@ -148,6 +155,7 @@ impl Inner {
         tmp_root: &Path,
         env: &[(OsString, OsString)],
         egress: Option<&sandbox::Egress>,
+        also_read: &[std::path::PathBuf],
     ) -> Result<Arc<sandbox::Confinement>, sandbox::SandboxError> {
         let cached = self
             .confinements
@@ -159,16 +167,18 @@ impl Inner {
             return Ok(c);
         }
         let (trust, private) = self.protected_by_host();
+        let permissions = plugin.manifest.effective_permissions();
         let fresh = Arc::new(sandbox::Confinement::new(&sandbox::Policy {
             plugin_dir: &plugin.dir,
             data_dir,
             tmp_dir: tmp_root,
             entrypoint: &plugin.entrypoint,
-            permissions: &plugin.manifest.permissions,
+            permissions: &permissions,
             trust: &trust,
             private: &private,
             env,
             egress,
+            also_read,
             namespaces: self.config.namespaces,
         })?);
         self.confinements

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::Inner;
+use super::brokered::{self, placer};
 use super::denials::{DenialRecord, append, file};
 use crate::error::Denial;
 use crate::events::HostEvent;
@@ -20,7 +21,10 @@ use crate::observe::Bus;
 use crate::plugins::catalog::Plugin;
 use crate::plugins::manifest::Permission;
 use crate::run::egress::Proxy;
+use crate::run::egress::authority::Authority;
+use crate::run::egress::broker::{Bound, Broker, placeholder};
 use crate::run::sandbox::{self, SandboxError};
+use crate::secrets::SecretStore;
 
 /// A refusal of the same target is reported once in this long.
 const REPORT_EVERY: Duration = Duration::from_secs(10);
@@ -30,6 +34,9 @@ const REPORT_EVERY: Duration = Duration::from_secs(10);
 pub(super) struct Outlet {
     pub(super) sandbox: sandbox::Egress,
     pub(super) proxy: Proxy,
+    /// For a plugin with brokered secrets: the roots its TLS libraries are
+    /// told to trust, and the variables that tell them.
+    pub(super) trust: Option<(PathBuf, Vec<(String, String)>)>,
 }
 
 impl Inner {
@@ -46,10 +53,7 @@ impl Inner {
     /// a namespace to join).
     pub(super) fn outlet(&self, plugin: &Plugin) -> Result<Option<Arc<Outlet>>, SandboxError> {
         let perms = &plugin.manifest.permissions;
-        let grants: Vec<_> = perms
-            .iter()
-            .filter_map(|p| p.host_grant().cloned())
-            .collect();
+        let grants = plugin.manifest.host_grants();
         let refuse_all = grants.is_empty()
             && plugin.manifest.protocol == crate::plugins::manifest::Protocol::Mcp;
         if (grants.is_empty() && !refuse_all) || perms.contains(&Permission::Network) {
@@ -72,14 +76,58 @@ impl Inner {
             self.bus.clone(),
             file(&self.config.state_dir, plugin.name()),
         );
-        let proxy =
-            Proxy::start(listener, grants, on_refused, &runtime).map_err(SandboxError::Egress)?;
+        let (broker, trust) = if plugin.manifest.secrets.is_empty() {
+            (None, None)
+        } else {
+            let authority = self.authority()?;
+            let bound = plugin
+                .manifest
+                .secrets
+                .iter()
+                .map(|(name, b)| Bound {
+                    name: name.clone(),
+                    placeholder: placeholder(plugin.name(), name),
+                    hosts: b.grants(),
+                })
+                .collect();
+            let trust = (authority.trust_file().to_owned(), authority.env());
+            let on_placed = placer(
+                plugin.name().to_owned(),
+                self.bus.clone(),
+                brokered::file(&self.config.state_dir, plugin.name()),
+            );
+            let broker = Broker::new(
+                plugin.name().to_owned(),
+                SecretStore::new(&self.config.state_dir),
+                bound,
+                authority,
+                on_placed,
+            );
+            (Some(broker), Some(trust))
+        };
+        let proxy = Proxy::start(listener, grants, broker, on_refused, &runtime)
+            .map_err(SandboxError::Egress)?;
         let outlet = Arc::new(Outlet {
             sandbox: side,
             proxy,
+            trust,
         });
         outlets.insert(plugin.generation, outlet.clone());
         Ok(Some(outlet))
+    }
+
+    /// The certificate authority of brokered secrets, opened now if it was not.
+    fn authority(&self) -> Result<Arc<Authority>, SandboxError> {
+        let mut held = self.authority.lock().expect("authority lock");
+        if let Some(a) = &*held {
+            return Ok(a.clone());
+        }
+        let opened = Arc::new(
+            Authority::open(&self.config.state_dir)
+                .map_err(|e| SandboxError::Egress(std::io::Error::other(e.to_string())))?,
+        );
+        *held = Some(opened.clone());
+        Ok(opened)
     }
 
     /// The connections the proxy of this version of `plugin` refused since

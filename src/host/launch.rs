@@ -90,6 +90,13 @@ impl Inner {
             env.retain(|(k, _)| k.as_os_str() != name.as_str());
             env.push((name.into(), value.into()));
         }
+        // A brokered secret: the placeholder, whatever plughost's own
+        // environment holds under that name.
+        for name in plugin.manifest.secrets.keys() {
+            env.retain(|(k, _)| k.as_os_str() != name.as_str());
+            let held = crate::run::egress::broker::placeholder(plugin.name(), name);
+            env.push((name.into(), held.into()));
+        }
         Ok(env)
     }
 
@@ -144,6 +151,7 @@ impl Inner {
                             private: &private,
                             env: &env,
                             egress: None,
+                            also_read: &[],
                             namespaces: self.config.namespaces,
                         };
                         let confinement = sandbox::Confinement::new(&policy)

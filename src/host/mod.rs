@@ -6,6 +6,7 @@
 //! swaps driven by the watcher.
 
 mod approve;
+mod brokered;
 mod builder;
 mod call;
 mod checks;
@@ -34,6 +35,7 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
+pub use brokered::BrokeredRecord;
 pub use builder::PluginHostBuilder;
 pub use code_tools::CodeToolsError;
 pub use denials::DenialRecord;
@@ -139,6 +141,8 @@ struct Inner {
     confinements: Mutex<std::collections::HashMap<u64, Arc<crate::run::sandbox::Confinement>>>,
     /// Each plugin version's egress proxy (host grants only), by generation.
     outlets: Mutex<std::collections::HashMap<u64, Arc<egress::Outlet>>>,
+    /// The certificate authority of brokered secrets, opened on first use.
+    authority: Mutex<Option<Arc<crate::run::egress::authority::Authority>>>,
     temp_pool: Arc<dirs::TempPool>,
     /// What the MCP gateway keeps across requests (log level, subscriptions).
     gateway: gateway::Gateway,

@@ -6,6 +6,7 @@
 //! Schema cannot express (folder name, entrypoint on disk, schemas that compile)
 //! are checked by `check_folder`.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
@@ -118,6 +119,64 @@ pub struct Manifest {
     /// `plughost update` follows that server's versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registry: Option<RegistryServer>,
+    /// Secrets the plugin uses without holding them, by the variable it
+    /// reads each from: the variable holds a placeholder, and plughost's
+    /// egress proxy puts the secret's value in place of it on requests to
+    /// the hosts named (which the binding grants), and nowhere else.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(with = "BTreeMap<EnvVarName, BrokeredSecret>")]
+    pub secrets: BTreeMap<String, BrokeredSecret>,
+}
+
+/// Where a brokered secret may be sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BrokeredSecret {
+    /// The hosts whose requests carry the value, as `network:HOST[:PORT]`
+    /// grants name them (`api.github.com`, `api.github.com:443`,
+    /// `*.example.com`); each is granted to the plugin with the secret.
+    #[schemars(length(min = 1))]
+    pub hosts: Vec<String>,
+}
+
+impl BrokeredSecret {
+    /// Its hosts as grants (those that do not parse are left out: the
+    /// validator refuses them first).
+    pub fn grants(&self) -> Vec<HostGrant> {
+        self.hosts
+            .iter()
+            .filter_map(|h| HostGrant::parse(h).ok())
+            .collect()
+    }
+}
+
+impl Manifest {
+    /// Every host grant: the `network:HOST` permissions, and the hosts its
+    /// brokered secrets are bound to.
+    pub fn host_grants(&self) -> Vec<HostGrant> {
+        let mut grants: Vec<HostGrant> = self
+            .permissions
+            .iter()
+            .filter_map(|p| p.host_grant().cloned())
+            .chain(self.secrets.values().flat_map(BrokeredSecret::grants))
+            .collect();
+        grants.sort();
+        grants.dedup();
+        grants
+    }
+
+    /// The permissions the sandbox holds the plugin to: those listed, and a
+    /// `network:HOST` for each host a brokered secret is bound to.
+    pub fn effective_permissions(&self) -> Vec<Permission> {
+        let mut all = self.permissions.clone();
+        for g in self.secrets.values().flat_map(BrokeredSecret::grants) {
+            let p = Permission::NetworkTo(g);
+            if !all.contains(&p) {
+                all.push(p);
+            }
+        }
+        all
+    }
 }
 
 /// A server in an MCP Registry: where `plughost update` asks for its versions.

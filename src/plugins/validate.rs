@@ -175,6 +175,8 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
         }
     }
 
+    errors.extend(brokered_errors(&manifest));
+
     match manifest.protocol {
         Protocol::Mcp if !manifest.tools.is_empty() => errors.push(ManifestError::new(
             "/tools",
@@ -339,20 +341,70 @@ fn too_large(len: u64) -> ManifestError {
 /// The `network:HOST[:PORT]` permissions that do not parse, each with the
 /// sentence that says what to write (the schema only knows their prefix).
 fn host_grant_errors(raw: &Value) -> Vec<ManifestError> {
-    let Some(list) = raw.get("permissions").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    list.iter()
+    let parse = crate::plugins::host_grant::HostGrant::parse;
+    let mut errors: Vec<ManifestError> = raw
+        .get("permissions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
         .enumerate()
         .filter_map(|(i, p)| {
             let rest = p.as_str()?.strip_prefix("network:")?;
-            let e = crate::plugins::host_grant::HostGrant::parse(rest).err()?;
+            let e = parse(rest).err()?;
             Some(ManifestError::new(
                 format!("/permissions/{i}"),
                 e.to_string(),
             ))
         })
-        .collect()
+        .collect();
+    // A brokered secret's hosts are written as after `network:`.
+    for (name, binding) in raw
+        .get("secrets")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let hosts = binding.get("hosts").and_then(Value::as_array);
+        for (i, host) in hosts.into_iter().flatten().enumerate() {
+            if let Some(Err(e)) = host.as_str().map(parse) {
+                errors.push(ManifestError::new(
+                    format!("/secrets/{}/hosts/{i}", escape_pointer(name)),
+                    e.to_string(),
+                ));
+            }
+        }
+    }
+    errors
+}
+
+/// What a manifest's brokered secrets (`secrets`) may not be: named unlike
+/// a variable, also listed in `env` (which would hand the plugin the value),
+/// or bound for a plugin granted the whole network, whose connections do not
+/// pass the proxy that places the value.
+fn brokered_errors(manifest: &Manifest) -> Vec<ManifestError> {
+    let mut errors = Vec::new();
+    for name in manifest.secrets.keys() {
+        let at = format!("/secrets/{}", escape_pointer(name));
+        if crate::secrets::check_name(name).is_err() {
+            errors.push(ManifestError::new(
+                at.clone(),
+                format!("\"{name}\" cannot name a secret: use an environment variable name (like \"API_KEY\")"),
+            ));
+        }
+        if manifest.env.iter().any(|e| e.0 == *name) {
+            errors.push(ManifestError::new(
+                at.clone(),
+                format!("\"{name}\" is also in \"env\", which would give the plugin the value: remove it from \"env\" (the plugin gets a placeholder in {name} that plughost replaces on its requests)"),
+            ));
+        }
+        if manifest.permissions.contains(&Permission::Network) {
+            errors.push(ManifestError::new(
+                at,
+                "a secret is placed on requests by plughost's egress proxy, which a plugin granted \"network\" does not go through: grant the hosts it needs (\"network:HOST\") instead of \"network\"",
+            ));
+        }
+    }
+    errors
 }
 
 /// A scoped permission's folder: `~`, `~/…` or absolute, no `..`, no globs.
@@ -447,6 +499,9 @@ const MANIFEST_FIELDS: &[&str] = &[
     "protocol",
     "args",
     "tool_prefix",
+    "source",
+    "registry",
+    "secrets",
 ];
 const TOOL_FIELDS: &[&str] = &[
     "name",

@@ -194,6 +194,7 @@ pub(super) fn changes(event: &HostEvent) -> Vec<Change> {
         | HostEvent::WorkerStopped { .. }
         | HostEvent::SandboxDenied { .. }
         | HostEvent::HostRefused { .. }
+        | HostEvent::SecretPlaced { .. }
         | HostEvent::ApprovalAsked { .. }
         | HostEvent::ApprovalDeclined { .. } => vec![],
         HostEvent::ToolWithheld { .. } => vec![Change::Tools],

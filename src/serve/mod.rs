@@ -209,7 +209,7 @@ impl McpServer {
 /// user's files: every plugin may still change its own data folder (a key-value
 /// store's `set` is "read-only" in this sense).
 fn annotations(plugin: &Plugin) -> ToolAnnotations {
-    let perms = &plugin.manifest.permissions;
+    let perms = &plugin.manifest.effective_permissions();
     let has = |p: Permission| perms.contains(&p);
     ToolAnnotations::new()
         .read_only(perms.iter().all(Permission::reads_only))

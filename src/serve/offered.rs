@@ -256,7 +256,7 @@ impl McpServer {
         if let Some(out) = &listed.output_schema {
             json.insert("outputSchema".into(), Value::Object(out.clone()));
         }
-        let perms = &t.plugin.manifest.permissions;
+        let perms = &t.plugin.manifest.effective_permissions();
         let mut annotations = match json.remove("annotations") {
             Some(Value::Object(a)) => a,
             _ => Map::new(),
@@ -291,7 +291,7 @@ fn read_only_hint(annotations: &Map<String, Value>) -> Option<bool> {
 /// (`None` when it gave none), and for a plugin's own tool the one plughost
 /// derives from its permissions (see `annotations` in `mod.rs`).
 pub(super) fn own_read_only_hint(t: &ToolRef) -> Option<bool> {
-    let perms = &t.plugin.manifest.permissions;
+    let perms = &t.plugin.manifest.effective_permissions();
     let Some(remote) = t.tool().remote_name.as_deref() else {
         return Some(perms.iter().all(Permission::reads_only));
     };

@@ -38,7 +38,7 @@ pub(super) struct Served {
 fn read_only(t: &ToolRef) -> bool {
     crate::profile::counts_as_read_only(
         super::offered::own_read_only_hint(t),
-        &t.plugin.manifest.permissions,
+        &t.plugin.manifest.effective_permissions(),
     )
 }
 

@@ -36,6 +36,7 @@ fn prompt_text_shows_the_plugin_its_tools_permissions_and_variables() {
     let re = ApprovalState::NeedsReapproval {
         new_permissions: vec![Permission::ShellExec],
         new_env: vec![env_name("API_TOKEN")],
+        new_secrets: vec![],
     };
     let text = prompt::text(&m, &re);
     assert!(

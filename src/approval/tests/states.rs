@@ -71,6 +71,7 @@ fn adding_a_permission_or_variable_asks_again_and_fewer_stay_approved() {
         ApprovalState::NeedsReapproval {
             new_permissions: vec![Permission::ShellExec],
             new_env: vec![],
+            new_secrets: vec![],
         }
     );
     assert!(!state.allows_call());
@@ -88,6 +89,7 @@ fn adding_a_permission_or_variable_asks_again_and_fewer_stay_approved() {
         ApprovalState::NeedsReapproval {
             new_permissions: vec![],
             new_env: vec![env_name("OTHER")],
+            new_secrets: vec![],
         }
     );
     // filesystem:read alone needs no approval, but it is new to an approved plugin.
@@ -101,6 +103,7 @@ fn adding_a_permission_or_variable_asks_again_and_fewer_stay_approved() {
         ApprovalState::NeedsReapproval {
             new_permissions: vec![Permission::FilesystemRead],
             new_env: vec![],
+            new_secrets: vec![],
         }
     );
 
@@ -143,6 +146,7 @@ fn not_allowed_messages_and_labels() {
     let re = ApprovalState::NeedsReapproval {
         new_permissions: vec![Permission::Network],
         new_env: vec![env_name("TOKEN_A")],
+        new_secrets: vec![],
     };
     assert_eq!(
         message(&m, &re).unwrap(),
@@ -179,6 +183,7 @@ fn scoped_grants_tier_and_a_changed_scope_asks_again() {
         ApprovalState::NeedsReapproval {
             new_permissions: vec![Permission::FilesystemWriteIn("~/Projects/blog".into())],
             new_env: vec![],
+            new_secrets: vec![],
         },
         "another folder is another grant"
     );
@@ -218,6 +223,7 @@ fn host_grants_need_approval_a_new_host_asks_again_and_the_prompt_lists_hosts() 
         ApprovalState::NeedsReapproval {
             new_permissions: vec![new],
             new_env: vec![],
+            new_secrets: vec![],
         },
         "a new host is a new grant"
     );

@@ -94,28 +94,59 @@ pub(super) fn parse(head: &[u8]) -> Result<Request, BadRequest> {
         .rsplit_once('@')
         .map_or(authority_text, |(_, a)| a);
     let (host, port) = authority(authority_text, Some(80))?;
-    let mut out = format!("{method} {path} {version}\r\n").into_bytes();
-    for line in lines.filter(|l| !l.is_empty()) {
-        let name = line.split(':').next().unwrap_or_default().trim();
-        let hop = [
-            "connection",
-            "proxy-connection",
-            "keep-alive",
-            "proxy-authorization",
-        ]
-        .iter()
-        .any(|h| name.eq_ignore_ascii_case(h));
-        if !hop {
-            out.extend_from_slice(line.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-    }
-    out.extend_from_slice(b"Connection: close\r\n\r\n");
+    let out = one_request(&format!("{method} {path} {version}"), lines);
     Ok(Request::Forward {
         host,
         port,
         head: out,
     })
+}
+
+/// A request head in origin form (`GET /path HTTP/1.1`, as a client sends
+/// it inside a TLS connection to the host) as it goes upstream, for one
+/// request alone (see [`one_request`]).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(super) fn for_origin(head: &[u8]) -> Result<Vec<u8>, BadRequest> {
+    let text =
+        std::str::from_utf8(head).map_err(|_| BadRequest("the request head is not text".into()))?;
+    let mut lines = text.split('\n').map(|l| l.trim_end_matches('\r'));
+    let first = lines.next().unwrap_or_default();
+    let parts: Vec<&str> = first.split(' ').collect();
+    if parts.len() != 3 || !parts[2].starts_with("HTTP/1.") {
+        return Err(BadRequest(format!(
+            "\"{first}\" is not an HTTP/1.x request line"
+        )));
+    }
+    Ok(one_request(first, lines))
+}
+
+/// `first` and the header `lines`, without the hop-by-hop headers, and
+/// with `Connection: close`: the connection carries this request alone. A
+/// WebSocket (or other) upgrade keeps its `Connection` header, which names
+/// the upgrade.
+fn one_request<'a>(first: &str, lines: impl Iterator<Item = &'a str>) -> Vec<u8> {
+    let lines: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
+    let name_of = |line: &str| line.split(':').next().unwrap_or_default().trim().to_owned();
+    let upgrade = lines
+        .iter()
+        .any(|l| name_of(l).eq_ignore_ascii_case("upgrade"));
+    let mut out = format!("{first}\r\n").into_bytes();
+    for line in lines {
+        let name = name_of(line);
+        let hop = ["proxy-connection", "keep-alive", "proxy-authorization"]
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h))
+            || (name.eq_ignore_ascii_case("connection") && !upgrade);
+        if !hop {
+            out.extend_from_slice(line.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    if !upgrade {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
 }
 
 fn strip_scheme<'a>(target: &'a str, scheme: &str) -> Option<&'a str> {

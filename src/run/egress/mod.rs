@@ -25,9 +25,32 @@
 //! The accept loop and every connection end when the [`Proxy`] is dropped
 //! (its cancellation token), and with the runtime that runs them.
 
+#[cfg(target_os = "linux")]
+pub(crate) mod authority;
+/// Elsewhere brokered secrets are refused: the sandbox, whose proxy places
+/// them, is Linux's.
+#[cfg(not(target_os = "linux"))]
+#[path = "authority_other.rs"]
+pub(crate) mod authority;
+pub(crate) mod broker;
 mod decide;
 mod http;
 mod socks;
+#[cfg(target_os = "linux")]
+mod tls;
+#[cfg(not(target_os = "linux"))]
+mod tls {
+    /// HTTPS brokering is Linux's alone.
+    pub(crate) async fn intercept(
+        _: &super::broker::Broker,
+        _: tokio::net::TcpStream,
+        _: tokio::net::TcpStream,
+        _: &str,
+        _: u16,
+    ) -> std::io::Result<()> {
+        Err(std::io::Error::other("brokered secrets need Linux"))
+    }
+}
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -78,6 +101,8 @@ impl Drop for Proxy {
 /// What every connection of one proxy shares.
 struct Shared {
     grants: Vec<HostGrant>,
+    /// The plugin's brokered secrets, when it has any.
+    broker: Option<broker::Broker>,
     refused: Arc<Mutex<VecDeque<(Instant, Denial)>>>,
     on_refused: OnRefused,
 }
@@ -87,6 +112,7 @@ impl Proxy {
     pub(crate) fn start(
         listener: std::net::TcpListener,
         grants: Vec<HostGrant>,
+        broker: Option<broker::Broker>,
         on_refused: OnRefused,
         runtime: &tokio::runtime::Handle,
     ) -> std::io::Result<Proxy> {
@@ -99,6 +125,7 @@ impl Proxy {
         let refused = Arc::new(Mutex::new(VecDeque::new()));
         let shared = Arc::new(Shared {
             grants,
+            broker,
             refused: refused.clone(),
             on_refused,
         });
@@ -215,7 +242,12 @@ async fn serve_socks(mut conn: TcpStream, shared: &Shared) -> std::io::Result<()
     match open(shared, &host, port).await {
         Ok(upstream) => {
             socks::reply(&mut conn, socks::SUCCEEDED).await?;
-            tunnel(conn, upstream, &[]).await
+            match &shared.broker {
+                Some(b) if b.intercepts(&host, port) => {
+                    tls::intercept(b, conn, upstream, &host, port).await
+                }
+                _ => tunnel(conn, upstream, &[]).await,
+            }
         }
         Err(Failure::Refused(_)) => socks::reply(&mut conn, socks::NOT_ALLOWED).await,
         Err(Failure::Unreachable(_)) => socks::reply(&mut conn, socks::HOST_UNREACHABLE).await,
@@ -291,10 +323,24 @@ async fn serve_http(mut conn: TcpStream, first: u8, shared: &Shared) -> std::io:
         http::Request::Connect { .. } => {
             conn.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 .await?;
-            tunnel(conn, upstream, &rest).await
+            match &shared.broker {
+                // A client waits for the answer before its TLS begins.
+                Some(b) if b.intercepts(&host, port) && rest.is_empty() => {
+                    tls::intercept(b, conn, upstream, &host, port).await
+                }
+                Some(b) if b.intercepts(&host, port) => Ok(()),
+                Some(b) => {
+                    b.watch(&rest, &host, port);
+                    tunnel(conn, upstream, &rest).await
+                }
+                None => tunnel(conn, upstream, &rest).await,
+            }
         }
         http::Request::Forward { head, .. } => {
-            let mut first = head;
+            let mut first = match &shared.broker {
+                Some(b) => b.place(&head, &host, port),
+                None => head,
+            };
             first.extend_from_slice(&rest);
             tunnel(conn, upstream, &first).await
         }

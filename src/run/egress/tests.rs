@@ -51,6 +51,7 @@ fn proxy(grants: &[String]) -> (Proxy, Arc<Mutex<Vec<Denial>>>) {
     let p = Proxy::start(
         listener,
         grants,
+        None,
         Arc::new(move |d: &Denial| seen2.lock().unwrap().push(d.clone())),
         &tokio::runtime::Handle::current(),
     )

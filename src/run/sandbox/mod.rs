@@ -149,6 +149,9 @@ pub(crate) struct Policy<'a> {
     /// The egress proxy a plugin with host grants is held to (see
     /// [`prepare_egress`]); `None` for the others.
     pub egress: Option<&'a Egress>,
+    /// Files it reads beyond its folders, kept from it otherwise: the roots
+    /// a plugin with brokered secrets trusts (in the state folder).
+    pub also_read: &'a [PathBuf],
     /// Whether user namespaces may be used (they are tried only then).
     pub namespaces: bool,
 }

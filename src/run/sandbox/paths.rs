@@ -196,6 +196,9 @@ fn wanted(policy: &Policy<'_>) -> Vec<Allow> {
     push(policy.data_dir.into(), true, true, true);
     push(policy.tmp_dir.into(), true, true, true);
     push(policy.plugin_dir.into(), true, false, true);
+    for file in policy.also_read {
+        push(file.clone(), true, false, true);
+    }
     for device in DEVICES {
         push(device.into(), true, true, false);
     }
@@ -296,7 +299,10 @@ pub(crate) fn allowed(policy: &Policy<'_>, mounts: bool) -> Allowed {
         ..Allowed::default()
     };
     for a in wanted {
-        let own = a.path == policy.data_dir || a.path == policy.tmp_dir || always_allowed(&a.path);
+        let own = a.path == policy.data_dir
+            || a.path == policy.tmp_dir
+            || policy.also_read.contains(&a.path)
+            || always_allowed(&a.path);
         if own {
             out.rules.push(a);
             continue;
@@ -792,6 +798,7 @@ mod tests {
             private: &[],
             env: &env,
             egress: None,
+            also_read: &[],
             namespaces: false,
         };
         let dirs = interpreter_dirs(&policy, Some(&root.join("home")));
@@ -831,6 +838,7 @@ mod tests {
             private: &[],
             env: &env,
             egress: None,
+            also_read: &[],
             namespaces: true,
         };
         let with = allowed(&policy, true);

@@ -94,6 +94,7 @@ impl Fixture {
             private: &[],
             env,
             egress: None,
+            also_read: &[],
             namespaces: false,
         })
         .expect("the sandbox prepares")

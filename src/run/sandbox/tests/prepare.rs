@@ -22,6 +22,7 @@ async fn a_missing_data_folder_fails_preparation() {
         private: &[],
         env: &[],
         egress: None,
+        also_read: &[],
         namespaces: false,
     })
     .unwrap_err();
@@ -43,6 +44,7 @@ fn enforcement_reports_what_this_kernel_does() {
         private: &[],
         env: &[],
         egress: None,
+        also_read: &[],
         namespaces: false,
     };
     let confinement = Confinement::new(&policy(&[])).unwrap();
@@ -94,6 +96,7 @@ fn a_scoped_folder_made_again_is_noticed() {
         private: &[],
         env: &[],
         egress: None,
+        also_read: &[],
         namespaces: false,
     })
     .unwrap();
@@ -122,6 +125,7 @@ fn a_change_in_a_folder_enumerated_around_a_protected_path_is_noticed() {
             private: std::slice::from_ref(&private),
             env: &[],
             egress: None,
+            also_read: &[],
             namespaces: false,
         })
         .unwrap()
@@ -161,6 +165,7 @@ async fn a_ruleset_serves_a_bounded_number_of_processes() {
         private: &[],
         env: &[],
         egress: None,
+        also_read: &[],
         namespaces: false,
     })
     .unwrap();
@@ -204,6 +209,7 @@ fn host_grants_report_the_level_that_holds_them() {
             private: &[],
             env: &[],
             egress: Some(&egress),
+            also_read: &[],
             namespaces,
         })
         .unwrap();

@@ -1,0 +1,264 @@
+//! Brokered secrets: the plugin holds a placeholder, the proxy puts the
+//! value in its place on the plugin's requests to the hosts the secret is
+//! bound to, and nowhere else.
+//!
+//! What is replaced: the placeholder in a request's header values (never in
+//! its request line, whose URL servers log, and never in its body, which a
+//! service may store and show back), on the first request of a connection
+//! to a bound host: a request to a bound host goes upstream with
+//! `Connection: close`, so each connection carries one request and the
+//! client opens a new one for the next (a WebSocket upgrade keeps its
+//! `Connection: upgrade`, and what follows the upgrade is copied as is).
+//! Over HTTPS the proxy ends the plugin's TLS for bound hosts alone
+//! ([`super::authority`]); HTTP/2 is not offered there, so clients speak
+//! HTTP/1.1. Every other host is tunnelled untouched.
+//!
+//! The value is read from the store for each request, so `plughost secret
+//! rm` holds from the next request on. A placeholder in a request head to a
+//! host it is not bound to goes out unchanged, and is recorded.
+//!
+//! What this does not stop: a bound host that echoes a request's headers
+//! back (a debugging endpoint) hands the value to the plugin; so does a
+//! service that stores a header where the plugin can read it.
+
+use std::sync::{Arc, LazyLock};
+
+use super::authority::Authority;
+use crate::plugins::manifest::{HostGrant, Target};
+use crate::secrets::SecretStore;
+use sha2::{Digest, Sha256};
+
+/// One brokered secret of a plugin.
+#[derive(Debug, Clone)]
+pub(crate) struct Bound {
+    /// The secret's name (the variable that holds the placeholder).
+    pub name: String,
+    /// What the plugin holds instead of the value.
+    pub placeholder: String,
+    /// Where the value may go.
+    pub hosts: Vec<HostGrant>,
+}
+
+/// What happened to a placeholder on one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// The secret.
+    pub secret: String,
+    /// `host:port` the request went to.
+    pub target: String,
+    /// What was done.
+    pub outcome: Placed,
+}
+
+/// What was done with a placeholder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placed {
+    /// The value went in its place.
+    Value,
+    /// The host is not bound: the placeholder went out as it was.
+    Unbound,
+    /// The host is bound, but the store holds no value for this plugin
+    /// (never set, removed, or set for other plugins): the placeholder went
+    /// out as it was.
+    NotSet,
+    /// The value cannot go in a header (it holds a line break or a control
+    /// character): the placeholder went out as it was.
+    Unfit,
+}
+
+impl Placed {
+    /// In a few words, for records.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Placed::Value => "placed",
+            Placed::Unbound => "not placed: the host is not bound to it (sent as the placeholder)",
+            Placed::NotSet => "not placed: no value is set for this plugin (plughost secret set)",
+            Placed::Unfit => "not placed: the value holds a line break or control character",
+        }
+    }
+}
+
+/// Told of each placement as it happens.
+pub(crate) type OnPlaced = Arc<dyn Fn(&Placement) + Send + Sync>;
+
+/// The brokered secrets of one plugin version, and how to place them.
+pub(crate) struct Broker {
+    plugin: String,
+    store: SecretStore,
+    bound: Vec<Bound>,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    authority: Arc<Authority>,
+    on_placed: OnPlaced,
+}
+
+impl Broker {
+    pub(crate) fn new(
+        plugin: String,
+        store: SecretStore,
+        bound: Vec<Bound>,
+        authority: Arc<Authority>,
+        on_placed: OnPlaced,
+    ) -> Broker {
+        Broker {
+            plugin,
+            store,
+            bound,
+            authority,
+            on_placed,
+        }
+    }
+
+    /// Whether requests to `host:port` are read (a secret is bound to it).
+    pub(crate) fn intercepts(&self, host: &str, port: u16) -> bool {
+        let target = Target::parse(host);
+        self.bound
+            .iter()
+            .any(|b| b.hosts.iter().any(|g| g.allows(&target, port)))
+    }
+
+    /// `head` (a request head, first line and headers) as it goes to
+    /// `host:port`: in header values each placeholder of a secret bound to
+    /// that host replaced by the value; each other placeholder left, and
+    /// recorded.
+    pub(crate) fn place(&self, head: &[u8], host: &str, port: u16) -> Vec<u8> {
+        let target = Target::parse(host);
+        let shown = format!("{target}:{port}");
+        let mut out = head.to_vec();
+        for b in &self.bound {
+            let first = split_lines(&out).next().map_or(0, <[u8]>::len);
+            let in_headers =
+                memchr::memmem::find(&out[first..], b.placeholder.as_bytes()).is_some();
+            if !in_headers {
+                continue;
+            }
+            let bound_here = b.hosts.iter().any(|g| g.allows(&target, port));
+            let outcome = if !bound_here {
+                Placed::Unbound
+            } else {
+                match self.value(&b.name) {
+                    None => Placed::NotSet,
+                    Some(v) if !fits_a_header(&v) => Placed::Unfit,
+                    Some(v) => {
+                        let mut replaced = out[..first].to_vec();
+                        replaced.extend(replace(
+                            &out[first..],
+                            b.placeholder.as_bytes(),
+                            v.as_bytes(),
+                        ));
+                        out = replaced;
+                        Placed::Value
+                    }
+                }
+            };
+            (self.on_placed)(&Placement {
+                secret: b.name.clone(),
+                target: shown.clone(),
+                outcome,
+            });
+        }
+        out
+    }
+
+    /// Records the placeholders in the first bytes of a connection to a host
+    /// whose requests are not read (a tunnel): they go out as they are.
+    pub(crate) fn watch(&self, first: &[u8], host: &str, port: u16) {
+        if first.is_empty() {
+            return;
+        }
+        let shown = format!("{}:{port}", Target::parse(host));
+        for b in &self.bound {
+            if memchr::memmem::find(first, b.placeholder.as_bytes()).is_some() {
+                (self.on_placed)(&Placement {
+                    secret: b.name.clone(),
+                    target: shown.clone(),
+                    outcome: Placed::Unbound,
+                });
+            }
+        }
+    }
+
+    fn value(&self, name: &str) -> Option<String> {
+        self.store
+            .for_plugin(&self.plugin, [name])
+            .ok()?
+            .into_iter()
+            .next()
+            .map(|(_, v)| v)
+    }
+
+    /// The authority that signs what the plugin sees of a bound host.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn authority(&self) -> &Authority {
+        &self.authority
+    }
+}
+
+fn split_lines(head: &[u8]) -> impl Iterator<Item = &[u8]> {
+    head.split_inclusive(|b| *b == b'\n')
+}
+
+/// `haystack` with every `from` replaced by `to`.
+fn replace(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(haystack.len() + to.len());
+    let mut rest = haystack;
+    while let Some(i) = memchr::memmem::find(rest, from) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(to);
+        rest = &rest[i + from.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
+/// Whether a value may stand in a header: no line break, no control
+/// character (a value that ends a header line would write headers of its own).
+fn fits_a_header(value: &str) -> bool {
+    !value.chars().any(|c| c.is_control())
+}
+
+/// A key of this process: placeholders are derived from it, so they are
+/// the same for every process of a plugin this host starts, and another
+/// host's are others.
+static KEY: LazyLock<[u8; 32]> = LazyLock::new(|| {
+    let mut key = [0u8; 32];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| {
+        use std::io::Read;
+        f.read_exact(&mut key)
+    });
+    if read.is_err() {
+        // No random source: the placeholder need not be secret (the proxy
+        // places values by host, not by guessing), only unlikely to occur
+        // in a request by chance.
+        let seed = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
+        key.copy_from_slice(&Sha256::digest(seed.as_bytes()));
+    }
+    key
+});
+
+/// What `plugin` holds in the variable `name` instead of the secret.
+pub(crate) fn placeholder(plugin: &str, name: &str) -> String {
+    let mut hash = Sha256::new();
+    hash.update(*KEY);
+    hash.update(plugin.as_bytes());
+    hash.update([0]);
+    hash.update(name.as_bytes());
+    let digest = hash.finalize();
+    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    format!("plughost-placeholder-{name}-{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_replace_placeholders_in_header_values_only() {
+        assert_eq!(replace(b"a XX b XX", b"XX", b"v"), b"a v b v");
+        assert!(fits_a_header("ghp_abc123"));
+        assert!(!fits_a_header("a\r\nX-Evil: 1"));
+        let p = placeholder("gh", "GITHUB_TOKEN");
+        assert!(p.starts_with("plughost-placeholder-GITHUB_TOKEN-"));
+        assert_eq!(p, placeholder("gh", "GITHUB_TOKEN"));
+        assert_ne!(p, placeholder("other", "GITHUB_TOKEN"));
+    }
+}

