@@ -231,11 +231,27 @@ struct Setup {
     sandbox: Sandbox,
     pki: Pki,
     servers: Servers,
+    level: Level,
+}
+
+/// The sandbox level plughost runs the plugin at, and as whom.
+#[derive(Clone, Copy, PartialEq)]
+enum Level {
+    /// A network namespace whose one way out is the proxy, as root.
+    Namespace,
+    /// Landlock and seccomp alone (no user namespaces), as root.
+    LandlockOnly,
+    /// A network namespace, plughost run as `nobody`.
+    Unprivileged,
 }
 
 /// A plugin `broker` whose `API_TOKEN` is bound to the HTTPS server, with
 /// a grant of the recorder, and the secret set for it.
 fn setup(persistent: bool) -> Setup {
+    setup_at(Level::Namespace, persistent)
+}
+
+fn setup_at(level: Level, persistent: bool) -> Setup {
     let sandbox = Sandbox::new();
     let pki = Pki::new();
     let servers = servers(&pki);
@@ -261,7 +277,23 @@ fn setup(persistent: bool) -> Setup {
         sandbox,
         pki,
         servers,
+        level,
     };
+    if level == Level::Unprivileged {
+        // The binary where nobody can run it, the folders nobody's, the
+        // test root readable.
+        let bin = s.sandbox.root.path().join("bin/plughost");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::copy(util::plughost(), &bin).unwrap();
+        for (what, path) in [("-R", s.sandbox.root.path()), ("-R", s.pki.dir.path())] {
+            let ok = Command::new("chown")
+                .args([what, "65534:65534"])
+                .arg(path)
+                .status()
+                .unwrap();
+            assert!(ok.success());
+        }
+    }
     let out = util::run_input(
         {
             let mut c = s.cmd();
@@ -282,7 +314,26 @@ fn setup(persistent: bool) -> Setup {
 
 impl Setup {
     fn cmd(&self) -> Command {
-        let mut c = self.sandbox.cmd();
+        let mut c = match self.level {
+            Level::Unprivileged => {
+                let mut c = Command::new("setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                    .arg(self.sandbox.root.path().join("bin/plughost"))
+                    .arg("--plugins-dir")
+                    .arg(self.sandbox.plugins())
+                    .arg("--state-dir")
+                    .arg(self.sandbox.state())
+                    .env("HOME", self.sandbox.root.path())
+                    .env_remove("XDG_STATE_HOME")
+                    .env_remove("XDG_CONFIG_HOME");
+                c
+            }
+            _ => self.sandbox.cmd(),
+        };
+        match self.level {
+            Level::LandlockOnly => c.env("PLUGHOST_NO_NAMESPACES", "1"),
+            _ => c.env_remove("PLUGHOST_NO_NAMESPACES"),
+        };
         c.env("SSL_CERT_FILE", self.pki.root())
             .env_remove("HTTP_PROXY")
             .env_remove("HTTPS_PROXY")
@@ -321,10 +372,29 @@ impl Setup {
 
 #[test]
 fn every_client_reaches_the_bound_host_authorised_with_a_value_it_never_holds() {
+    every_client_at(Level::Namespace);
+}
+
+#[test]
+fn the_landlock_only_level_brokers_the_same() {
+    every_client_at(Level::LandlockOnly);
+}
+
+#[test]
+fn an_unprivileged_user_brokers_the_same() {
+    if !util::prerequisite("root, to drop to nobody", util::is_root())
+        || !util::prerequisite("setpriv", Path::new("/usr/bin/setpriv").exists())
+    {
+        return;
+    }
+    every_client_at(Level::Unprivileged);
+}
+
+fn every_client_at(level: Level) {
     if !prerequisites() {
         return;
     }
-    let s = setup(false);
+    let s = setup_at(level, false);
     let api = s.api("/");
     let got = s.call(json!([
         ["curl", api],
@@ -537,4 +607,176 @@ fn scan_memory(pid: u32, needle: &[u8]) -> (usize, bool) {
         found |= buf.windows(needle.len()).any(|w| w == needle);
     }
     (scanned, found)
+}
+
+/// An MCP server (the official Python SDK) whose one tool calls a URL with
+/// the token it holds.
+const MCP_SERVER: &str = r#"
+import os, urllib.error, urllib.request
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer(name="api", version="1.0.0", log_level="WARNING")
+
+@server.tool(description="Calls the URL with the API token.")
+def fetch(url: str) -> str:
+    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ.get("API_TOKEN", "")})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return f"{r.status} {r.read().decode()[:40]}"
+    except urllib.error.HTTPError as e:
+        return f"{e.code} {e.read().decode()[:40]}"
+
+server.run("stdio")
+"#;
+
+#[test]
+fn an_mcp_server_behaves_the_same_and_revoke_holds_for_the_next_call() {
+    if !prerequisites() {
+        return;
+    }
+    let Some(mcp_sdk) = util::python_mcp_sdk() else {
+        return;
+    };
+    let s = setup(false);
+    let dir = s.sandbox.plugins().join("apiserver");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("server.py"), MCP_SERVER).unwrap();
+    util::write_executable(
+        &dir.join("main.sh"),
+        &format!(
+            "#!/bin/sh\nPYTHONPATH='{}' PYTHONDONTWRITEBYTECODE=1 exec '{}' \"$(dirname \"$0\")/server.py\"\n",
+            mcp_sdk.display(),
+            util::real_python3().display()
+        ),
+    );
+    let manifest = json!({
+        "name": "apiserver", "version": "1.0.0", "description": "An API behind a token.",
+        "entrypoint": "main.sh", "protocol": "mcp", "tool_prefix": "api_",
+        "permissions": [format!("filesystem:read:{}", mcp_sdk.display())],
+        "secrets": {"API_TOKEN": {"hosts": [format!("127.0.0.1:{}", s.servers.api)]}},
+    });
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    let run = |args: &[&str]| {
+        let mut c = s.cmd();
+        c.args(args);
+        util::run(c)
+    };
+    let out = util::run_input(
+        {
+            let mut c = s.cmd();
+            c.args([
+                "secret",
+                "set",
+                "API_TOKEN",
+                "--plugin",
+                "broker",
+                "--plugin",
+                "apiserver",
+            ]);
+            c
+        },
+        VALUE,
+    );
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    let out = run(&["approve", "apiserver", "--yes"]);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    let args = json!({"url": s.api("/")}).to_string();
+    let out = run(&["call", "api_fetch", &args]);
+    assert_eq!(
+        util::stdout(&out).trim(),
+        "200 authorised",
+        "{}",
+        util::stderr(&out)
+    );
+    let out = run(&["revoke", "apiserver"]);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    let out = run(&["call", "api_fetch", &args]);
+    assert!(!out.status.success(), "a revoked server is not called");
+    assert!(
+        util::stderr(&out).contains("needs approval"),
+        "{}",
+        util::stderr(&out)
+    );
+}
+
+#[test]
+fn a_changed_binding_asks_again() {
+    if !prerequisites() {
+        return;
+    }
+    let s = setup(false);
+    let file = s.sandbox.plugins().join("broker/plugin.json");
+    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    // The same secret bound to the recorder too: approved before, not now.
+    manifest["secrets"]["API_TOKEN"]["hosts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!(format!("127.0.0.2:{}", s.servers.recorder)));
+    std::fs::write(&file, manifest.to_string()).unwrap();
+    let mut c = s.cmd();
+    c.args(["call", "broker"])
+        .arg(s.input(json!([["env"]])).to_string());
+    let out = util::run(c);
+    assert!(!out.status.success());
+    let err = util::stderr(&out);
+    assert!(
+        err.contains("needs re-approval") && err.contains("secret API_TOKEN for 127.0.0.1:"),
+        "{err}"
+    );
+    let out = util::run({
+        let mut c = s.cmd();
+        c.args(["list"]);
+        c
+    });
+    let listed = util::stdout(&out);
+    assert!(
+        listed.contains("needs re-approval") && listed.contains("secret API_TOKEN"),
+        "{listed}"
+    );
+}
+
+#[test]
+fn a_manifest_that_would_hand_over_the_value_is_refused() {
+    let sandbox = Sandbox::new();
+    let base = json!({
+        "name": "bad", "version": "1.0.0", "description": "x", "entrypoint": "main.sh",
+        "tools": [{"name": "bad", "description": "x", "input_schema": {"type": "object"}}]
+    });
+    let cases = [
+        (
+            json!({"permissions": [], "env": ["T"], "secrets": {"T": {"hosts": ["a.example"]}}}),
+            "also in \"env\"",
+        ),
+        (
+            json!({"permissions": ["network"], "secrets": {"T": {"hosts": ["a.example"]}}}),
+            "does not go through",
+        ),
+        (
+            json!({"permissions": [], "secrets": {"T": {"hosts": ["a b"]}}}),
+            "/secrets/T/hosts/0",
+        ),
+        (
+            json!({"permissions": [], "secrets": {"T": {"hosts": []}}}),
+            "/secrets/T/hosts",
+        ),
+        (
+            json!({"permissions": [], "secrets": {"9T": {"hosts": ["a.example"]}}}),
+            "/secrets",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let mut m = base.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            m[k] = v.clone();
+        }
+        sandbox.write_plugin("bad", &m, "#!/bin/sh\n");
+        let mut c = sandbox.cmd();
+        c.args(["validate", "bad"]);
+        let out = util::run(c);
+        let text = util::stdout(&out) + &util::stderr(&out);
+        assert!(
+            !out.status.success() && text.contains(expected),
+            "{extra}: {text}"
+        );
+    }
 }

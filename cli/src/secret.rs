@@ -46,7 +46,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 .set(name, &value, plugins)
                 .map_err(|e| e.to_string())?;
             let reach = match plugins.as_slice() {
-                [] => "every plugin that lists it in \"env\"".to_owned(),
+                [] => "every plugin that lists it (in \"env\" or \"secrets\")".to_owned(),
                 some => format!("plugin{} {}", plural(some.len()), some.join(", ")),
             };
             say!("set {name}, for {reach}");
@@ -56,12 +56,20 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             if listed.is_empty() {
                 say!("no secrets in {}", store.path().display());
             }
+            // Where each is brokered: the plugins whose manifests bind it
+            // to hosts (none when the plugins cannot be read).
+            let listing = cli.host().map(|h| h.listing()).ok();
             for s in listed {
                 let reach = match s.plugins.as_slice() {
                     [] => "every plugin that lists it".to_owned(),
                     some => some.join(", "),
                 };
                 say!("{}  {reach}", s.name);
+                for p in listing.iter().flat_map(|l| &l.plugins) {
+                    if let Some(hosts) = p.secrets.get(&s.name) {
+                        say!("  brokered by {} to {}", p.name, hosts.join(", "));
+                    }
+                }
             }
         }
         SecretCommand::Rm { name } => {

@@ -49,6 +49,9 @@ pub struct PluginListing {
     pub dir: PathBuf,
     /// The permissions its manifest asks for, as a manifest writes them.
     pub permissions: Vec<String>,
+    /// Its brokered secrets, each with the hosts its value goes to.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub secrets: std::collections::BTreeMap<String, Vec<String>>,
     /// `automatic`, `approved`, `needs approval`, `needs re-approval: …`, or
     /// `unknown: …` when the approvals file cannot be read.
     pub approval: String,
@@ -393,6 +396,11 @@ fn entry(
         author: m.author.clone(),
         dir: p.dir.clone(),
         permissions: m.permissions.iter().map(ToString::to_string).collect(),
+        secrets: m
+            .secrets
+            .iter()
+            .map(|(name, b)| (name.clone(), b.hosts.clone()))
+            .collect(),
         approval,
         persistent: m.worker_settings(),
         protocol: m.protocol,

@@ -226,3 +226,49 @@ fn without_a_terminal_there_is_no_prompt() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn prompt_text_names_each_brokered_secret_and_its_hosts_and_a_changed_binding_asks_again() {
+    let mut m = manifest("gh", &[], &[]);
+    m.secrets.insert(
+        "GITHUB_TOKEN".into(),
+        crate::plugins::manifest::BrokeredSecret {
+            hosts: vec!["api.github.com:443".into()],
+        },
+    );
+    let text = prompt::text(&m, &ApprovalState::NeedsApproval);
+    assert!(
+        text.contains("Secrets it uses without holding them")
+            && text.contains("  GITHUB_TOKEN: api.github.com:443\n"),
+        "{text}"
+    );
+    // Approved as it is; the same secret sent to one more host is new.
+    let approvals = crate::approval::Approvals {
+        plugins: [("gh".to_owned(), approval::Grant::of(&m, 0))].into(),
+    };
+    assert_eq!(approvals.state(&m), ApprovalState::Approved);
+    m.secrets.get_mut("GITHUB_TOKEN").unwrap().hosts =
+        vec!["uploads.github.com:443".into(), "api.github.com:443".into()];
+    let state = approvals.state(&m);
+    assert_eq!(
+        state,
+        ApprovalState::NeedsReapproval {
+            new_permissions: vec![],
+            new_env: vec![],
+            new_secrets: vec!["GITHUB_TOKEN".into()],
+        }
+    );
+    let text = prompt::text(&m, &state);
+    assert!(
+        text.contains("now asks for more than you approved: secret GITHUB_TOKEN.")
+            && text.contains("  GITHUB_TOKEN: uploads.github.com:443, api.github.com:443  (new)\n"),
+        "{text}"
+    );
+    // The same hosts in another order are the same binding.
+    m.secrets.get_mut("GITHUB_TOKEN").unwrap().hosts.reverse();
+    let approvals = crate::approval::Approvals {
+        plugins: [("gh".to_owned(), approval::Grant::of(&m, 0))].into(),
+    };
+    m.secrets.get_mut("GITHUB_TOKEN").unwrap().hosts.reverse();
+    assert_eq!(approvals.state(&m), ApprovalState::Approved);
+}

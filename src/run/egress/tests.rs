@@ -148,3 +148,99 @@ async fn a_dropped_proxy_stops_listening() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(TcpStream::connect(("127.0.0.1", port)).await.is_err());
 }
+
+/// A proxy for a plugin "p" granted two upstreams, with `TOKEN` bound to
+/// the first and set to `value` in a store of its own; what it placed.
+fn brokering(
+    bound: u16,
+    other: u16,
+    value: &str,
+) -> (
+    Proxy,
+    String,
+    Arc<Mutex<Vec<broker::Placement>>>,
+    tempfile::TempDir,
+) {
+    let state = tempfile::tempdir().unwrap();
+    let store = crate::secrets::SecretStore::new(state.path());
+    store.set("TOKEN", value, &["p".to_owned()]).unwrap();
+    let placeholder = broker::placeholder("p", "TOKEN");
+    let placed = Arc::new(Mutex::new(Vec::new()));
+    let placed2 = placed.clone();
+    let b = broker::Broker::new(
+        "p".into(),
+        store,
+        vec![broker::Bound {
+            name: "TOKEN".into(),
+            placeholder: placeholder.clone(),
+            hosts: vec![HostGrant::parse(&format!("127.0.0.1:{bound}")).unwrap()],
+        }],
+        Arc::new(authority::Authority::open(state.path()).unwrap()),
+        Arc::new(move |p: &broker::Placement| placed2.lock().unwrap().push(p.clone())),
+    );
+    let grants = [bound, other]
+        .iter()
+        .map(|port| HostGrant::parse(&format!("127.0.0.1:{port}")).unwrap())
+        .collect();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = Proxy::start(
+        listener,
+        grants,
+        Some(b),
+        Arc::new(|_: &Denial| {}),
+        &tokio::runtime::Handle::current(),
+    )
+    .unwrap();
+    (p, placeholder, placed, state)
+}
+
+#[tokio::test]
+async fn a_bound_host_gets_the_value_in_headers_and_no_other_host_does() {
+    let (bound, other) = (upstream().await, upstream().await);
+    let (p, held, placed, _state) = brokering(bound, other, "v4lue");
+    let ask = |port: u16| {
+        format!(
+            "GET http://127.0.0.1:{port}/q?k={held} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {held}\r\nX-Both: {held},{held}\r\n\r\n"
+        )
+    };
+    let got = exchange(p.port(), ask(bound).as_bytes()).await;
+    assert!(
+        got.contains("Authorization: Bearer v4lue\r\nX-Both: v4lue,v4lue\r\n"),
+        "{got}"
+    );
+    // Never in the request line, whose URL servers log.
+    assert!(got.contains(&format!("GET /q?k={held} HTTP/1.1")), "{got}");
+    let got = exchange(p.port(), ask(other).as_bytes()).await;
+    assert!(!got.contains("v4lue"), "{got}");
+    assert!(
+        got.contains(&format!("Authorization: Bearer {held}")),
+        "{got}"
+    );
+    let placed = placed.lock().unwrap().clone();
+    assert_eq!(placed.len(), 2, "{placed:?}");
+    assert_eq!(placed[0].outcome, broker::Placed::Value);
+    assert_eq!(placed[1].outcome, broker::Placed::Unbound);
+    assert_eq!(placed[1].target, format!("127.0.0.1:{other}"));
+}
+
+#[tokio::test]
+async fn a_value_that_would_end_a_header_is_never_placed() {
+    let bound = upstream().await;
+    let (p, held, placed, state) = brokering(bound, bound, "ok");
+    // The store refuses such a value; one written around it is not placed.
+    let file = state.path().join(crate::secrets::SECRETS_FILE);
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("\"ok\"", "\"a\\r\\nX-Injected: 1\"")).unwrap();
+    let got = exchange(
+        p.port(),
+        format!("GET http://127.0.0.1:{bound}/ HTTP/1.1\r\nAuthorization: {held}\r\n\r\n")
+            .as_bytes(),
+    )
+    .await;
+    assert!(!got.contains("X-Injected"), "{got}");
+    let outcomes: Vec<_> = placed.lock().unwrap().iter().map(|p| p.outcome).collect();
+    assert!(
+        outcomes == [broker::Placed::Unfit] || outcomes == [broker::Placed::NotSet],
+        "{outcomes:?}"
+    );
+}
