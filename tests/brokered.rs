@@ -612,14 +612,16 @@ fn scan_memory(pid: u32, needle: &[u8]) -> (usize, bool) {
 /// An MCP server (the official Python SDK) whose one tool calls a URL with
 /// the token it holds.
 const MCP_SERVER: &str = r#"
-import os, urllib.error, urllib.request
+import os, sys, urllib.error, urllib.request
 from mcp.server.mcpserver import MCPServer
+
+VAR = sys.argv[1]
 
 server = MCPServer(name="api", version="1.0.0", log_level="WARNING")
 
 @server.tool(description="Calls the URL with the API token.")
 def fetch(url: str) -> str:
-    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ.get("API_TOKEN", "")})
+    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ.get(VAR, "")})
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return f"{r.status} {r.read().decode()[:40]}"
@@ -644,7 +646,7 @@ fn an_mcp_server_behaves_the_same_and_revoke_holds_for_the_next_call() {
     util::write_executable(
         &dir.join("main.sh"),
         &format!(
-            "#!/bin/sh\nPYTHONPATH='{}' PYTHONDONTWRITEBYTECODE=1 exec '{}' \"$(dirname \"$0\")/server.py\"\n",
+            "#!/bin/sh\nPYTHONPATH='{}' PYTHONDONTWRITEBYTECODE=1 exec '{}' \"$(dirname \"$0\")/server.py\" API_TOKEN\n",
             mcp_sdk.display(),
             util::real_python3().display()
         ),
@@ -779,4 +781,76 @@ fn a_manifest_that_would_hand_over_the_value_is_refused() {
             "{extra}: {text}"
         );
     }
+}
+
+/// `add --secret NAME@HOST` writes the binding (never the value) and the
+/// server it wraps calls the bound host authorised.
+#[test]
+fn add_brokers_a_secret_named_with_its_host() {
+    if !prerequisites() {
+        return;
+    }
+    let Some(mcp_sdk) = util::python_mcp_sdk() else {
+        return;
+    };
+    let s = setup(false);
+    let server = s.sandbox.root.path().join("apiserver.py");
+    std::fs::write(&server, MCP_SERVER).unwrap();
+    let script = s.sandbox.root.path().join("apiserver.sh");
+    util::write_executable(
+        &script,
+        &format!(
+            "#!/bin/sh\nPYTHONPATH='{}' PYTHONDONTWRITEBYTECODE=1 exec '{}' '{}' OTHER_TOKEN\n",
+            mcp_sdk.display(),
+            util::real_python3().display(),
+            server.display()
+        ),
+    );
+    let bound = format!("127.0.0.1:{}", s.servers.api);
+    let out = util::run_input(
+        {
+            let mut c = s.cmd();
+            c.args(["add", "--name", "api", "--secret"])
+                .arg(format!("OTHER_TOKEN@{bound}"))
+                .arg("--grant")
+                .arg(format!("filesystem:read:{}", mcp_sdk.display()))
+                .arg("--grant")
+                .arg(format!(
+                    "filesystem:read:{}",
+                    s.sandbox.root.path().display()
+                ))
+                .args(["--yes", "--"])
+                .arg(&script);
+            c
+        },
+        VALUE,
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    assert!(
+        util::stdout(&out).contains(&format!(
+            "uses the secret OTHER_TOKEN without holding it: plughost puts it on its requests to {bound} alone"
+        )),
+        "{}",
+        util::stdout(&out)
+    );
+    let manifest = std::fs::read_to_string(s.sandbox.plugins().join("api/plugin.json")).unwrap();
+    assert!(!manifest.contains(VALUE), "{manifest}");
+    let m: Value = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(m["secrets"]["OTHER_TOKEN"]["hosts"], json!([bound]));
+    assert!(m.get("env").is_none(), "{m:#}");
+    let mut c = s.cmd();
+    c.args(["call", "api_fetch"])
+        .arg(json!({"url": s.api("/")}).to_string());
+    let out = util::run(c);
+    assert_eq!(
+        util::stdout(&out).trim(),
+        "200 authorised",
+        "{}",
+        util::stderr(&out)
+    );
 }

@@ -3,7 +3,7 @@
 //! count, absolute times move from run to run. Run through `scripts/bench`
 //! (`--quick` for fewer calls, `--json` for one JSON object, `--only
 //! GROUP[,GROUP]` for some groups: `calls`, `protected`, `net`, `traces`, `spawn`,
-//! `children`, `workers`, `mcp`, `http`, `sdk`, `load`, `search`, `fleet`).
+//! `children`, `workers`, `mcp`, `http`, `sdk`, `load`, `search`, `fleet`, `brokered`).
 //!
 //! Each module measures one group of rows and prints its section of the table:
 //! `calls` (a process per call), `traces` (a span per call, exported),
@@ -13,7 +13,8 @@
 //! `sdk` (the Python SDK's own cost), `load` (loading and hot reload),
 //! `children` (scenarios run in a fresh process, for memory and file
 //! descriptors), `search` (tool search's recall and the tool list's size),
-//! `fleet` (replicas behind HAProxy). `raw` holds the baselines, `fixtures` the plugins, `stats`
+//! `fleet` (replicas behind HAProxy), `brokered` (a secret placed on HTTPS
+//! requests by the egress proxy). `raw` holds the baselines, `fixtures` the plugins, `stats`
 //! the arithmetic.
 //!
 //! # JSON keys
@@ -115,6 +116,7 @@
 //!   client through HAProxy next to the same calls straight to the replica;
 //!   `{"skipped": "why"}` without haproxy.
 
+mod brokered;
 mod calls;
 mod children;
 mod fixtures;
@@ -160,6 +162,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--child") {
         return children::main(&args[i + 1], &args[i + 2..]);
+    }
+    if let Some(code) = brokered::reexec_with_roots(&args) {
+        std::process::exit(code);
     }
     let json_out = args.iter().any(|a| a == "--json");
     let quick = args.iter().any(|a| a == "--quick");
@@ -281,6 +286,9 @@ impl Bench {
         if self.runs("fleet") {
             fleet::rows(self, &mut report).await;
         }
+        if self.runs("brokered") {
+            brokered::rows(self, &mut report).await;
+        }
         report
     }
 }
@@ -298,7 +306,7 @@ pub(crate) fn cell(v: &Value) -> String {
 /// One section per group measured, each with its header line.
 fn print_table(bench: &Bench, r: &Value) {
     type Print = fn(&Value);
-    let groups: [(&str, Print); 13] = [
+    let groups: [(&str, Print); 14] = [
         ("calls", calls::print),
         ("protected", calls::print_protected),
         ("net", net::print),
@@ -315,6 +323,7 @@ fn print_table(bench: &Bench, r: &Value) {
         ("load", load::print),
         ("search", search::print),
         ("fleet", fleet::print),
+        ("brokered", brokered::print),
     ];
     for (name, print) in groups {
         if bench.runs(name) {

@@ -69,8 +69,10 @@ pub struct AddArgs {
     /// An environment variable the server needs that holds a secret (an API
     /// token; repeatable): its value is asked now (no echo; or read from
     /// stdin) and kept in plughost's secret store for this plugin alone,
-    /// never in plugin.json.
-    #[arg(long = "secret", value_name = "NAME")]
+    /// never in plugin.json. NAME@HOST[,HOST…] brokers it: the server holds
+    /// a placeholder, and plughost puts the value on its requests to those
+    /// hosts alone.
+    #[arg(long = "secret", value_name = "NAME[@HOSTS]")]
     secrets: Vec<String>,
     /// The MCP Registry to read a server NAME from (default: the official
     /// one, or PLUGHOST_REGISTRY).
@@ -162,13 +164,23 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
             plugins.display()
         )
     })?;
-    let mut secrets = secrets::ask_secrets(cli, &args.secrets, &name)?;
-    let mut secret_names = args.secrets.clone();
+    let secret_args = secrets::SecretArgs::parse(&args.secrets)?;
+    // A registry's variable named by `--secret NAME@HOST` was asked by the
+    // registry's plan already: it is brokered, not asked again.
+    let to_ask: Vec<String> = secret_args
+        .names()
+        .into_iter()
+        .filter(|n| !from_registry.iter().any(|(r, _)| r == n))
+        .collect();
+    let mut secrets = secrets::ask_secrets(cli, &to_ask, &name)?;
+    let mut secret_names = secret_args.env.clone();
     let kept = plughost::secrets::SecretStore::new(cli.state_dir())
         .list()
         .map_err(|e| e.to_string())?;
     for (n, value) in from_registry {
-        secret_names.push(n.clone());
+        if !secret_args.is_brokered(&n) && !secret_names.contains(&n) {
+            secret_names.push(n.clone());
+        }
         match value {
             Some(v) => secrets.asked.push((n, v)),
             None => {
@@ -206,6 +218,9 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         }
         if !secret_names.is_empty() {
             fields.push(("env", json!(secret_names)));
+        }
+        if let Some(brokered) = secret_args.manifest_field() {
+            fields.push(("secrets", brokered));
         }
         fields.extend([
             ("protocol", json!("mcp")),
@@ -249,6 +264,8 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         };
         say!("  gets the secret {n} (kept in plughost's secret store, {reach})");
     }
+    say_brokered(&secret_args);
+    offer_brokering(&secret_names, &args.grants);
     for (n, v) in &exports {
         say!("  sets {n}={v} (in server.sh)");
     }
@@ -288,7 +305,8 @@ fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, St
         );
     };
     check_grants(&args.grants)?;
-    let secrets = secrets::ask_secrets(cli, &args.secrets, name)?;
+    let secret_args = secrets::SecretArgs::parse(&args.secrets)?;
+    let secrets = secrets::ask_secrets(cli, &secret_args.names(), name)?;
     let created = scaffold::mcp::create(plugins, name, &args.command)?;
     if !args.grants.is_empty() || !args.secrets.is_empty() {
         let path = created.dir.join(MANIFEST_FILE);
@@ -301,8 +319,11 @@ fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, St
                 permissions.push(json!(g));
             }
         }
-        if !args.secrets.is_empty() {
-            manifest["env"] = json!(args.secrets);
+        if !secret_args.env.is_empty() {
+            manifest["env"] = json!(secret_args.env);
+        }
+        if let Some(brokered) = secret_args.manifest_field() {
+            manifest["secrets"] = brokered;
         }
         let text = serde_json::to_string_pretty(&manifest).expect("JSON") + "\n";
         scaffold::write(&path, &text, false)?;
@@ -316,6 +337,7 @@ fn add_command(cli: &Cli, args: &AddArgs, plugins: &Path) -> Result<ExitCode, St
     for (grant, why) in created.grants.iter().map(|(g, w)| (g.clone(), *w)) {
         say!("  granted {grant} ({why})");
     }
+    say_brokered(&secret_args);
     approve::approve_new(cli, name, &created.dir, args.yes, None)
 }
 
@@ -446,4 +468,33 @@ fn read_json(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON: {e}", path.display()))
+}
+
+/// The brokered secrets, each with the hosts its value goes to.
+fn say_brokered(secrets: &secrets::SecretArgs) {
+    for (n, hosts) in &secrets.brokered {
+        say!(
+            "  uses the secret {n} without holding it: plughost puts it on its requests to {} alone",
+            hosts.join(", ")
+        );
+    }
+}
+
+/// For a secret the server gets in its environment while `add` knows the
+/// hosts it may reach (`--grant network:HOST`): says how to keep it out of
+/// the server.
+fn offer_brokering(in_env: &[String], grants: &[String]) {
+    let hosts: Vec<&str> = grants
+        .iter()
+        .filter_map(|g| g.strip_prefix("network:"))
+        .collect();
+    if hosts.is_empty() {
+        return;
+    }
+    for n in in_env {
+        say!(
+            "  {n} is in the server's environment; to keep it out of the server, add it with --secret {n}@{} (plughost then puts it on the server's requests to those hosts, and the server holds a placeholder)",
+            hosts.join(",")
+        );
+    }
 }

@@ -2,8 +2,66 @@
 //! secret store for the new plugin once it is in place.
 
 use plughost::secrets::SecretStore;
+use serde_json::{Value, json};
 
 use super::super::Cli;
+
+/// What `--secret` asked for: `NAME` (the server gets the value in its
+/// environment) or `NAME@HOST[,HOST…]` (brokered: the server holds a
+/// placeholder, and plughost puts the value on its requests to those hosts).
+#[derive(Debug, Default)]
+pub(super) struct SecretArgs {
+    /// Given to the server in its environment (`env`).
+    pub(super) env: Vec<String>,
+    /// Brokered: each name with its hosts.
+    pub(super) brokered: Vec<(String, Vec<String>)>,
+}
+
+impl SecretArgs {
+    /// Reads the `--secret` arguments.
+    pub(super) fn parse(args: &[String]) -> Result<SecretArgs, String> {
+        let mut out = SecretArgs::default();
+        for arg in args {
+            let Some((name, hosts)) = arg.split_once('@') else {
+                out.env.push(arg.clone());
+                continue;
+            };
+            let hosts: Vec<String> = hosts.split(',').map(|h| h.trim().to_owned()).collect();
+            for h in &hosts {
+                plughost::manifest::HostGrant::parse(h)
+                    .map_err(|e| format!("--secret {arg}: {e} (write NAME@HOST[:PORT][,HOST…])"))?;
+            }
+            out.brokered.push((name.to_owned(), hosts));
+        }
+        Ok(out)
+    }
+
+    /// Every name, in the environment or brokered.
+    pub(super) fn names(&self) -> Vec<String> {
+        self.env
+            .iter()
+            .cloned()
+            .chain(self.brokered.iter().map(|(n, _)| n.clone()))
+            .collect()
+    }
+
+    /// Whether `name` is brokered.
+    pub(super) fn is_brokered(&self, name: &str) -> bool {
+        self.brokered.iter().any(|(n, _)| n == name)
+    }
+
+    /// The manifest's `secrets`, when any is brokered.
+    pub(super) fn manifest_field(&self) -> Option<Value> {
+        (!self.brokered.is_empty()).then(|| {
+            let map: serde_json::Map<String, Value> = self
+                .brokered
+                .iter()
+                .map(|(n, hosts)| (n.clone(), json!({"hosts": hosts})))
+                .collect();
+            Value::Object(map)
+        })
+    }
+}
 
 /// The secrets `add --secret` names: those to ask for now, kept once the
 /// install is in place.
