@@ -354,9 +354,16 @@ impl Setup {
         format!("http://127.0.0.2:{}/", self.servers.recorder)
     }
 
+    /// Where `call` keeps its audit log.
+    fn audit(&self) -> PathBuf {
+        self.sandbox.root.path().join("audit.jsonl")
+    }
+
     fn call(&self, ops: Value) -> Vec<String> {
         let mut c = self.cmd();
-        c.args(["--json", "call", "broker"])
+        c.arg("--audit-log")
+            .arg(self.audit())
+            .args(["--json", "call", "broker"])
             .arg(self.input(ops).to_string());
         let out = util::run(c);
         let v: Value = serde_json::from_slice(&out.stdout)
@@ -446,6 +453,23 @@ fn every_client_at(level: Level) {
             .iter()
             .any(|r| r["target"] == rec_target.as_str() && r["placed"] == false),
         "{records:#?}"
+    );
+    // The audit record names the secret and the hosts, never the value.
+    let audit = std::fs::read_to_string(s.audit()).unwrap();
+    assert!(!audit.contains(VALUE), "{audit}");
+    let record: Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
+    let brokered: Vec<&str> = record["brokered"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{record:#}"))
+        .iter()
+        .map(|b| b.as_str().unwrap())
+        .collect();
+    assert!(
+        brokered.contains(&format!("API_TOKEN to {api_target}: placed").as_str())
+            && brokered
+                .iter()
+                .any(|b| b.starts_with(&format!("API_TOKEN to {rec_target}: not placed"))),
+        "{brokered:?}"
     );
     // Nothing on disk the plugin can read holds the value: its folders.
     for dir in [s.sandbox.plugins(), s.sandbox.state().join("data")] {

@@ -1,6 +1,10 @@
 //! Brokered secrets: what placing a secret costs an HTTPS request and a
 //! megabyte's download, next to the same curl sending the value itself
-//! straight to the server (plain `network`), in one run.
+//! through the proxy's tunnel (`network:HOST`, the value in `env`) and
+//! straight to the server (plain `network`), in one run. Every curl
+//! verifies against a bundle of the system's roots and the run's root, as
+//! a real client of a real host would (loading a bundle of ~150 roots is a
+//! good part of a curl's start).
 //!
 //! The HTTPS origin is the bench's own, on 127.0.0.1, with a root made for
 //! the run: plughost verifies it through `SSL_CERT_FILE`, which must be set
@@ -61,6 +65,9 @@ fn make_pki(dir: &Path) {
         .signed_by(&key, &issuer)
         .unwrap();
     std::fs::write(dir.join("root.pem"), ca_cert.pem()).unwrap();
+    let mut bundle = std::fs::read("/etc/ssl/certs/ca-certificates.crt").unwrap_or_default();
+    bundle.extend_from_slice(ca_cert.pem().as_bytes());
+    std::fs::write(dir.join("bundle.pem"), bundle).unwrap();
     std::fs::write(dir.join("server.der"), leaf.der()).unwrap();
     std::fs::write(dir.join("server.key.der"), key.serialize_der()).unwrap();
 }
@@ -129,8 +136,9 @@ pub(crate) fn origin() -> u16 {
     port
 }
 
-/// The two plugins: `brokered` holds a placeholder bound to the origin;
-/// `https-direct` is granted `network` and gets the value itself (`env`).
+/// The three plugins: `brokered` holds a placeholder bound to the origin;
+/// `https-tunnel` is granted the origin's host and gets the value itself
+/// (`env`); `https-direct` is granted `network` and gets the value.
 /// Each runs curl once per call on the path its input names.
 pub(crate) fn setup(bench: &Bench, port: u16) {
     let store = plughost::secrets::SecretStore::new(&bench.state);
@@ -138,17 +146,21 @@ pub(crate) fn setup(bench: &Bench, port: u16) {
         .set(
             "BENCH_TOKEN",
             VALUE,
-            &["brokered".into(), "https-direct".into()],
+            &[
+                "brokered".into(),
+                "https-tunnel".into(),
+                "https-direct".into(),
+            ],
         )
         .unwrap();
-    for name in ["brokered", "https-direct"] {
+    for name in ["brokered", "https-tunnel", "https-direct"] {
         let dir = bench.plugins.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("main.sh"),
             format!(
                 "#!/bin/sh\npath=$(cat | sed -n 's/.*\"path\": *\"\\([^\"]*\\)\".*/\\1/p')\nsize=$(curl -sS -f -o /dev/null --cacert \"${{CURL_CA_BUNDLE:-{root}}}\" -H \"Authorization: Bearer $BENCH_TOKEN\" -w '%{{size_download}}' https://127.0.0.1:{port}$path) || exit 1\necho \"{{\\\"result\\\":\\\"$size\\\"}}\"\n",
-                root = pki_dir().join("root.pem").display()
+                root = pki_dir().join("bundle.pem").display()
             ),
         )
         .unwrap();
@@ -163,14 +175,19 @@ pub(crate) fn setup(bench: &Bench, port: u16) {
             "entrypoint": "main.sh", "permissions": [],
             "tools": [{"name": tool, "description": "Fetches.", "input_schema": {"type": "object"}}]
         });
-        if name == "brokered" {
-            m["secrets"] = json!({"BENCH_TOKEN": {"hosts": [format!("127.0.0.1:{port}")]}});
-        } else {
-            m["permissions"] = json!([
-                "network",
-                format!("filesystem:read:{}", pki_dir().display())
-            ]);
-            m["env"] = json!(["BENCH_TOKEN"]);
+        let pki = format!("filesystem:read:{}", pki_dir().display());
+        match name {
+            "brokered" => {
+                m["secrets"] = json!({"BENCH_TOKEN": {"hosts": [format!("127.0.0.1:{port}")]}});
+            }
+            "https-tunnel" => {
+                m["permissions"] = json!([format!("network:127.0.0.1:{port}"), pki]);
+                m["env"] = json!(["BENCH_TOKEN"]);
+            }
+            _ => {
+                m["permissions"] = json!(["network", pki]);
+                m["env"] = json!(["BENCH_TOKEN"]);
+            }
         }
         std::fs::write(dir.join("plugin.json"), m.to_string()).unwrap();
     }
@@ -180,7 +197,7 @@ pub(crate) async fn rows(bench: &Bench, report: &mut Value) {
     let port = origin();
     setup(bench, port);
     let host = bench.host(true);
-    for plugin in ["brokered", "https-direct"] {
+    for plugin in ["brokered", "https-tunnel", "https-direct"] {
         host.approve(plugin).await.unwrap();
     }
     let mut rows = Vec::new();
@@ -188,10 +205,11 @@ pub(crate) async fn rows(bench: &Bench, report: &mut Value) {
         ("request", "/", bench.iters(300, 30), "2"),
         ("1 MB download", "/big", bench.iters(100, 10), "1048576"),
     ] {
-        let (mut brokered, mut direct) = (Vec::new(), Vec::new());
+        let (mut brokered, mut tunnel, mut direct) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..calls.max(5) {
             for (tool, times) in [
                 ("brokered_get", &mut brokered),
+                ("https_tunnel_get", &mut tunnel),
                 ("https_direct_get", &mut direct),
             ] {
                 let t = Instant::now();
@@ -204,10 +222,15 @@ pub(crate) async fn rows(bench: &Bench, report: &mut Value) {
             }
         }
         let ms = |us: f64| (us / 10.0).round() / 100.0;
-        let (b50, d50) = (pct(&mut brokered, 50), pct(&mut direct, 50));
+        let (b50, t50, d50) = (
+            pct(&mut brokered, 50),
+            pct(&mut tunnel, 50),
+            pct(&mut direct, 50),
+        );
         rows.push(
-            json!({"what": what, "brokered_p50_ms": ms(b50), "direct_p50_ms": ms(d50),
-                         "ratio_p50": ratio(b50, d50)}),
+            json!({"what": what, "brokered_p50_ms": ms(b50), "tunnel_p50_ms": ms(t50),
+                         "direct_p50_ms": ms(d50), "ratio_p50": ratio(b50, d50),
+                         "ratio_tunnel_p50": ratio(b50, t50)}),
         );
     }
     report["brokered"] = json!(rows);
@@ -217,14 +240,18 @@ pub(crate) fn print(r: &Value) {
     let Some(rows) = r["brokered"].as_array() else {
         return;
     };
-    println!("brokered secret over HTTPS, curl (ms)   brokered p50  direct p50  ratio");
+    println!(
+        "brokered secret over HTTPS, curl (ms)   brokered p50  tunnel p50  direct p50  brokered/direct  brokered/tunnel"
+    );
     for row in rows {
         println!(
-            "  {:<38} {:>12} {:>11} {:>6}",
+            "  {:<38} {:>12} {:>11} {:>11} {:>16} {:>16}",
             cell(&row["what"]),
             cell(&row["brokered_p50_ms"]),
+            cell(&row["tunnel_p50_ms"]),
             cell(&row["direct_p50_ms"]),
-            cell(&row["ratio_p50"])
+            cell(&row["ratio_p50"]),
+            cell(&row["ratio_tunnel_p50"])
         );
     }
 }

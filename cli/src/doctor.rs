@@ -73,6 +73,23 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         }
         Err(e) => say!("secrets         {e}"),
     }
+    // Brokered secrets: which plugins have them, and the authority that
+    // signs what those plugins see of a bound host.
+    let brokering: Vec<String> = host
+        .listing()
+        .plugins
+        .iter()
+        .filter(|p| !p.secrets.is_empty())
+        .map(|p| p.name.clone())
+        .collect();
+    if !brokering.is_empty() {
+        let authority = d.state_dir.join("egress");
+        say!(
+            "brokered        {} (placed on requests by the egress proxy; HTTPS through the authority in {}, its key mode 0600, trusted by these plugins alone)",
+            brokering.join(", "),
+            authority.display()
+        );
+    }
     let support = &d.sandbox;
     say!("\nsandbox (Linux Landlock + seccomp, applied to plugin processes only)");
     match support.landlock_abi {

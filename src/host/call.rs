@@ -86,6 +86,7 @@ impl Inner {
                 .iter()
                 .map(ToString::to_string)
                 .collect();
+            summary.brokered = self.placed_since(&t.plugin, phases.started);
         }
         trace.end(
             &phases,

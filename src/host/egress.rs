@@ -140,6 +140,19 @@ impl Inner {
             .unwrap_or_default()
     }
 
+    /// What the proxy of this version of `plugin` did with its brokered
+    /// secrets since `since`.
+    pub(super) fn placed_since(&self, plugin: &Plugin, since: Instant) -> Vec<String> {
+        let outlets = self.outlets.lock().expect("outlets lock");
+        outlets
+            .get(&plugin.generation)
+            .map(|o| o.proxy.placed_since(since))
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
     /// Stops the proxy of a plugin version a reload replaced.
     pub(super) fn forget_outlet(&self, generation: u64) {
         self.outlets

@@ -47,6 +47,10 @@ pub struct AuditRecord {
     /// and the grant that would allow it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+    /// What the egress proxy did with the plugin's brokered secrets during
+    /// the call: the secret, the host, and whether the value was placed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub brokered: Vec<String>,
     /// The trace the call belongs to (32 hex digits), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
@@ -91,6 +95,7 @@ impl AuditLog {
             worker: summary.worker,
             error_kind: summary.tool_error.map(|k| k.as_str().to_owned()),
             refused: summary.refused.clone(),
+            brokered: summary.brokered.clone(),
             trace_id: call.trace.as_ref().map(|t| t.trace_id().to_owned()),
             input: self.log_inputs.then(|| call.input.clone()),
         };

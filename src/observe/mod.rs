@@ -109,6 +109,10 @@ pub struct CallSummary {
     /// plugin with host grants), in words: the host and the grant that
     /// would allow it.
     pub refused: Vec<String>,
+    /// What the egress proxy did with the plugin's brokered secrets while
+    /// the call ran, in words: the secret, the host, and whether its value
+    /// was placed (never the value).
+    pub brokered: Vec<String>,
     /// Bytes of the call's input (compact JSON); 0 when it was refused
     /// before its input was read.
     pub bytes_in: usize,
@@ -150,6 +154,7 @@ impl CallSummary {
                 .and_then(|o| o.error.as_ref())
                 .map(|e| e.kind),
             refused: Vec::new(),
+            brokered: Vec::new(),
         }
     }
 

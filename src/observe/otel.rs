@@ -197,6 +197,15 @@ impl CallSpan {
                 opentelemetry::Value::Array(opentelemetry::Array::String(refused)),
             ));
         }
+        if !summary.brokered.is_empty() {
+            // Which brokered secret went on which request, never its value.
+            let brokered: Vec<opentelemetry::StringValue> =
+                summary.brokered.iter().map(|r| r.clone().into()).collect();
+            attributes.push(KeyValue::new(
+                "plughost.egress.brokered",
+                opentelemetry::Value::Array(opentelemetry::Array::String(brokered)),
+            ));
+        }
         if outcome != "ok" {
             attributes.push(KeyValue::new("error.type", outcome));
         }

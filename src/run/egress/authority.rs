@@ -147,21 +147,25 @@ impl Authority {
                 (key, cert_pem)
             }
         };
-        let roots_pem = verification_roots()?;
-        let mut roots = RootCertStore::empty();
-        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&roots_pem)
-            .filter_map(Result::ok)
-            .collect();
+        // Each root once: SSL_CERT_FILE is often the system's bundle itself,
+        // and every client of a plugin reads the whole file at its start.
+        let mut certs: Vec<CertificateDer<'static>> = Vec::new();
+        for cert in CertificateDer::pem_slice_iter(&verification_roots()?).filter_map(Result::ok) {
+            if !certs.contains(&cert) {
+                certs.push(cert);
+            }
+        }
+        // What plugins trust: the same roots, and the authority.
+        let mut trust = Vec::new();
+        for cert in &certs {
+            trust.extend_from_slice(pem_block("CERTIFICATE", cert.as_ref()).as_bytes());
+        }
+        trust.extend_from_slice(cert_pem.as_bytes());
         // No roots at all (no system bundle, no SSL_CERT_FILE) is not an
         // error here: plain HTTP is still brokered, and each HTTPS host
         // then fails its verification with a sentence that says so.
+        let mut roots = RootCertStore::empty();
         roots.add_parsable_certificates(certs);
-        // What plugins trust: the same roots, and the authority.
-        let mut trust = roots_pem;
-        if !trust.ends_with(b"\n") {
-            trust.push(b'\n');
-        }
-        trust.extend_from_slice(cert_pem.as_bytes());
         let trust_file = dir.join(TRUST_FILE);
         let unchanged = read_text(&trust_file)
             .ok()

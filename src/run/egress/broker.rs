@@ -21,7 +21,9 @@
 //! back (a debugging endpoint) hands the value to the plugin; so does a
 //! service that stores a header where the plugin can read it.
 
-use std::sync::{Arc, LazyLock};
+use std::collections::VecDeque;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Instant;
 
 use super::authority::Authority;
 use crate::plugins::manifest::{HostGrant, Target};
@@ -89,6 +91,23 @@ pub(crate) struct Broker {
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     authority: Arc<Authority>,
     on_placed: OnPlaced,
+    /// The recent placements, newest last, for the calls that ran meanwhile.
+    recent: Mutex<VecDeque<(Instant, Placement)>>,
+}
+
+/// Placements kept per broker.
+const KEPT: usize = 64;
+
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} to {}: {}",
+            self.secret,
+            self.target,
+            self.outcome.describe()
+        )
+    }
 }
 
 impl Broker {
@@ -105,7 +124,28 @@ impl Broker {
             bound,
             authority,
             on_placed,
+            recent: Mutex::default(),
         }
+    }
+
+    /// Keeps a placement and reports it.
+    fn record(&self, placement: Placement) {
+        (self.on_placed)(&placement);
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if recent.len() == KEPT {
+            recent.pop_front();
+        }
+        recent.push_back((Instant::now(), placement));
+    }
+
+    /// The placements made since `since`, oldest first.
+    pub(crate) fn placed_since(&self, since: Instant) -> Vec<Placement> {
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent
+            .iter()
+            .filter(|(at, _)| *at >= since)
+            .map(|(_, p)| p.clone())
+            .collect()
     }
 
     /// Whether requests to `host:port` are read (a secret is bound to it).
@@ -150,7 +190,7 @@ impl Broker {
                     }
                 }
             };
-            (self.on_placed)(&Placement {
+            self.record(Placement {
                 secret: b.name.clone(),
                 target: shown.clone(),
                 outcome,
@@ -168,7 +208,7 @@ impl Broker {
         let shown = format!("{}:{port}", Target::parse(host));
         for b in &self.bound {
             if memchr::memmem::find(first, b.placeholder.as_bytes()).is_some() {
-                (self.on_placed)(&Placement {
+                self.record(Placement {
                     secret: b.name.clone(),
                     target: shown.clone(),
                     outcome: Placed::Unbound,

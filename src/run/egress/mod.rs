@@ -82,6 +82,7 @@ pub(crate) type OnRefused = Arc<dyn Fn(&Denial) + Send + Sync>;
 /// A running proxy. Dropping it stops it.
 pub(crate) struct Proxy {
     port: u16,
+    broker: Option<Arc<broker::Broker>>,
     refused: Arc<Mutex<VecDeque<(Instant, Denial)>>>,
     stop: CancellationToken,
 }
@@ -102,7 +103,7 @@ impl Drop for Proxy {
 struct Shared {
     grants: Vec<HostGrant>,
     /// The plugin's brokered secrets, when it has any.
-    broker: Option<broker::Broker>,
+    broker: Option<Arc<broker::Broker>>,
     refused: Arc<Mutex<VecDeque<(Instant, Denial)>>>,
     on_refused: OnRefused,
 }
@@ -123,9 +124,10 @@ impl Proxy {
             TcpListener::from_std(listener)?
         };
         let refused = Arc::new(Mutex::new(VecDeque::new()));
+        let broker = broker.map(Arc::new);
         let shared = Arc::new(Shared {
             grants,
-            broker,
+            broker: broker.clone(),
             refused: refused.clone(),
             on_refused,
         });
@@ -133,6 +135,7 @@ impl Proxy {
         runtime.spawn(accept_loop(listener, shared, stop.clone()));
         Ok(Proxy {
             port,
+            broker,
             refused,
             stop,
         })
@@ -152,6 +155,14 @@ impl Proxy {
             .filter(|(at, _)| *at >= since)
             .map(|(_, d)| d.clone())
             .collect()
+    }
+
+    /// What it did with brokered secrets since `since`, oldest first.
+    pub(crate) fn placed_since(&self, since: Instant) -> Vec<broker::Placement> {
+        self.broker
+            .as_ref()
+            .map(|b| b.placed_since(since))
+            .unwrap_or_default()
     }
 
     /// The variables that point a child at it: `HTTP_PROXY`, `HTTPS_PROXY`
