@@ -534,12 +534,13 @@ fn a_worker_behaves_the_same_and_secret_rm_holds_for_the_next_request() {
     }
     let s = setup(true);
     let api = s.api("/");
-    // One serve, one worker, three calls: placed; removed; set again.
+    // One serve, one worker, two calls: placed; then removed.
     let mut serve = s.cmd();
     serve
         .args(["serve"])
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
     let mut serve = serve.spawn().unwrap();
     let mut stdin = serve.stdin.take().unwrap();
     let mut lines = BufReader::new(serve.stdout.take().unwrap()).lines();
@@ -788,6 +789,18 @@ fn a_manifest_that_would_hand_over_the_value_is_refused() {
         (
             json!({"permissions": [], "secrets": {"9T": {"hosts": ["a.example"]}}}),
             "/secrets",
+        ),
+        (
+            json!({"permissions": [], "secrets": {"T": {"hosts": ["a.example"], "headers": ["Host"]}}}),
+            "never goes in \"Host\"",
+        ),
+        (
+            json!({"permissions": [], "secrets": {"PATH": {"hosts": ["a.example"]}}}),
+            "name the secret otherwise",
+        ),
+        (
+            json!({"permissions": [], "secrets": {"LD_PRELOAD": {"hosts": ["a.example"]}}}),
+            "name the secret otherwise",
         ),
     ];
     for (extra, expected) in cases {

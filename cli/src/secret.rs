@@ -46,7 +46,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 .set(name, &value, plugins)
                 .map_err(|e| e.to_string())?;
             let reach = match plugins.as_slice() {
-                [] => "every plugin that lists it (in \"env\" or \"secrets\")".to_owned(),
+                [] => "every plugin that lists it in \"env\" or brokers it (\"secrets\"); name the plugins with --plugin to keep it to them".to_owned(),
                 some => format!("plugin{} {}", plural(some.len()), some.join(", ")),
             };
             say!("set {name}, for {reach}");
@@ -61,7 +61,7 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             let listing = cli.host().map(|h| h.listing()).ok();
             for s in listed {
                 let reach = match s.plugins.as_slice() {
-                    [] => "every plugin that lists it".to_owned(),
+                    [] => "every plugin that lists it or brokers it".to_owned(),
                     some => some.join(", "),
                 };
                 say!("{}  {reach}", s.name);

@@ -145,7 +145,7 @@ pub(crate) struct Grant {
     /// The brokered secrets granted, each with the hosts its value may be
     /// placed on requests to (as the manifest writes them, sorted).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub secrets: BTreeMap<String, BTreeSet<String>>,
+    pub secrets: BTreeMap<String, SecretGrant>,
     /// An MCP server's tools as they were approved (see [`pins`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<pins::Pins>,
@@ -180,10 +180,7 @@ impl Grant {
         let secrets: Vec<String> = self
             .secrets
             .iter()
-            .map(|(name, hosts)| {
-                let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
-                format!("{name}@{}", hosts.join("+"))
-            })
+            .map(|(name, binding)| format!("{name}@{binding}"))
             .collect();
         format!(
             "{}|{}|{}",
@@ -194,14 +191,44 @@ impl Grant {
     }
 }
 
-/// A manifest's brokered secrets as a grant keeps them: each name with its
-/// hosts, sorted, so that the same binding written in another order is the
-/// same.
-pub(crate) fn bindings(manifest: &Manifest) -> BTreeMap<String, BTreeSet<String>> {
+/// One brokered secret as it was approved: where its value may go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SecretGrant {
+    /// The hosts, as the manifest writes them.
+    pub hosts: BTreeSet<String>,
+    /// The headers it may go in, lowercase.
+    pub headers: BTreeSet<String>,
+    /// Whether plain HTTP may carry it too.
+    #[serde(default)]
+    pub plain_http: bool,
+}
+
+impl std::fmt::Display for SecretGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join("+");
+        write!(f, "{}/{}", join(&self.hosts), join(&self.headers))?;
+        if self.plain_http {
+            f.write_str("/http")?;
+        }
+        Ok(())
+    }
+}
+
+/// A manifest's brokered secrets as a grant keeps them, sorted, so that the
+/// same binding written in another order is the same.
+pub(crate) fn bindings(manifest: &Manifest) -> BTreeMap<String, SecretGrant> {
     manifest
         .secrets
         .iter()
-        .map(|(name, b)| (name.clone(), b.hosts.iter().cloned().collect()))
+        .map(|(name, b)| {
+            let grant = SecretGrant {
+                hosts: b.hosts.iter().cloned().collect(),
+                headers: b.header_names().into_iter().collect(),
+                plain_http: b.plain_http,
+            };
+            (name.clone(), grant)
+        })
         .collect()
 }
 

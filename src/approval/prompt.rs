@@ -211,6 +211,16 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
                 binding.hosts.join(", "),
                 new_mark(new_secrets.contains(name))
             );
+            if let Some(headers) = &binding.headers {
+                let names: Vec<&str> = headers.iter().map(|h| h.0.as_str()).collect();
+                let _ = writeln!(t, "    in the headers {} alone", names.join(", "));
+            }
+            if binding.plain_http {
+                let _ = writeln!(
+                    t,
+                    "    also over plain HTTP, where anyone on the way can read it"
+                );
+            }
         }
     }
 

@@ -88,6 +88,8 @@ impl Inner {
                     name: name.clone(),
                     placeholder: placeholder(plugin.name(), name),
                     hosts: b.grants(),
+                    headers: b.header_names(),
+                    plain_http: b.plain_http,
                 })
                 .collect();
             let trust = (authority.trust_file().to_owned(), authority.env());

@@ -137,9 +137,71 @@ pub struct BrokeredSecret {
     /// `*.example.com`); each is granted to the plugin with the secret.
     #[schemars(length(min = 1))]
     pub hosts: Vec<String>,
+    /// The request headers the value may be placed in (default:
+    /// `Authorization` and the common API-key headers, see
+    /// [`BrokeredSecret::DEFAULT_HEADERS`]). Never `Host`, `Origin`,
+    /// `Referer`, `Cookie` or another header servers send back or log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub headers: Option<Vec<HeaderName>>,
+    /// Whether the value may also go on plain-HTTP requests, where anyone
+    /// on the way reads it (default: HTTPS alone).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plain_http: bool,
 }
 
+/// The name of a request header a brokered secret may be placed in.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(transparent)]
+pub struct HeaderName(#[schemars(regex(pattern = r"^[A-Za-z0-9-]{1,64}$"))] pub String);
+
 impl BrokeredSecret {
+    /// Where a value goes when a binding names no headers: the credential
+    /// headers of HTTP and of the common APIs, which servers neither send
+    /// back nor write to their access logs.
+    pub const DEFAULT_HEADERS: &'static [&'static str] = &[
+        "Authorization",
+        "X-Api-Key",
+        "Api-Key",
+        "X-Auth-Token",
+        "X-Access-Token",
+        "Private-Token",
+        "X-Goog-Api-Key",
+        "Ocp-Apim-Subscription-Key",
+    ];
+
+    /// Headers a value never goes in, whatever a binding says: the ones
+    /// that choose the site, or that servers reflect or log.
+    pub const NEVER_HEADERS: &'static [&'static str] = &[
+        "Host",
+        "Origin",
+        "Referer",
+        "Cookie",
+        "User-Agent",
+        "Via",
+        "Forwarded",
+        "X-Forwarded-For",
+        "X-Forwarded-Host",
+        "Content-Type",
+        "Content-Length",
+        "Transfer-Encoding",
+        "Connection",
+        "Upgrade",
+    ];
+
+    /// The headers the value may go in, lowercase.
+    pub fn header_names(&self) -> Vec<String> {
+        match &self.headers {
+            Some(named) => named.iter().map(|h| h.0.to_ascii_lowercase()).collect(),
+            None => Self::DEFAULT_HEADERS
+                .iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect(),
+        }
+    }
+
     /// Its hosts as grants (those that do not parse are left out: the
     /// validator refuses them first).
     pub fn grants(&self) -> Vec<HostGrant> {

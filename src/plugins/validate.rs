@@ -397,6 +397,24 @@ fn brokered_errors(manifest: &Manifest) -> Vec<ManifestError> {
                 format!("\"{name}\" is also in \"env\", which would give the plugin the value: remove it from \"env\" (the plugin gets a placeholder in {name} that plughost replaces on its requests)"),
             ));
         }
+        if crate::run::env::reserved(name) {
+            errors.push(ManifestError::new(
+                at.clone(),
+                format!("\"{name}\" is a variable plughost or the system sets for every process: name the secret otherwise"),
+            ));
+        }
+        let binding = &manifest.secrets[name];
+        for h in binding.headers.iter().flatten() {
+            if crate::plugins::manifest::BrokeredSecret::NEVER_HEADERS
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(&h.0))
+            {
+                errors.push(ManifestError::new(
+                    format!("{at}/headers"),
+                    format!("a secret never goes in \"{}\": it chooses the site, or servers send it back or log it", h.0),
+                ));
+            }
+        }
         if manifest.permissions.contains(&Permission::Network) {
             errors.push(ManifestError::new(
                 at,

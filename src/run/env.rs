@@ -32,6 +32,18 @@ pub(crate) const ALLOWLIST: &[&str] = &[
     "NVM_BIN",
 ];
 
+/// Whether `name` is a variable a brokered secret may not take: one the
+/// allowlist passes, plughost sets, or the loader and the proxy read.
+pub(crate) fn reserved(name: &str) -> bool {
+    ALLOWLIST.contains(&name)
+        || name.starts_with("LC_")
+        || name.starts_with("LD_")
+        || name.starts_with("PLUGHOST_")
+        || ["TMPDIR", "TRACEPARENT", "TRACESTATE"].contains(&name)
+        || crate::run::egress::PROXY_VARIABLES.contains(&name)
+        || crate::run::egress::authority::TRUST_VARIABLES.contains(&name)
+}
+
 /// Builds the environment of one call.
 pub(crate) fn plugin_env(
     plugin: &Plugin,

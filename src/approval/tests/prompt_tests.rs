@@ -234,6 +234,8 @@ fn prompt_text_names_each_brokered_secret_and_its_hosts_and_a_changed_binding_as
         "GITHUB_TOKEN".into(),
         crate::plugins::manifest::BrokeredSecret {
             hosts: vec!["api.github.com:443".into()],
+            headers: None,
+            plain_http: false,
         },
     );
     let text = prompt::text(&m, &ApprovalState::NeedsApproval);

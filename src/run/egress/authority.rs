@@ -40,6 +40,8 @@ const CERT_FILE: &str = "ca.pem";
 /// What plugins with brokered secrets trust.
 const TRUST_FILE: &str = "trust.pem";
 const LOCK_FILE: &str = "ca.lock";
+/// Host certificates kept at once.
+const MAX_LEAVES: usize = 256;
 /// The largest file of roots read.
 const MAX_ROOTS_BYTES: u64 = 16 << 20;
 
@@ -210,9 +212,19 @@ impl Authority {
     /// How the proxy answers a plugin's TLS for `host`: with a certificate
     /// for that name (or address), signed by the authority.
     pub(crate) fn server_for(&self, host: &str) -> Result<Arc<ServerConfig>, String> {
+        // One certificate per host as the grants compare it (lowercase, no
+        // trailing dot): spellings of one name share it.
+        let host = crate::plugins::manifest::Target::parse(host).to_string();
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        let mut leaves = self.leaves.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(config) = leaves.get(host) {
+        if host.ends_with('.') || host.is_empty() {
+            return Err(format!("\"{host}\" is not a host name"));
+        }
+        if let Some(config) = self
+            .leaves
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(host)
+        {
             return Ok(config.clone());
         }
         let key = KeyPair::generate().map_err(|e| e.to_string())?;
@@ -232,6 +244,12 @@ impl Authority {
             .with_single_cert(vec![cert.der().clone()], key_der)
             .map_err(|e| e.to_string())?;
         let config = Arc::new(with_http1_server(config));
+        let mut leaves = self.leaves.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded: a plugin that asks for endless names costs a certificate
+        // each, never memory without end.
+        if leaves.len() >= MAX_LEAVES {
+            leaves.clear();
+        }
         leaves.insert(host.to_owned(), config.clone());
         Ok(config)
     }

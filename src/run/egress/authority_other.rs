@@ -28,3 +28,6 @@ impl Authority {
         Vec::new()
     }
 }
+
+/// The variables a plugin's TLS libraries read (none are set here).
+pub(crate) const TRUST_VARIABLES: &[&str] = &[];

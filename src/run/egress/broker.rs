@@ -26,6 +26,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Instant;
 
 use super::authority::Authority;
+use super::http;
 use crate::plugins::manifest::{HostGrant, Target};
 use crate::secrets::SecretStore;
 use sha2::{Digest, Sha256};
@@ -39,6 +40,10 @@ pub(crate) struct Bound {
     pub placeholder: String,
     /// Where the value may go.
     pub hosts: Vec<HostGrant>,
+    /// The headers it may go in, lowercase.
+    pub headers: Vec<String>,
+    /// Whether plain HTTP may carry it.
+    pub plain_http: bool,
 }
 
 /// What happened to a placeholder on one request.
@@ -66,6 +71,14 @@ pub(crate) enum Placed {
     /// The value cannot go in a header (it holds a line break or a control
     /// character): the placeholder went out as it was.
     Unfit,
+    /// The request went over plain HTTP and the binding allows HTTPS alone.
+    PlainHttp,
+    /// The request names another site than the bound host (its `Host`
+    /// header, or an absolute URL in its request line).
+    OtherSite,
+    /// The placeholder is in a header the binding does not name (or in a
+    /// header's name).
+    WrongHeader,
 }
 
 impl Placed {
@@ -76,6 +89,15 @@ impl Placed {
             Placed::Unbound => "not placed: the host is not bound to it (sent as the placeholder)",
             Placed::NotSet => "not placed: no value is set for this plugin (plughost secret set)",
             Placed::Unfit => "not placed: the value holds a line break or control character",
+            Placed::PlainHttp => {
+                "not placed: plain HTTP, and the binding allows HTTPS alone (\"plain_http\")"
+            }
+            Placed::OtherSite => {
+                "not placed: the request names another site (its Host header or URL)"
+            }
+            Placed::WrongHeader => {
+                "not placed: the placeholder is in a header the binding does not name (\"headers\")"
+            }
         }
     }
 }
@@ -156,36 +178,46 @@ impl Broker {
             .any(|b| b.hosts.iter().any(|g| g.allows(&target, port)))
     }
 
-    /// `head` (a request head, first line and headers) as it goes to
-    /// `host:port`: in header values each placeholder of a secret bound to
-    /// that host replaced by the value; each other placeholder left, and
-    /// recorded.
-    pub(crate) fn place(&self, head: &[u8], host: &str, port: u16) -> Vec<u8> {
+    /// `head` (a request head in origin form, first line and headers) as
+    /// it goes to `host:port` (over TLS when `tls`): each placeholder of a
+    /// secret bound to that host replaced by the value, in the headers the
+    /// binding names; every other placeholder left as it is, and recorded.
+    ///
+    /// All or nothing per secret: the value is placed only when the request
+    /// names the bound host itself (origin-form request line, one `Host`
+    /// header naming it), goes over TLS (or the binding allows plain
+    /// HTTP), and carries the placeholder in the binding's headers alone.
+    pub(crate) fn place(&self, head: &[u8], host: &str, port: u16, tls: bool) -> Vec<u8> {
         let target = Target::parse(host);
         let shown = format!("{target}:{port}");
-        let mut out = head.to_vec();
+        let mut lines: Vec<Vec<u8>> = split_lines(head).map(<[u8]>::to_vec).collect();
         for b in &self.bound {
-            let first = split_lines(&out).next().map_or(0, <[u8]>::len);
-            let in_headers =
-                memchr::memmem::find(&out[first..], b.placeholder.as_bytes()).is_some();
-            if !in_headers {
+            let needle = b.placeholder.as_bytes();
+            let carrying: Vec<usize> = (1..lines.len())
+                .filter(|i| memchr::memmem::find(&lines[*i], needle).is_some())
+                .collect();
+            if carrying.is_empty() {
                 continue;
             }
-            let bound_here = b.hosts.iter().any(|g| g.allows(&target, port));
-            let outcome = if !bound_here {
+            let outcome = if !b.hosts.iter().any(|g| g.allows(&target, port)) {
                 Placed::Unbound
+            } else if !tls && !b.plain_http {
+                Placed::PlainHttp
+            } else if !names_the_host(&lines, &target, port, tls) {
+                Placed::OtherSite
+            } else if !carrying
+                .iter()
+                .all(|i| in_allowed_value(&lines[*i], needle, &b.headers))
+            {
+                Placed::WrongHeader
             } else {
                 match self.value(&b.name) {
                     None => Placed::NotSet,
                     Some(v) if !fits_a_header(&v) => Placed::Unfit,
                     Some(v) => {
-                        let mut replaced = out[..first].to_vec();
-                        replaced.extend(replace(
-                            &out[first..],
-                            b.placeholder.as_bytes(),
-                            v.as_bytes(),
-                        ));
-                        out = replaced;
+                        for i in &carrying {
+                            lines[*i] = replace(&lines[*i], needle, v.as_bytes());
+                        }
                         Placed::Value
                     }
                 }
@@ -196,7 +228,7 @@ impl Broker {
                 outcome,
             });
         }
-        out
+        lines.concat()
     }
 
     /// Records the placeholders in the first bytes of a connection to a host
@@ -237,6 +269,45 @@ fn split_lines(head: &[u8]) -> impl Iterator<Item = &[u8]> {
     head.split_inclusive(|b| *b == b'\n')
 }
 
+/// Whether the request in `lines` names `target:port` itself: an
+/// origin-form request line (`GET /path …`, or `*`), and exactly one `Host`
+/// header naming the target, with its port or the scheme's default.
+fn names_the_host(lines: &[Vec<u8>], target: &Target, port: u16, tls: bool) -> bool {
+    let Some(first) = lines.first().and_then(|l| std::str::from_utf8(l).ok()) else {
+        return false;
+    };
+    let origin_form = first
+        .split(' ')
+        .nth(1)
+        .is_some_and(|t| t.starts_with('/') || t == "*");
+    let hosts: Vec<&str> = lines[1..]
+        .iter()
+        .filter_map(|l| std::str::from_utf8(l).ok())
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(name, _)| name.trim().eq_ignore_ascii_case("host"))
+        .map(|(_, value)| value.trim())
+        .collect();
+    let default = if tls { 443 } else { 80 };
+    let [named] = hosts[..] else {
+        return false;
+    };
+    origin_form
+        && http::authority(named, Some(default))
+            .is_ok_and(|(h, p)| Target::parse(&h) == *target && p == port)
+}
+
+/// Whether every `needle` in the header `line` is in its value, and the
+/// header is one of `allowed` (lowercase names).
+fn in_allowed_value(line: &[u8], needle: &[u8], allowed: &[String]) -> bool {
+    let Some(colon) = memchr::memchr(b':', line) else {
+        return false;
+    };
+    let name = String::from_utf8_lossy(&line[..colon])
+        .trim()
+        .to_ascii_lowercase();
+    memchr::memmem::find(&line[..colon], needle).is_none() && allowed.contains(&name)
+}
+
 /// `haystack` with every `from` replaced by `to`.
 fn replace(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(haystack.len() + to.len());
@@ -253,7 +324,7 @@ fn replace(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 /// Whether a value may stand in a header: no line break, no control
 /// character (a value that ends a header line would write headers of its own).
 fn fits_a_header(value: &str) -> bool {
-    !value.chars().any(|c| c.is_control())
+    !value.chars().any(|c| c.is_control() && c != '\t')
 }
 
 /// A key of this process: placeholders are derived from it, so they are

@@ -39,11 +39,15 @@ impl fmt::Display for BadRequest {
 }
 
 /// Where the head in `buf` ends (after its blank line), if it is complete.
+/// The earlier of a CRLF and a bare-LF blank line ends it: a head written
+/// with bare LFs must not run on into its body.
 pub(super) fn head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| i + 4)
-        .or_else(|| buf.windows(2).position(|w| w == b"\n\n").map(|i| i + 2))
+    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Reads a complete request head.

@@ -349,7 +349,7 @@ async fn serve_http(mut conn: TcpStream, first: u8, shared: &Shared) -> std::io:
         }
         http::Request::Forward { head, .. } => {
             let mut first = match &shared.broker {
-                Some(b) => b.place(&head, &host, port),
+                Some(b) => b.place(&head, &host, port, false),
                 None => head,
             };
             first.extend_from_slice(&rest);

@@ -155,6 +155,7 @@ fn brokering(
     bound: u16,
     other: u16,
     value: &str,
+    plain_http: bool,
 ) -> (
     Proxy,
     String,
@@ -174,6 +175,8 @@ fn brokering(
             name: "TOKEN".into(),
             placeholder: placeholder.clone(),
             hosts: vec![HostGrant::parse(&format!("127.0.0.1:{bound}")).unwrap()],
+            headers: vec!["authorization".into(), "x-both".into()],
+            plain_http,
         }],
         Arc::new(authority::Authority::open(state.path()).unwrap()),
         Arc::new(move |p: &broker::Placement| placed2.lock().unwrap().push(p.clone())),
@@ -197,10 +200,10 @@ fn brokering(
 #[tokio::test]
 async fn a_bound_host_gets_the_value_in_headers_and_no_other_host_does() {
     let (bound, other) = (upstream().await, upstream().await);
-    let (p, held, placed, _state) = brokering(bound, other, "v4lue");
+    let (p, held, placed, _state) = brokering(bound, other, "v4lue", true);
     let ask = |port: u16| {
         format!(
-            "GET http://127.0.0.1:{port}/q?k={held} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {held}\r\nX-Both: {held},{held}\r\n\r\n"
+            "GET http://127.0.0.1:{port}/q?k={held} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {held}\r\nX-Both: {held},{held}\r\n\r\n"
         )
     };
     let got = exchange(p.port(), ask(bound).as_bytes()).await;
@@ -226,14 +229,14 @@ async fn a_bound_host_gets_the_value_in_headers_and_no_other_host_does() {
 #[tokio::test]
 async fn a_value_that_would_end_a_header_is_never_placed() {
     let bound = upstream().await;
-    let (p, held, placed, state) = brokering(bound, bound, "ok");
+    let (p, held, placed, state) = brokering(bound, bound, "ok", true);
     // The store refuses such a value; one written around it is not placed.
     let file = state.path().join(crate::secrets::SECRETS_FILE);
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, text.replace("\"ok\"", "\"a\\r\\nX-Injected: 1\"")).unwrap();
     let got = exchange(
         p.port(),
-        format!("GET http://127.0.0.1:{bound}/ HTTP/1.1\r\nAuthorization: {held}\r\n\r\n")
+        format!("GET http://127.0.0.1:{bound}/ HTTP/1.1\r\nHost: 127.0.0.1:{bound}\r\nAuthorization: {held}\r\n\r\n")
             .as_bytes(),
     )
     .await;
@@ -243,4 +246,66 @@ async fn a_value_that_would_end_a_header_is_never_placed() {
         outcomes == [broker::Placed::Unfit] || outcomes == [broker::Placed::NotSet],
         "{outcomes:?}"
     );
+}
+
+/// The value goes only on a request that names the bound host itself, in
+/// the binding's headers, over the scheme the binding allows.
+#[tokio::test]
+async fn a_request_that_names_another_site_or_header_gets_no_value() {
+    let bound = upstream().await;
+    let cases: [(bool, &str, broker::Placed); 5] = [
+        // Another site behind the same address.
+        (
+            true,
+            "Host: evil.example\r\nAuthorization: {held}\r\n",
+            broker::Placed::OtherSite,
+        ),
+        // Two Host headers.
+        (
+            true,
+            "Host: 127.0.0.1:{port}\r\nHost: evil.example\r\nAuthorization: {held}\r\n",
+            broker::Placed::OtherSite,
+        ),
+        // A header servers send back.
+        (
+            true,
+            "Host: 127.0.0.1:{port}\r\nOrigin: {held}\r\n",
+            broker::Placed::WrongHeader,
+        ),
+        // In a header's name.
+        (
+            true,
+            "Host: 127.0.0.1:{port}\r\nX-{held}: 1\r\nAuthorization: {held}\r\n",
+            broker::Placed::WrongHeader,
+        ),
+        // Plain HTTP where the binding allows HTTPS alone.
+        (
+            false,
+            "Host: 127.0.0.1:{port}\r\nAuthorization: {held}\r\n",
+            broker::Placed::PlainHttp,
+        ),
+    ];
+    for (plain_http, headers, expected) in cases {
+        let (p, held, placed, _state) = brokering(bound, bound, "v4lue", plain_http);
+        let headers = headers
+            .replace("{held}", &held)
+            .replace("{port}", &bound.to_string());
+        let got = exchange(
+            p.port(),
+            format!("GET http://127.0.0.1:{bound}/ HTTP/1.1\r\n{headers}\r\n").as_bytes(),
+        )
+        .await;
+        assert!(!got.contains("v4lue"), "{headers}: {got}");
+        let outcomes: Vec<_> = placed.lock().unwrap().iter().map(|p| p.outcome).collect();
+        assert_eq!(outcomes, [expected], "{headers}");
+    }
+    // A head written with bare LFs ends at its first blank line: what
+    // follows is body, never headers.
+    let (p, held, _placed, _state) = brokering(bound, bound, "v4lue", true);
+    let got = exchange(
+        p.port(),
+        format!("GET http://127.0.0.1:{bound}/ HTTP/1.1\nHost: 127.0.0.1:{bound}\n\nAuthorization: {held}\r\n\r\n").as_bytes(),
+    )
+    .await;
+    assert!(!got.contains("v4lue"), "{got}");
 }

@@ -9,17 +9,49 @@ use tokio::net::TcpStream;
 use super::broker::Broker;
 use super::{CONNECT_TIMEOUT, HEAD_TIMEOUT, TUNNEL_BUFFER, http};
 
+/// The first byte of a TLS handshake record.
+const TLS_HANDSHAKE: u8 = 0x16;
+
 /// Serves a connection to a bound host: ends the plugin's TLS with the
 /// authority's certificate for `host`, reads the request head, places
 /// the secrets, and speaks TLS to the host itself (verified) for the
-/// rest of the connection.
+/// rest of the connection. A connection that does not begin with TLS is
+/// read as plain HTTP (a client that tunnels `http://` through CONNECT or
+/// SOCKS): its head is placed the same way and goes to the host as it came.
 pub(crate) async fn intercept(
     broker: &Broker,
-    conn: TcpStream,
-    upstream: TcpStream,
+    mut conn: TcpStream,
+    mut upstream: TcpStream,
     host: &str,
     port: u16,
 ) -> std::io::Result<()> {
+    let mut first = [0u8; 1];
+    match tokio::time::timeout(HEAD_TIMEOUT, conn.peek(&mut first)).await {
+        Ok(Ok(1)) => {}
+        _ => return Ok(()),
+    }
+    if first[0] != TLS_HANDSHAKE {
+        let Some((head, rest)) = read_head(&mut conn).await? else {
+            return Ok(());
+        };
+        let head = match http::for_origin(&head) {
+            Ok(h) => broker.place(&h, host, port, false),
+            Err(bad) => {
+                let answer = http::answer(400, "Bad Request", &format!("plughost: {bad}"));
+                return conn.write_all(&answer).await;
+            }
+        };
+        upstream.write_all(&head).await?;
+        upstream.write_all(&rest).await?;
+        return tokio::io::copy_bidirectional_with_sizes(
+            &mut conn,
+            &mut upstream,
+            TUNNEL_BUFFER,
+            TUNNEL_BUFFER,
+        )
+        .await
+        .map(drop);
+    }
     let server = broker
         .authority()
         .server_for(host)
@@ -40,7 +72,6 @@ pub(crate) async fn intercept(
             return plugin.write_all(&answer).await;
         }
     };
-    let head = broker.place(&head, host, port);
     let name = host
         .trim_start_matches('[')
         .trim_end_matches(']')
@@ -72,6 +103,8 @@ pub(crate) async fn intercept(
                 .await;
         }
     };
+    // Placed once the host is known to be the one its certificate names.
+    let head = broker.place(&head, host, port, true);
     host_side.write_all(&head).await?;
     host_side.write_all(&rest).await?;
     tokio::io::copy_bidirectional_with_sizes(
