@@ -105,6 +105,13 @@ impl Inner {
                 authority,
                 on_placed,
             );
+            // Without a network namespace the proxy's port is open to
+            // every local process: a placement needs the plugin's credential.
+            let broker = if side.held_by_namespace() {
+                broker
+            } else {
+                broker.with_credential()
+            };
             (Some(broker), Some(trust))
         };
         let proxy = Proxy::start(listener, grants, broker, on_refused, &runtime)

@@ -79,6 +79,10 @@ pub(crate) enum Placed {
     /// The placeholder is in a header the binding does not name (or in a
     /// header's name).
     WrongHeader,
+    /// The connection did not show the plugin's proxy credential: another
+    /// local process may have sent it (the proxy's port is open to them
+    /// where there is no network namespace).
+    Stranger,
 }
 
 impl Placed {
@@ -94,6 +98,9 @@ impl Placed {
             }
             Placed::OtherSite => {
                 "not placed: the request names another site (its Host header or URL)"
+            }
+            Placed::Stranger => {
+                "not placed: the connection did not show the plugin's proxy credential"
             }
             Placed::WrongHeader => {
                 "not placed: the placeholder is in a header the binding does not name (\"headers\")"
@@ -115,6 +122,10 @@ pub(crate) struct Broker {
     on_placed: OnPlaced,
     /// The recent placements, newest last, for the calls that ran meanwhile.
     recent: Mutex<VecDeque<(Instant, Placement)>>,
+    /// Where the proxy's port is open to every local process (no network
+    /// namespace): what a connection must show (`Proxy-Authorization`) for
+    /// a value to be placed on its requests.
+    credential: Option<String>,
 }
 
 /// Placements kept per broker.
@@ -147,7 +158,53 @@ impl Broker {
             authority,
             on_placed,
             recent: Mutex::default(),
+            credential: None,
         }
+    }
+
+    /// Requires the plugin's proxy credential for a placement: where the
+    /// proxy's port is open to other local processes. A random secret of
+    /// this broker, handed to the plugin in its proxy variables.
+    pub(crate) fn with_credential(mut self) -> Broker {
+        let mut token = [0u8; 16];
+        let read = std::fs::File::open("/dev/urandom").and_then(|mut f| {
+            use std::io::Read;
+            f.read_exact(&mut token)
+        });
+        let token: String = if read.is_ok() {
+            token.iter().map(|b| format!("{b:02x}")).collect()
+        } else {
+            placeholder(&self.plugin, "proxy")
+        };
+        self.credential = Some(token);
+        self
+    }
+
+    /// The user and password of the proxy URLs the plugin gets, if needed.
+    pub(crate) fn credential(&self) -> Option<&str> {
+        self.credential.as_deref()
+    }
+
+    /// Whether a request head came from the plugin: it shows the proxy
+    /// credential, where one is needed.
+    pub(crate) fn shows_credential(&self, head: &[u8]) -> bool {
+        let Some(token) = &self.credential else {
+            return true;
+        };
+        use base64::Engine as _;
+        let expected =
+            base64::engine::general_purpose::STANDARD.encode(format!("plughost:{token}"));
+        split_lines(head).skip(1).any(|line| {
+            let line = String::from_utf8_lossy(line);
+            line.split_once(':').is_some_and(|(name, value)| {
+                let mut words = value.split_whitespace();
+                name.trim().eq_ignore_ascii_case("proxy-authorization")
+                    && words
+                        .next()
+                        .is_some_and(|w| w.eq_ignore_ascii_case("basic"))
+                    && words.next() == Some(expected.as_str())
+            })
+        })
     }
 
     /// Keeps a placement and reports it.
@@ -187,7 +244,14 @@ impl Broker {
     /// names the bound host itself (origin-form request line, one `Host`
     /// header naming it), goes over TLS (or the binding allows plain
     /// HTTP), and carries the placeholder in the binding's headers alone.
-    pub(crate) fn place(&self, head: &[u8], host: &str, port: u16, tls: bool) -> Vec<u8> {
+    pub(crate) fn place(
+        &self,
+        head: &[u8],
+        host: &str,
+        port: u16,
+        tls: bool,
+        from_plugin: bool,
+    ) -> Vec<u8> {
         let target = Target::parse(host);
         let shown = format!("{target}:{port}");
         let mut lines: Vec<Vec<u8>> = split_lines(head).map(<[u8]>::to_vec).collect();
@@ -201,6 +265,8 @@ impl Broker {
             }
             let outcome = if !b.hosts.iter().any(|g| g.allows(&target, port)) {
                 Placed::Unbound
+            } else if !from_plugin {
+                Placed::Stranger
             } else if !tls && !b.plain_http {
                 Placed::PlainHttp
             } else if !names_the_host(&lines, &target, port, tls) {

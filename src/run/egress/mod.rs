@@ -47,6 +47,7 @@ mod tls {
         _: tokio::net::TcpStream,
         _: &str,
         _: u16,
+        _: bool,
     ) -> std::io::Result<()> {
         Err(std::io::Error::other("brokered secrets need Linux"))
     }
@@ -171,7 +172,15 @@ impl Proxy {
     /// `NODE_USE_ENV_PROXY` for Node's own `fetch`. `NO_PROXY` must be
     /// removed by the caller.
     pub(crate) fn env(&self) -> Vec<(String, String)> {
-        let http = format!("http://127.0.0.1:{}", self.port);
+        // Where placements need the plugin's credential, its URLs carry it
+        // (clients send it as `Proxy-Authorization`).
+        let user = self
+            .broker
+            .as_ref()
+            .and_then(|b| b.credential())
+            .map(|token| format!("plughost:{token}@"))
+            .unwrap_or_default();
+        let http = format!("http://{user}127.0.0.1:{}", self.port);
         let socks = format!("socks5h://127.0.0.1:{}", self.port);
         let mut env = Vec::new();
         for (name, value) in [
@@ -254,8 +263,11 @@ async fn serve_socks(mut conn: TcpStream, shared: &Shared) -> std::io::Result<()
         Ok(upstream) => {
             socks::reply(&mut conn, socks::SUCCEEDED).await?;
             match &shared.broker {
+                // SOCKS carries no credential here: it is the plugin's
+                // only where no other process can reach the port.
                 Some(b) if b.intercepts(&host, port) => {
-                    tls::intercept(b, conn, upstream, &host, port).await
+                    let from_plugin = b.credential().is_none();
+                    tls::intercept(b, conn, upstream, &host, port, from_plugin).await
                 }
                 _ => tunnel(conn, upstream, &[]).await,
             }
@@ -295,6 +307,10 @@ async fn serve_http(mut conn: TcpStream, first: u8, shared: &Shared) -> std::io:
         buf.extend_from_slice(&chunk[..n]);
     };
     let rest = buf.split_off(end);
+    let from_plugin = shared
+        .broker
+        .as_ref()
+        .is_none_or(|b| b.shows_credential(&buf));
     let request = match http::parse(&buf) {
         Ok(r) => r,
         Err(bad) => {
@@ -337,7 +353,7 @@ async fn serve_http(mut conn: TcpStream, first: u8, shared: &Shared) -> std::io:
             match &shared.broker {
                 // A client waits for the answer before its TLS begins.
                 Some(b) if b.intercepts(&host, port) && rest.is_empty() => {
-                    tls::intercept(b, conn, upstream, &host, port).await
+                    tls::intercept(b, conn, upstream, &host, port, from_plugin).await
                 }
                 Some(b) if b.intercepts(&host, port) => Ok(()),
                 Some(b) => {
@@ -349,7 +365,7 @@ async fn serve_http(mut conn: TcpStream, first: u8, shared: &Shared) -> std::io:
         }
         http::Request::Forward { head, .. } => {
             let mut first = match &shared.broker {
-                Some(b) => b.place(&head, &host, port, false),
+                Some(b) => b.place(&head, &host, port, false, from_plugin),
                 None => head,
             };
             first.extend_from_slice(&rest);

@@ -309,3 +309,51 @@ async fn a_request_that_names_another_site_or_header_gets_no_value() {
     .await;
     assert!(!got.contains("v4lue"), "{got}");
 }
+
+/// Where the proxy's port is open to other local processes, a value is
+/// placed only on a connection that shows the plugin's credential.
+#[tokio::test]
+async fn a_connection_without_the_plugins_credential_gets_no_value() {
+    let state = tempfile::tempdir().unwrap();
+    let store = crate::secrets::SecretStore::new(state.path());
+    store.set("TOKEN", "v4lue", &["p".to_owned()]).unwrap();
+    let held = broker::placeholder("p", "TOKEN");
+    let placed = Arc::new(Mutex::new(Vec::new()));
+    let placed2 = placed.clone();
+    let b = broker::Broker::new(
+        "p".into(),
+        store,
+        vec![broker::Bound {
+            name: "TOKEN".into(),
+            placeholder: held.clone(),
+            hosts: vec![HostGrant::parse("127.0.0.1:8443").unwrap()],
+            headers: vec!["authorization".into()],
+            plain_http: false,
+        }],
+        Arc::new(authority::Authority::open(state.path()).unwrap()),
+        Arc::new(move |p: &broker::Placement| placed2.lock().unwrap().push(p.clone())),
+    )
+    .with_credential();
+    let token = b.credential().unwrap().to_owned();
+    use base64::Engine as _;
+    let shown = base64::engine::general_purpose::STANDARD.encode(format!("plughost:{token}"));
+    let connect = |auth: &str| format!("CONNECT 127.0.0.1:8443 HTTP/1.1\r\n{auth}\r\n");
+    assert!(!b.shows_credential(connect("").as_bytes()));
+    assert!(
+        !b.shows_credential(connect("Proxy-Authorization: Basic cGx1Z2hvc3Q6eA==\r\n").as_bytes())
+    );
+    assert!(
+        b.shows_credential(connect(&format!("Proxy-Authorization: basic {shown}\r\n")).as_bytes())
+    );
+    let head = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:8443\r\nAuthorization: {held}\r\n\r\n");
+    let out = b.place(head.as_bytes(), "127.0.0.1", 8443, true, false);
+    assert!(!String::from_utf8(out).unwrap().contains("v4lue"));
+    let out = b.place(head.as_bytes(), "127.0.0.1", 8443, true, true);
+    assert!(
+        String::from_utf8(out)
+            .unwrap()
+            .contains("Authorization: v4lue")
+    );
+    let outcomes: Vec<_> = placed.lock().unwrap().iter().map(|p| p.outcome).collect();
+    assert_eq!(outcomes, [broker::Placed::Stranger, broker::Placed::Value]);
+}

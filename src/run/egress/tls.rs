@@ -18,12 +18,15 @@ const TLS_HANDSHAKE: u8 = 0x16;
 /// rest of the connection. A connection that does not begin with TLS is
 /// read as plain HTTP (a client that tunnels `http://` through CONNECT or
 /// SOCKS): its head is placed the same way and goes to the host as it came.
+/// `from_plugin`: the connection showed the plugin's proxy credential
+/// (or none is needed); a value is placed for no one else.
 pub(crate) async fn intercept(
     broker: &Broker,
     mut conn: TcpStream,
     mut upstream: TcpStream,
     host: &str,
     port: u16,
+    from_plugin: bool,
 ) -> std::io::Result<()> {
     let mut first = [0u8; 1];
     match tokio::time::timeout(HEAD_TIMEOUT, conn.peek(&mut first)).await {
@@ -35,7 +38,7 @@ pub(crate) async fn intercept(
             return Ok(());
         };
         let head = match http::for_origin(&head) {
-            Ok(h) => broker.place(&h, host, port, false),
+            Ok(h) => broker.place(&h, host, port, false, from_plugin),
             Err(bad) => {
                 let answer = http::answer(400, "Bad Request", &format!("plughost: {bad}"));
                 return conn.write_all(&answer).await;
@@ -104,7 +107,7 @@ pub(crate) async fn intercept(
         }
     };
     // Placed once the host is known to be the one its certificate names.
-    let head = broker.place(&head, host, port, true);
+    let head = broker.place(&head, host, port, true, from_plugin);
     host_side.write_all(&head).await?;
     host_side.write_all(&rest).await?;
     tokio::io::copy_bidirectional_with_sizes(
