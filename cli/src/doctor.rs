@@ -240,6 +240,12 @@ fn plugin(cli: &Cli, host: &plughost::PluginHost, name: &str) -> Result<ExitCode
             p.permissions.join(", ")
         }
     );
+    for (secret, hosts) in &p.secrets {
+        say!(
+            "  brokered secret {secret}: placed on its requests to {} (the plugin holds a placeholder)",
+            hosts.join(", ")
+        );
+    }
     for note in &p.notes {
         say!("  warning: {note}");
     }
