@@ -1,6 +1,7 @@
 //! The proxy against real sockets on loopback: an upstream that answers,
 //! a plugin-side client speaking each protocol.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -149,21 +150,18 @@ async fn a_dropped_proxy_stops_listening() {
     assert!(TcpStream::connect(("127.0.0.1", port)).await.is_err());
 }
 
-/// A proxy for a plugin "p" granted two upstreams, with `TOKEN` bound to
-/// the first and set to `value` in a store of its own; what it placed.
-fn brokering(
+/// Placements as a broker reported them.
+type Placements = Arc<Mutex<Vec<broker::Placement>>>;
+
+/// A broker for a plugin "p" with `TOKEN` bound to 127.0.0.1:`bound` (in
+/// `Authorization` and `X-Both`) and set to `value` in a store in `state`.
+fn broker_of(
+    state: &Path,
     bound: u16,
-    other: u16,
     value: &str,
     plain_http: bool,
-) -> (
-    Proxy,
-    String,
-    Arc<Mutex<Vec<broker::Placement>>>,
-    tempfile::TempDir,
-) {
-    let state = tempfile::tempdir().unwrap();
-    let store = crate::secrets::SecretStore::new(state.path());
+) -> (broker::Broker, String, Placements) {
+    let store = crate::secrets::SecretStore::new(state);
     store.set("TOKEN", value, &["p".to_owned()]).unwrap();
     let placeholder = broker::placeholder("p", "TOKEN");
     let placed = Arc::new(Mutex::new(Vec::new()));
@@ -178,9 +176,22 @@ fn brokering(
             headers: vec!["authorization".into(), "x-both".into()],
             plain_http,
         }],
-        Arc::new(authority::Authority::open(state.path()).unwrap()),
+        Arc::new(authority::Authority::open(state).unwrap()),
         Arc::new(move |p: &broker::Placement| placed2.lock().unwrap().push(p.clone())),
     );
+    (b, placeholder, placed)
+}
+
+/// A proxy for a plugin "p" granted two upstreams, with `TOKEN` bound to
+/// the first (see [`broker_of`]); what it placed.
+fn brokering(
+    bound: u16,
+    other: u16,
+    value: &str,
+    plain_http: bool,
+) -> (Proxy, String, Placements, tempfile::TempDir) {
+    let state = tempfile::tempdir().unwrap();
+    let (b, placeholder, placed) = broker_of(state.path(), bound, value, plain_http);
     let grants = [bound, other]
         .iter()
         .map(|port| HostGrant::parse(&format!("127.0.0.1:{port}")).unwrap())
@@ -315,25 +326,8 @@ async fn a_request_that_names_another_site_or_header_gets_no_value() {
 #[tokio::test]
 async fn a_connection_without_the_plugins_credential_gets_no_value() {
     let state = tempfile::tempdir().unwrap();
-    let store = crate::secrets::SecretStore::new(state.path());
-    store.set("TOKEN", "v4lue", &["p".to_owned()]).unwrap();
-    let held = broker::placeholder("p", "TOKEN");
-    let placed = Arc::new(Mutex::new(Vec::new()));
-    let placed2 = placed.clone();
-    let b = broker::Broker::new(
-        "p".into(),
-        store,
-        vec![broker::Bound {
-            name: "TOKEN".into(),
-            placeholder: held.clone(),
-            hosts: vec![HostGrant::parse("127.0.0.1:8443").unwrap()],
-            headers: vec!["authorization".into()],
-            plain_http: false,
-        }],
-        Arc::new(authority::Authority::open(state.path()).unwrap()),
-        Arc::new(move |p: &broker::Placement| placed2.lock().unwrap().push(p.clone())),
-    )
-    .with_credential();
+    let (b, held, placed) = broker_of(state.path(), 8443, "v4lue", false);
+    let b = b.with_credential();
     let token = b.credential().unwrap().to_owned();
     use base64::Engine as _;
     let shown = base64::engine::general_purpose::STANDARD.encode(format!("plughost:{token}"));
