@@ -126,6 +126,7 @@ mod plugins;
 pub mod profile;
 pub mod protect;
 pub mod protocol;
+mod random;
 mod remedy;
 mod run;
 pub mod schemas;
@@ -134,6 +135,7 @@ pub mod secrets;
 #[cfg(feature = "mcp-server")]
 pub mod serve;
 mod state_file;
+mod variables;
 
 /// The `plugin.json` format: its types, and [`check_folder`](manifest::check_folder),
 /// the check the host loads a plugin folder with.

@@ -16,9 +16,11 @@
 //! [`Approver`] one question at a time, save a yes with `ApprovalStore::grant`.
 
 mod approver;
+mod brokered;
 mod decide;
 pub(crate) mod pins;
 pub(crate) mod prompt;
+mod refusal;
 pub(crate) mod store;
 #[cfg(test)]
 mod tests;
@@ -29,14 +31,15 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Refusal;
 pub use crate::plugins::manifest::ToolChange;
 use crate::plugins::manifest::{EnvVarName, Manifest, Permission, Protocol, ToolSpec};
 
 pub use crate::error::Requirement;
 pub use approver::{Approver, BoxFuture, TerminalApprover};
+pub(crate) use brokered::{SecretGrant, bindings};
 pub(crate) use decide::may_list_before_approval;
 pub(crate) use decide::{Standing, Tier, protected_note, tier};
+pub(crate) use refusal::refusal;
 pub use store::ApprovalError;
 pub(crate) use store::ApprovalStore;
 pub(crate) use view::{ApprovalView, Offer};
@@ -189,47 +192,6 @@ impl Grant {
             secrets.join(",")
         )
     }
-}
-
-/// One brokered secret as it was approved: where its value may go.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct SecretGrant {
-    /// The hosts, as the manifest writes them.
-    pub hosts: BTreeSet<String>,
-    /// The headers it may go in, lowercase.
-    pub headers: BTreeSet<String>,
-    /// Whether plain HTTP may carry it too.
-    #[serde(default)]
-    pub plain_http: bool,
-}
-
-impl std::fmt::Display for SecretGrant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join("+");
-        write!(f, "{}/{}", join(&self.hosts), join(&self.headers))?;
-        if self.plain_http {
-            f.write_str("/http")?;
-        }
-        Ok(())
-    }
-}
-
-/// A manifest's brokered secrets as a grant keeps them, sorted, so that the
-/// same binding written in another order is the same.
-pub(crate) fn bindings(manifest: &Manifest) -> BTreeMap<String, SecretGrant> {
-    manifest
-        .secrets
-        .iter()
-        .map(|(name, b)| {
-            let grant = SecretGrant {
-                hosts: b.hosts.iter().cloned().collect(),
-                headers: b.header_names().into_iter().collect(),
-                plain_http: b.plain_http,
-            };
-            (name.clone(), grant)
-        })
-        .collect()
 }
 
 /// Every stored approval, keyed by plugin name. Read with [`ApprovalStore::load`].
@@ -473,58 +435,6 @@ pub(crate) fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState
             new_secrets,
         }
     }
-}
-
-/// Why a call of `manifest` is refused in `state`, or `None` when `state`
-/// allows the call:
-///
-/// `plugin "kv-store" needs approval for network, shell:exec`
-///
-/// `plugin "kv-store" needs re-approval for new permissions network, env API_TOKEN`
-pub(crate) fn refusal(manifest: &Manifest, state: &ApprovalState) -> Option<Refusal> {
-    let (permissions, env, secrets, again) = match state {
-        ApprovalState::Automatic | ApprovalState::Approved | ApprovalState::ToolsChanged { .. } => {
-            return None;
-        }
-        ApprovalState::NeedsApproval => {
-            let mut permissions = manifest.permissions.clone();
-            permissions.sort();
-            permissions.dedup();
-            let mut env = manifest.env.clone();
-            env.sort();
-            env.dedup();
-            let secrets = manifest.secrets.keys().cloned().collect();
-            (permissions, env, secrets, false)
-        }
-        ApprovalState::NeedsReapproval {
-            new_permissions,
-            new_env,
-            new_secrets,
-        } => (
-            new_permissions.clone(),
-            new_env.clone(),
-            new_secrets.clone(),
-            true,
-        ),
-    };
-    let secrets = secrets.into_iter().map(|name| Requirement::Secret {
-        hosts: manifest
-            .secrets
-            .get(&name)
-            .map(|b| b.hosts.clone())
-            .unwrap_or_default(),
-        name,
-    });
-    Some(Refusal::NeedsApproval {
-        plugin: manifest.name.clone(),
-        missing: permissions
-            .into_iter()
-            .map(Requirement::Permission)
-            .chain(env.into_iter().map(Requirement::Env))
-            .chain(secrets)
-            .collect(),
-        again,
-    })
 }
 
 /// `network`, `shell:exec`, `env API_TOKEN`.

@@ -110,7 +110,7 @@ impl Inner {
             let broker = if side.held_by_namespace() {
                 broker
             } else {
-                broker.with_credential()
+                broker.with_credential().map_err(SandboxError::Egress)?
             };
             (Some(broker), Some(trust))
         };

@@ -397,7 +397,7 @@ fn brokered_errors(manifest: &Manifest) -> Vec<ManifestError> {
                 format!("\"{name}\" is also in \"env\", which would give the plugin the value: remove it from \"env\" (the plugin gets a placeholder in {name} that plughost replaces on its requests)"),
             ));
         }
-        if crate::run::env::reserved(name) {
+        if crate::variables::reserved(name) {
             errors.push(ManifestError::new(
                 at.clone(),
                 format!("\"{name}\" is a variable plughost or the system sets for every process: name the secret otherwise"),

@@ -11,38 +11,7 @@ use std::path::Path;
 use crate::plugins::catalog::Plugin;
 use crate::plugins::manifest::EnvVarName;
 
-/// Variables every plugin gets from the host's environment, when set. `LC_*` is
-/// matched as a prefix. The interpreter-manager variables keep pyenv and nvm
-/// installations working.
-pub(crate) const ALLOWLIST: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LANGUAGE",
-    "TZ",
-    "TERM",
-    "COLORTERM",
-    "NO_COLOR",
-    "PYENV_ROOT",
-    "PYENV_VERSION",
-    "NVM_DIR",
-    "NVM_BIN",
-];
-
-/// Whether `name` is a variable a brokered secret may not take: one the
-/// allowlist passes, plughost sets, or the loader and the proxy read.
-pub(crate) fn reserved(name: &str) -> bool {
-    ALLOWLIST.contains(&name)
-        || name.starts_with("LC_")
-        || name.starts_with("LD_")
-        || name.starts_with("PLUGHOST_")
-        || ["TMPDIR", "TRACEPARENT", "TRACESTATE"].contains(&name)
-        || crate::run::egress::PROXY_VARIABLES.contains(&name)
-        || crate::run::egress::authority::TRUST_VARIABLES.contains(&name)
-}
+pub(crate) use crate::variables::ALLOWLIST;
 
 /// Builds the environment of one call.
 pub(crate) fn plugin_env(

@@ -122,7 +122,7 @@ pub fn load_or_create_token(file: Option<&Path>, state_dir: &Path) -> Result<Str
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(unreadable(&path)(e)),
         Err(_) => {}
     }
-    let bytes = super::random::bytes::<32>().map_err(TokenError::NoRandom)?;
+    let bytes = crate::random::bytes::<32>().map_err(TokenError::NoRandom)?;
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     std::fs::create_dir_all(state_dir).map_err(unwritable("create", state_dir))?;
     use std::io::Write;

@@ -34,7 +34,6 @@ mod http;
 mod listen;
 mod offered;
 mod profiled;
-mod random;
 mod remedies;
 mod revision;
 mod rounds;

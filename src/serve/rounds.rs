@@ -108,7 +108,7 @@ impl Rounds {
     /// random source there is no key, and a request that would need a round
     /// is refused (a guessable key would let a client forge a state).
     pub(super) fn new() -> Rounds {
-        let codec = super::random::bytes::<32>()
+        let codec = crate::random::bytes::<32>()
             .ok()
             .and_then(|key| RequestStateCodec::try_new(key.to_vec()).ok());
         Rounds {

@@ -45,20 +45,7 @@ const MAX_LEAVES: usize = 256;
 /// The largest file of roots read.
 const MAX_ROOTS_BYTES: u64 = 16 << 20;
 
-/// The variables that point the common TLS libraries at a file of roots:
-/// OpenSSL and everything built on it (`SSL_CERT_FILE`: curl, Python's
-/// `ssl`, Ruby, PHP), Python's requests, curl's own, Node (which adds the
-/// file to its bundled roots), git, Deno, pip and the AWS SDKs.
-pub(crate) const TRUST_VARIABLES: &[&str] = &[
-    "SSL_CERT_FILE",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS",
-    "GIT_SSL_CAINFO",
-    "DENO_CERT",
-    "PIP_CERT",
-    "AWS_CA_BUNDLE",
-];
+pub(crate) use crate::variables::TRUST_VARIABLES;
 
 /// Where the system keeps its roots, first found wins (as Go's crypto/x509
 /// looks on Linux).

@@ -28,6 +28,3 @@ impl Authority {
         Vec::new()
     }
 }
-
-/// The variables a plugin's TLS libraries read (none are set here).
-pub(crate) const TRUST_VARIABLES: &[&str] = &[];

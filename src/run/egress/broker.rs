@@ -2,22 +2,28 @@
 //! value in its place on the plugin's requests to the hosts the secret is
 //! bound to, and nowhere else.
 //!
-//! What is replaced: the placeholder in a request's header values (never in
-//! its request line, whose URL servers log, and never in its body, which a
-//! service may store and show back), on the first request of a connection
-//! to a bound host: a request to a bound host goes upstream with
-//! `Connection: close`, so each connection carries one request and the
-//! client opens a new one for the next (a WebSocket upgrade keeps its
-//! `Connection: upgrade`, and what follows the upgrade is copied as is).
-//! Over HTTPS the proxy ends the plugin's TLS for bound hosts alone
-//! ([`super::authority`]); HTTP/2 is not offered there, so clients speak
-//! HTTP/1.1. Every other host is tunnelled untouched.
+//! What is replaced ([`Broker::place`]): the placeholder in the values of
+//! the credential headers the binding allows (`Authorization` and the
+//! common API-key headers by default; never `Host`, `Origin` or another
+//! header that picks the site or that servers reflect or log), on a request
+//! that names the bound host itself (origin-form request line, one `Host`
+//! header naming it), over TLS unless the binding allows plain HTTP, and
+//! from the plugin (where the proxy's port is open to other processes, the
+//! connection shows the plugin's proxy credential). Never in the request
+//! line, whose URL servers log, and never in the body, which a service may
+//! store and show back. A request to a bound host goes upstream with
+//! `Connection: close`, so each connection carries one request (a WebSocket
+//! upgrade keeps its `Connection: upgrade`, and what follows the upgrade is
+//! copied as is). Over HTTPS the proxy ends the plugin's TLS for bound
+//! hosts alone ([`super::authority`], `tls.rs`); HTTP/2 is not offered
+//! there, so clients speak HTTP/1.1. Every other host is tunnelled
+//! untouched.
 //!
 //! The value is read from the store for each request, so `plughost secret
-//! rm` holds from the next request on. A placeholder in a request head to a
-//! host it is not bound to goes out unchanged, and is recorded.
+//! rm` holds from the next request on. A placeholder that is not placed
+//! goes out as it came, and the record says why ([`Placed`]).
 //!
-//! What this does not stop: a bound host that echoes a request's headers
+//! What this does not stop: a bound host that sends the credential header
 //! back (a debugging endpoint) hands the value to the plugin; so does a
 //! service that stores a header where the plugin can read it.
 
@@ -165,19 +171,10 @@ impl Broker {
     /// Requires the plugin's proxy credential for a placement: where the
     /// proxy's port is open to other local processes. A random secret of
     /// this broker, handed to the plugin in its proxy variables.
-    pub(crate) fn with_credential(mut self) -> Broker {
-        let mut token = [0u8; 16];
-        let read = std::fs::File::open("/dev/urandom").and_then(|mut f| {
-            use std::io::Read;
-            f.read_exact(&mut token)
-        });
-        let token: String = if read.is_ok() {
-            token.iter().map(|b| format!("{b:02x}")).collect()
-        } else {
-            placeholder(&self.plugin, "proxy")
-        };
-        self.credential = Some(token);
-        self
+    pub(crate) fn with_credential(mut self) -> std::io::Result<Broker> {
+        let bytes = crate::random::bytes::<16>()?;
+        self.credential = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
+        Ok(self)
     }
 
     /// The user and password of the proxy URLs the plugin gets, if needed.
@@ -397,19 +394,13 @@ fn fits_a_header(value: &str) -> bool {
 /// the same for every process of a plugin this host starts, and another
 /// host's are others.
 static KEY: LazyLock<[u8; 32]> = LazyLock::new(|| {
-    let mut key = [0u8; 32];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| {
-        use std::io::Read;
-        f.read_exact(&mut key)
-    });
-    if read.is_err() {
+    crate::random::bytes::<32>().unwrap_or_else(|_| {
         // No random source: the placeholder need not be secret (the proxy
         // places values by host, not by guessing), only unlikely to occur
         // in a request by chance.
         let seed = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
-        key.copy_from_slice(&Sha256::digest(seed.as_bytes()));
-    }
-    key
+        Sha256::digest(seed.as_bytes()).into()
+    })
 });
 
 /// What `plugin` holds in the variable `name` instead of the secret.

@@ -196,18 +196,7 @@ impl Proxy {
     }
 }
 
-/// The variables [`Proxy::env`] sets or a proxied child must not have.
-pub(crate) const PROXY_VARIABLES: &[&str] = &[
-    "HTTP_PROXY",
-    "http_proxy",
-    "HTTPS_PROXY",
-    "https_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "NODE_USE_ENV_PROXY",
-];
+pub(crate) use crate::variables::PROXY_VARIABLES;
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: CancellationToken) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));

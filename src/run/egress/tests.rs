@@ -327,7 +327,7 @@ async fn a_request_that_names_another_site_or_header_gets_no_value() {
 async fn a_connection_without_the_plugins_credential_gets_no_value() {
     let state = tempfile::tempdir().unwrap();
     let (b, held, placed) = broker_of(state.path(), 8443, "v4lue", false);
-    let b = b.with_credential();
+    let b = b.with_credential().unwrap();
     let token = b.credential().unwrap().to_owned();
     use base64::Engine as _;
     let shown = base64::engine::general_purpose::STANDARD.encode(format!("plughost:{token}"));
