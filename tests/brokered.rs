@@ -280,19 +280,9 @@ fn setup_at(level: Level, persistent: bool) -> Setup {
         level,
     };
     if level == Level::Unprivileged {
-        // The binary where nobody can run it, the folders nobody's, the
-        // test root readable.
-        let bin = s.sandbox.root.path().join("bin/plughost");
-        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-        std::fs::copy(util::plughost(), &bin).unwrap();
-        for (what, path) in [("-R", s.sandbox.root.path()), ("-R", s.pki.dir.path())] {
-            let ok = Command::new("chown")
-                .args([what, "65534:65534"])
-                .arg(path)
-                .status()
-                .unwrap();
-            assert!(ok.success());
-        }
+        // The test root, which plughost reads through SSL_CERT_FILE, too.
+        s.sandbox.give_to_nobody();
+        util::chown_to_nobody(s.pki.dir.path());
     }
     let out = util::run_input(
         {
@@ -315,19 +305,7 @@ fn setup_at(level: Level, persistent: bool) -> Setup {
 impl Setup {
     fn cmd(&self) -> Command {
         let mut c = match self.level {
-            Level::Unprivileged => {
-                let mut c = Command::new("setpriv");
-                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                    .arg(self.sandbox.root.path().join("bin/plughost"))
-                    .arg("--plugins-dir")
-                    .arg(self.sandbox.plugins())
-                    .arg("--state-dir")
-                    .arg(self.sandbox.state())
-                    .env("HOME", self.sandbox.root.path())
-                    .env_remove("XDG_STATE_HOME")
-                    .env_remove("XDG_CONFIG_HOME");
-                c
-            }
+            Level::Unprivileged => self.sandbox.cmd_as_nobody(),
             _ => self.sandbox.cmd(),
         };
         match self.level {

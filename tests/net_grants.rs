@@ -524,29 +524,10 @@ fn the_namespace_level_holds_for_an_unprivileged_user() {
         &[format!("network:127.0.0.1:{}", a.port)],
         false,
     );
-    // The binary, where nobody can run it, and everything owned by nobody.
-    let bin = sandbox.root.path().join("bin/plughost");
-    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-    std::fs::copy(crate::util::plughost(), &bin).unwrap();
-    let status = Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(sandbox.root.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    sandbox.give_to_nobody();
     let as_nobody = |args: &[&str]| {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin)
-            .arg("--plugins-dir")
-            .arg(sandbox.plugins())
-            .arg("--state-dir")
-            .arg(sandbox.state())
-            .args(args)
-            .env("HOME", sandbox.root.path())
-            .env_remove("PLUGHOST_NO_NAMESPACES")
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("XDG_CONFIG_HOME");
+        let mut c = sandbox.cmd_as_nobody();
+        c.args(args).env_remove("PLUGHOST_NO_NAMESPACES");
         c
     };
     let out = util::run(as_nobody(&["approve", "fetcher", "--yes"]));

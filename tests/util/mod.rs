@@ -141,6 +141,44 @@ impl Sandbox {
             .env_remove("PLUGHOST_APPROVALS");
         c
     }
+
+    /// Hands the sandbox to `nobody`: a copy of plughost it can run, and
+    /// every folder here its own. Then [`Sandbox::cmd_as_nobody`].
+    pub fn give_to_nobody(&self) {
+        let bin = self.root.path().join("bin/plughost");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::copy(plughost(), &bin).unwrap();
+        chown_to_nobody(self.root.path());
+    }
+
+    /// [`Sandbox::cmd`] run as `nobody` (`setpriv`), its home the sandbox,
+    /// after [`Sandbox::give_to_nobody`].
+    pub fn cmd_as_nobody(&self) -> Command {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(self.root.path().join("bin/plughost"))
+            .arg("--plugins-dir")
+            .arg(self.plugins())
+            .arg("--state-dir")
+            .arg(self.state())
+            .env("HOME", self.root.path())
+            .env_remove("PLUGHOST_PLUGINS_DIR")
+            .env_remove("PLUGHOST_STATE_DIR")
+            .env_remove("PLUGHOST_APPROVALS")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("XDG_CONFIG_HOME");
+        c
+    }
+}
+
+/// Makes `path` and everything below it `nobody`'s.
+pub fn chown_to_nobody(path: &Path) {
+    let status = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "chown {}", path.display());
 }
 
 /// A minimal valid manifest for a plugin `name` with one tool `tool`.
