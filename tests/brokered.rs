@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::util::keyring::Keyring;
 use crate::util::{self, Sandbox};
 
 /// The value only the store and the server know.
-const VALUE: &str = "s3cr3t-value-7f2c91d04b";
+pub(crate) const VALUE: &str = "s3cr3t-value-7f2c91d04b";
 
 /// The test's own authority, and a certificate for 127.0.0.1 from it.
 struct Pki {
@@ -147,7 +148,7 @@ fn pydeps() -> PathBuf {
     util::repo().join("target/pydeps")
 }
 
-fn prerequisites() -> bool {
+pub(crate) fn prerequisites() -> bool {
     let s = plughost::sandbox::SandboxSupport::here();
     util::prerequisite(
         "Landlock ABI 4+ and seccomp",
@@ -227,16 +228,18 @@ for line in sys.stdin:
     print(json.dumps({"result": "done", "structured": {"results": [run(op) for op in inp["ops"]]}}), flush=True)
 "#;
 
-struct Setup {
-    sandbox: Sandbox,
+pub(crate) struct Setup {
+    pub(crate) sandbox: Sandbox,
     pki: Pki,
     servers: Servers,
     level: Level,
+    /// The keyring plughost keeps its secrets in, if any (else the file).
+    pub(crate) keyring: Option<Keyring>,
 }
 
 /// The sandbox level plughost runs the plugin at, and as whom.
 #[derive(Clone, Copy, PartialEq)]
-enum Level {
+pub(crate) enum Level {
     /// A network namespace whose one way out is the proxy, as root.
     Namespace,
     /// Landlock and seccomp alone (no user namespaces), as root.
@@ -252,6 +255,11 @@ fn setup(persistent: bool) -> Setup {
 }
 
 fn setup_at(level: Level, persistent: bool) -> Setup {
+    setup_with(level, persistent, None)
+}
+
+/// [`setup_at`], the secret kept in `keyring` when one is given.
+pub(crate) fn setup_with(level: Level, persistent: bool, keyring: Option<Keyring>) -> Setup {
     let sandbox = Sandbox::new();
     let pki = Pki::new();
     let servers = servers(&pki);
@@ -278,6 +286,7 @@ fn setup_at(level: Level, persistent: bool) -> Setup {
         pki,
         servers,
         level,
+        keyring,
     };
     if level == Level::Unprivileged {
         // The test root, which plughost reads through SSL_CERT_FILE, too.
@@ -303,7 +312,7 @@ fn setup_at(level: Level, persistent: bool) -> Setup {
 }
 
 impl Setup {
-    fn cmd(&self) -> Command {
+    pub(crate) fn cmd(&self) -> Command {
         let mut c = match self.level {
             Level::Unprivileged => self.sandbox.cmd_as_nobody(),
             _ => self.sandbox.cmd(),
@@ -312,6 +321,9 @@ impl Setup {
             Level::LandlockOnly => c.env("PLUGHOST_NO_NAMESPACES", "1"),
             _ => c.env_remove("PLUGHOST_NO_NAMESPACES"),
         };
+        if let Some(k) = &self.keyring {
+            k.env(&mut c);
+        }
         c.env("SSL_CERT_FILE", self.pki.root())
             .env_remove("HTTP_PROXY")
             .env_remove("HTTPS_PROXY")
@@ -324,7 +336,7 @@ impl Setup {
         json!({"ops": ops, "node": node22(), "pydeps": pydeps()})
     }
 
-    fn api(&self, path: &str) -> String {
+    pub(crate) fn api(&self, path: &str) -> String {
         format!("https://127.0.0.1:{}{path}", self.servers.api)
     }
 
@@ -337,7 +349,7 @@ impl Setup {
         self.sandbox.root.path().join("audit.jsonl")
     }
 
-    fn call(&self, ops: Value) -> Vec<String> {
+    pub(crate) fn call(&self, ops: Value) -> Vec<String> {
         let mut c = self.cmd();
         c.arg("--audit-log")
             .arg(self.audit())

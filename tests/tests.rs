@@ -24,6 +24,8 @@ mod fleet;
 mod followed_paths;
 mod gateway;
 mod hot_reload;
+#[cfg(feature = "mcp-server")]
+mod keyring;
 mod mcp;
 mod mcp_hostile;
 mod mcp_http;

@@ -65,11 +65,31 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             } else {
                 "no plugin can read it"
             };
+            let in_keyring = s
+                .iter()
+                .filter(|s| s.kept == plughost::secrets::Kept::Keyring)
+                .count();
             say!(
                 "secrets         {} in {} (mode 0600, not encrypted; {kept})",
-                s.len(),
+                s.len() - in_keyring,
                 store.path().display()
-            )
+            );
+            say!(
+                "                {in_keyring} in the keyring (encrypted on disk under its password; while it is unlocked, any process of yours on the session bus may ask for them; plugins without \"network\" cannot reach the bus)"
+            );
+            let new = match store.where_set() {
+                Ok(plughost::secrets::Kept::Keyring) => {
+                    "new secrets go to the keyring (Secret Service, unlocked)".to_owned()
+                }
+                Ok(plughost::secrets::Kept::File) => {
+                    "new secrets go to the file: no Secret Service answers on this session bus"
+                        .to_owned()
+                }
+                Err(e) => format!(
+                    "new secrets cannot go to the keyring ({e}): plughost secret set --in file keeps one in the file"
+                ),
+            };
+            say!("                {new}");
         }
         Err(e) => say!("secrets         {e}"),
     }

@@ -6,7 +6,7 @@
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
-use plughost::secrets::{MAX_VALUE_BYTES, SecretStore};
+use plughost::secrets::{Kept, MAX_VALUE_BYTES, SecretStore};
 
 use super::Cli;
 use super::terminal::say;
@@ -27,6 +27,11 @@ enum SecretCommand {
         /// A plugin it reaches (repeatable); none: every plugin that lists it.
         #[arg(long = "plugin", value_name = "PLUGIN")]
         plugins: Vec<String>,
+        /// Where to keep the value: the system keyring (Secret Service) or
+        /// plughost's file; by default the keyring when one answers
+        /// unlocked on the session bus, else the file.
+        #[arg(long = "in", value_name = "STORE")]
+        keep_in: Option<Store>,
     },
     /// List the secrets: names and the plugins they reach, never values.
     List,
@@ -37,19 +42,44 @@ enum SecretCommand {
     },
 }
 
+/// Where `secret set --in` keeps a value.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Store {
+    /// The system keyring (Secret Service).
+    Keyring,
+    /// plughost's file in its state folder.
+    File,
+}
+
 pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     let store = SecretStore::new(cli.state_dir());
     match &args.command {
-        SecretCommand::Set { name, plugins } => {
-            let value = read_value(&format!("value of {name}: "))?;
+        SecretCommand::Set {
+            name,
+            plugins,
+            keep_in,
+        } => {
+            let store = match keep_in {
+                Some(Store::Keyring) => store.keeping_in(Kept::Keyring),
+                Some(Store::File) => store.keeping_in(Kept::File),
+                None => store,
+            };
+            // Where it goes is known before the value is asked for.
             store
+                .where_set()
+                .map_err(|e| format!("cannot keep {name} in the keyring: {e}; set it with --in file to keep it in plughost's file"))?;
+            let value = read_value(&format!("value of {name}: "))?;
+            let kept = store
                 .set(name, &value, plugins)
                 .map_err(|e| e.to_string())?;
             let reach = match plugins.as_slice() {
                 [] => "every plugin that lists it in \"env\" or brokers it (\"secrets\"); name the plugins with --plugin to keep it to them".to_owned(),
                 some => format!("plugin{} {}", plural(some.len()), some.join(", ")),
             };
-            say!("set {name}, for {reach}");
+            say!(
+                "set {name}, for {reach}; kept in {}",
+                kept_where(kept, &store)
+            );
         }
         SecretCommand::List => {
             let listed = store.list().map_err(|e| e.to_string())?;
@@ -64,7 +94,11 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                     [] => "every plugin that lists it or brokers it".to_owned(),
                     some => some.join(", "),
                 };
-                say!("{}  {reach}", s.name);
+                let kept = match s.kept {
+                    Kept::Keyring => "keyring",
+                    Kept::File => "file",
+                };
+                say!("{}  {reach}  ({kept})", s.name);
                 for p in listing.iter().flat_map(|l| &l.plugins) {
                     if let Some(hosts) = p.secrets.get(&s.name) {
                         say!("  brokered by {} to {}", p.name, hosts.join(", "));
@@ -108,6 +142,14 @@ pub fn read_value(prompt: &str) -> Result<String, String> {
         text
     };
     Ok(value)
+}
+
+/// Where a value is, in words: the keyring, or the file's path.
+pub fn kept_where(kept: Kept, store: &SecretStore) -> String {
+    match kept {
+        Kept::Keyring => "the keyring".to_owned(),
+        Kept::File => store.path().display().to_string(),
+    }
 }
 
 fn plural(n: usize) -> &'static str {

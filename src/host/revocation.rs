@@ -71,7 +71,8 @@ impl Inner {
             return Some(grant);
         }
         let wanted = plugin.manifest.env.iter().map(|e| e.0.as_str());
-        let tag = match SecretStore::new(&self.config.state_dir).for_plugin(plugin.name(), wanted) {
+        let tag = match SecretStore::new(&self.config.state_dir).versions_for(plugin.name(), wanted)
+        {
             Ok(secrets) => {
                 static KEY: OnceLock<RandomState> = OnceLock::new();
                 format!("{:x}", KEY.get_or_init(RandomState::new).hash_one(&secrets))

@@ -8,6 +8,7 @@
 
 mod binary;
 pub mod http;
+pub mod keyring;
 pub mod registry;
 pub mod scaffold;
 
@@ -139,6 +140,7 @@ impl Sandbox {
         c.env_remove("PLUGHOST_PLUGINS_DIR")
             .env_remove("PLUGHOST_STATE_DIR")
             .env_remove("PLUGHOST_APPROVALS");
+        away_from_the_keyring(&mut c, self.root.path());
         c
     }
 
@@ -167,8 +169,17 @@ impl Sandbox {
             .env_remove("PLUGHOST_APPROVALS")
             .env_remove("XDG_STATE_HOME")
             .env_remove("XDG_CONFIG_HOME");
+        away_from_the_keyring(&mut c, self.root.path());
         c
     }
+}
+
+/// Keeps a test's plughost off the session bus, so that the secrets it sets
+/// go to the sandbox's file, never to the keyring of whoever runs the tests
+/// (the keyring's own tests start a bus and a keyring of their own).
+pub fn away_from_the_keyring(c: &mut Command, root: &Path) {
+    c.env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env("XDG_RUNTIME_DIR", root.join("no-runtime-dir"));
 }
 
 /// Makes `path` and everything below it `nobody`'s.

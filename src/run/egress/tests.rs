@@ -161,7 +161,7 @@ fn broker_of(
     value: &str,
     plain_http: bool,
 ) -> (broker::Broker, String, Placements) {
-    let store = crate::secrets::SecretStore::new(state);
+    let store = crate::secrets::SecretStore::new(state).keeping_in(crate::secrets::Kept::File);
     store.set("TOKEN", value, &["p".to_owned()]).unwrap();
     let placeholder = broker::placeholder("p", "TOKEN");
     let placed = Arc::new(Mutex::new(Vec::new()));

@@ -11,13 +11,24 @@
 //! variable in `env` needs approval, and the prompt names it, so no plugin
 //! gets a secret the user did not approve it for.
 //!
-//! The store is `<state_dir>/secrets.json`, mode 0600 in a folder of mode
-//! 0700, written whole under a lock. The state folder is one no plugin can
-//! read or write (the sandbox keeps it private). What the file mode does not
-//! protect: any process of the same user outside plughost's sandbox (and
-//! root) can read it, as it can read the user's other files; the disk holds
-//! the value unencrypted. A file that is corrupt withholds every secret and
-//! says so: a plugin that lists a variable then does not start.
+//! The store's record is `<state_dir>/secrets.json`, mode 0600 in a folder
+//! of mode 0700, written whole under a lock: each secret's name, the plugins
+//! it reaches, and where its value is kept ([`Kept`]):
+//! - **in the system keyring** (the freedesktop Secret Service), where one
+//!   answers on the session bus with its default collection unlocked. The
+//!   value is encrypted on disk under the keyring's password; while the
+//!   keyring is unlocked, any process of the user that speaks to the
+//!   Secret Service over the session bus can ask for it (plugins cannot
+//!   without `network`, which alone lets them open a unix socket);
+//! - **in the file** otherwise. The state folder is one no plugin can read
+//!   or write (the sandbox keeps it private). What the file mode does not
+//!   protect: any process of the same user outside plughost's sandbox (and
+//!   root) can read it, as it can read the user's other files; the disk
+//!   holds the value unencrypted.
+//!
+//! A record that is corrupt withholds every secret and says so, and so does
+//! a keyring that is locked or out of reach for the secrets kept there: a
+//! plugin that lists such a variable then does not start.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -27,6 +38,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::state_file::{self, Lock, Unreadable};
+
+#[cfg(target_os = "linux")]
+mod keyring;
+#[cfg(not(target_os = "linux"))]
+#[path = "keyring_other.rs"]
+mod keyring;
 
 /// The file of the store, in the state folder.
 pub const SECRETS_FILE: &str = "secrets.json";
@@ -42,6 +59,42 @@ pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct SecretStore {
     dir: PathBuf,
+    /// Where [`SecretStore::set`] keeps a value; `None`: the keyring where
+    /// it can, else the file.
+    keep_in: Option<Kept>,
+}
+
+/// Where a secret's value is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// In `secrets.json`, in the state folder.
+    File,
+    /// In the system keyring (the Secret Service's default collection).
+    Keyring,
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kept::File => "the file",
+            Kept::Keyring => "the keyring",
+        })
+    }
+}
+
+/// Why the keyring cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyringError {
+    /// No Secret Service answers (no session bus, no service, no default
+    /// collection).
+    #[error("the keyring cannot be reached: {0}")]
+    Unavailable(String),
+    /// Its collection is locked; plughost never opens the unlock prompt.
+    #[error("the keyring is locked")]
+    Locked,
+    /// It answered with an error.
+    #[error("the keyring failed: {0}")]
+    Failed(String),
 }
 
 /// One secret, without its value.
@@ -53,6 +106,8 @@ pub struct SecretInfo {
     pub plugins: Vec<String>,
     /// When it was set, in seconds since the Unix epoch.
     pub set_at: u64,
+    /// Where its value is.
+    pub kept: Kept,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -65,7 +120,14 @@ struct FileFormat {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Entry {
-    value: String,
+    /// The value, when it is kept in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    value: Option<String>,
+    /// When the value is in the keyring: a random stamp, new at each set,
+    /// so that a changed value changes the record (workers given it start
+    /// again) without the record holding it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    keyring: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     plugins: Vec<String>,
     set_at: u64,
@@ -147,6 +209,61 @@ pub enum SecretError {
         #[source]
         source: Arc<io::Error>,
     },
+    #[error(
+        "the secret {name} is kept in the keyring, but {why}; no plugin gets it until {}",
+        keyring_remedy(why)
+    )]
+    /// A secret kept in the keyring cannot be read from it.
+    Keyring {
+        /// The secret's name.
+        name: String,
+        /// Why.
+        why: KeyringError,
+    },
+    #[error(
+        "the secret {name} is recorded as kept in the keyring, but the keyring has no item for it (was it deleted there?); set it again"
+    )]
+    /// The record says keyring, the keyring has no such item.
+    NotInKeyring {
+        /// The secret's name.
+        name: String,
+    },
+    #[error(
+        "cannot keep the secret {name} in the keyring: {why}; {}",
+        keyring_remedy(why)
+    )]
+    /// The keyring refused a value.
+    KeyringWrite {
+        /// The secret's name.
+        name: String,
+        /// Why.
+        why: KeyringError,
+    },
+    #[error(
+        "removed {name}, so no plugin gets it, but its item in the keyring could not be deleted ({why}); delete it with your keyring's tool (attribute plughost-secret = {name})"
+    )]
+    /// The record forgot the secret; its keyring item is still there.
+    KeyringLeftover {
+        /// The secret's name.
+        name: String,
+        /// Why.
+        why: KeyringError,
+    },
+}
+
+/// What to do when the keyring failed so.
+fn keyring_remedy(why: &KeyringError) -> &'static str {
+    match why {
+        KeyringError::Unavailable(_) => {
+            "run plughost where it reaches the keyring (the desktop session's D-Bus session bus), or set the secret again to keep it in plughost's file"
+        }
+        KeyringError::Locked => {
+            "unlock the keyring (logging in to the desktop does; plughost never opens its prompt), or set the secret again to keep it in plughost's file"
+        }
+        KeyringError::Failed(_) => {
+            "try again, or set the secret again to keep it in plughost's file"
+        }
+    }
 }
 
 /// Two errors are equal when they say the same (an I/O error is compared
@@ -164,6 +281,27 @@ impl SecretStore {
     pub fn new(state_dir: impl Into<PathBuf>) -> SecretStore {
         SecretStore {
             dir: state_dir.into(),
+            keep_in: None,
+        }
+    }
+
+    /// This store, keeping the values it sets in `kept` (by default: the
+    /// keyring where it can, else the file).
+    pub fn keeping_in(mut self, kept: Kept) -> SecretStore {
+        self.keep_in = Some(kept);
+        self
+    }
+
+    /// Where [`SecretStore::set`] would keep a value now: the keyring when
+    /// one answers with its default collection unlocked (or when asked
+    /// for), else the file; an error when the keyring was asked for, or
+    /// answers locked or failing (never the file in its place unasked).
+    pub fn where_set(&self) -> Result<Kept, KeyringError> {
+        match (self.keep_in, keyring::check()) {
+            (Some(Kept::File), _) => Ok(Kept::File),
+            (_, Ok(())) => Ok(Kept::Keyring),
+            (None, Err(KeyringError::Unavailable(_))) => Ok(Kept::File),
+            (_, Err(e)) => Err(e),
         }
     }
 
@@ -172,23 +310,62 @@ impl SecretStore {
         self.dir.join(SECRETS_FILE)
     }
 
-    /// Sets `name` to `value`, for `plugins` (none: every plugin that lists it).
-    pub fn set(&self, name: &str, value: &str, plugins: &[String]) -> Result<(), SecretError> {
+    /// Sets `name` to `value`, for `plugins` (none: every plugin that lists
+    /// it), and says where the value is kept ([`SecretStore::where_set`]).
+    pub fn set(&self, name: &str, value: &str, plugins: &[String]) -> Result<Kept, SecretError> {
         check_name(name)?;
         check_value(value)?;
+        // The record is read first: a corrupt one is never overwritten.
+        read(&self.path())?;
+        let kept = self.where_set().map_err(|why| SecretError::KeyringWrite {
+            name: name.to_owned(),
+            why,
+        })?;
         let mut plugins = plugins.to_vec();
         plugins.sort();
         plugins.dedup();
-        let entry = Entry {
-            value: value.to_owned(),
+        let mut entry = Entry {
+            value: None,
+            keyring: None,
             plugins,
             set_at: now(),
         };
+        match kept {
+            Kept::File => entry.value = Some(value.to_owned()),
+            Kept::Keyring => {
+                keyring::put(&self.keyring_id(), name, value).map_err(|why| {
+                    SecretError::KeyringWrite {
+                        name: name.to_owned(),
+                        why,
+                    }
+                })?;
+                let stamp = crate::random::bytes::<8>().map_err(|e| SecretError::Write {
+                    path: self.path(),
+                    source: Arc::new(e),
+                })?;
+                entry.keyring = Some(stamp.iter().map(|b| format!("{b:02x}")).collect());
+            }
+        }
+        let mut was_in_keyring = false;
         self.update(|file| {
-            file.secrets.insert(name.to_owned(), entry);
+            let old = file.secrets.insert(name.to_owned(), entry);
+            was_in_keyring = old.is_some_and(|e| e.keyring.is_some());
             true
-        })
-        .map(|_| ())
+        })?;
+        if kept == Kept::File && was_in_keyring {
+            // Moved to the file: the keyring's item is no longer read. A
+            // keyring out of reach keeps it, unread.
+            let _ = keyring::delete(&self.keyring_id(), name);
+        }
+        Ok(kept)
+    }
+
+    /// The state folder as the keyring's items name it.
+    fn keyring_id(&self) -> String {
+        std::path::absolute(&self.dir)
+            .unwrap_or_else(|_| self.dir.clone())
+            .display()
+            .to_string()
     }
 
     /// Lets the secret `name` reach `plugin` too (one that reaches every
@@ -210,12 +387,26 @@ impl SecretStore {
         Ok(found)
     }
 
-    /// Forgets `name`; whether it was there.
+    /// Forgets `name` (and deletes its keyring item); whether it was there.
     pub fn remove(&self, name: &str) -> Result<bool, SecretError> {
         if read(&self.path())?.is_none() {
             return Ok(false);
         }
-        self.update(|file| file.secrets.remove(name).is_some())
+        let mut in_keyring = false;
+        let removed = self.update(|file| {
+            let old = file.secrets.remove(name);
+            in_keyring = old.as_ref().is_some_and(|e| e.keyring.is_some());
+            old.is_some()
+        })?;
+        if in_keyring {
+            keyring::delete(&self.keyring_id(), name).map_err(|why| {
+                SecretError::KeyringLeftover {
+                    name: name.to_owned(),
+                    why,
+                }
+            })?;
+        }
+        Ok(removed)
     }
 
     /// Every secret, without values, by name.
@@ -226,6 +417,7 @@ impl SecretStore {
             .into_iter()
             .map(|(name, e)| SecretInfo {
                 name,
+                kept: e.kept(),
                 plugins: e.plugins,
                 set_at: e.set_at,
             })
@@ -251,11 +443,44 @@ impl SecretStore {
         let Some(file) = read(&self.path())? else {
             return Ok(Vec::new());
         };
+        let mut values = Vec::new();
+        for (name, e) in wanted.filter_map(|n| Some((n, bound(&file, n, plugin)?))) {
+            let value = match &e.value {
+                Some(v) => v.clone(),
+                None => keyring::get(&self.keyring_id(), name)
+                    .map_err(|why| SecretError::Keyring {
+                        name: name.to_owned(),
+                        why,
+                    })?
+                    .ok_or_else(|| SecretError::NotInKeyring {
+                        name: name.to_owned(),
+                    })?,
+            };
+            values.push((name.to_owned(), value));
+        }
+        Ok(values)
+    }
+
+    /// What changes when a secret `plugin` lists (`wanted`) changes, as
+    /// (name, version): the value of one kept in the file, the stamp of one
+    /// in the keyring (which is not asked).
+    pub(crate) fn versions_for<'a>(
+        &self,
+        plugin: &str,
+        wanted: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Vec<(String, String)>, SecretError> {
+        let Some(file) = read(&self.path())? else {
+            return Ok(Vec::new());
+        };
         Ok(wanted
-            .filter_map(|name| {
-                let e = file.secrets.get(name)?;
-                (e.plugins.is_empty() || e.plugins.iter().any(|p| p == plugin))
-                    .then(|| (name.to_owned(), e.value.clone()))
+            .into_iter()
+            .filter_map(|n| {
+                let e = bound(&file, n, plugin)?;
+                let version = match (&e.value, &e.keyring) {
+                    (Some(v), _) => format!("value {v}"),
+                    (None, stamp) => format!("keyring {}", stamp.as_deref().unwrap_or_default()),
+                };
+                Some((n.to_owned(), version))
             })
             .collect())
     }
@@ -280,6 +505,21 @@ impl SecretStore {
         state_file::write_atomically(&self.dir, &path, TEMP_FILE, text.as_bytes())
             .map_err(write_error)?;
         Ok(true)
+    }
+}
+
+/// The entry of `name` when it reaches `plugin`.
+fn bound<'f>(file: &'f FileFormat, name: &str, plugin: &str) -> Option<&'f Entry> {
+    let e = file.secrets.get(name)?;
+    (e.plugins.is_empty() || e.plugins.iter().any(|p| p == plugin)).then_some(e)
+}
+
+impl Entry {
+    fn kept(&self) -> Kept {
+        match self.value {
+            Some(_) => Kept::File,
+            None => Kept::Keyring,
+        }
     }
 }
 
@@ -334,7 +574,12 @@ fn read(path: &Path) -> Result<Option<FileFormat>, SecretError> {
         )));
     }
     for (name, e) in &file.secrets {
-        if check_name(name).is_err() || check_value(&e.value).is_err() {
+        let value_ok = match (&e.value, &e.keyring) {
+            (Some(v), None) => check_value(v).is_ok(),
+            (None, Some(stamp)) => !stamp.is_empty(),
+            _ => false,
+        };
+        if check_name(name).is_err() || !value_ok {
             return Err(corrupt(format!(
                 "the secret {name:?} is not one plughost set"
             )));
@@ -378,92 +623,4 @@ fn now() -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn set_list_bind_and_remove() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SecretStore::new(dir.path().join("state"));
-        assert!(store.list().unwrap().is_empty());
-        store
-            .set("GITHUB_TOKEN", "ghp_1", &["github".into()])
-            .unwrap();
-        store.set("ANY", "v", &[]).unwrap();
-        let mode = std::fs::metadata(store.path())
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
-        let listed = store.list().unwrap();
-        assert_eq!(listed.len(), 2);
-        assert_eq!(listed[1].name, "GITHUB_TOKEN");
-        assert_eq!(listed[1].plugins, ["github"]);
-        let got = store
-            .for_plugin("github", ["GITHUB_TOKEN", "ANY", "OTHER"])
-            .unwrap();
-        assert_eq!(
-            got,
-            [
-                ("GITHUB_TOKEN".into(), "ghp_1".into()),
-                ("ANY".into(), "v".into())
-            ]
-        );
-        // Bound to another plugin: not given, whatever this one lists.
-        let got = store.for_plugin("evil", ["GITHUB_TOKEN"]).unwrap();
-        assert!(got.is_empty());
-        assert!(store.bind("GITHUB_TOKEN", "gh2").unwrap());
-        assert_eq!(store.list().unwrap()[1].plugins, ["gh2", "github"]);
-        assert!(!store.bind("NOPE", "gh2").unwrap());
-        assert!(store.remove("GITHUB_TOKEN").unwrap());
-        assert!(!store.remove("GITHUB_TOKEN").unwrap());
-        assert!(!store.has("GITHUB_TOKEN").unwrap());
-    }
-
-    #[test]
-    fn a_corrupt_store_never_shows_a_value() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SecretStore::new(dir.path());
-        for text in [
-            r#"{"GITHUB_TOKEN": "ghp_LEAKME_1234567890"}"#,
-            r#"{"version": 1, "secrets": {"A": {"value": 123456, "set_at": 1}}}"#,
-            r#"{"version": 1, "secrets": {"A": "ghp_LEAKME_1234567890"}}"#,
-        ] {
-            std::fs::write(store.path(), text).unwrap();
-            let e = store.list().unwrap_err().to_string();
-            assert!(!e.contains("LEAKME") && !e.contains("123456"), "{e}");
-            assert!(e.contains("line 1 column"), "{e}");
-        }
-    }
-
-    #[test]
-    fn bad_names_values_and_files_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SecretStore::new(dir.path());
-        for name in ["", "1A", "A-B", "A B"] {
-            assert!(matches!(
-                store.set(name, "v", &[]),
-                Err(SecretError::InvalidName { .. })
-            ));
-        }
-        for value in ["", "a\0b"] {
-            assert!(matches!(
-                store.set("A", value, &[]),
-                Err(SecretError::InvalidValue { .. })
-            ));
-        }
-        let long = "x".repeat(MAX_VALUE_BYTES + 1);
-        assert!(store.set("A", &long, &[]).is_err());
-        std::fs::write(store.path(), "{not json").unwrap();
-        let e = store.for_plugin("p", ["A"]).unwrap_err();
-        assert!(matches!(e, SecretError::Corrupt { .. }), "{e}");
-        assert!(e.to_string().contains("no plugin gets a secret"), "{e}");
-        // A corrupt store is not overwritten by a set either.
-        assert!(store.set("A", "v", &[]).is_err());
-        std::fs::remove_file(store.path()).unwrap();
-        std::os::unix::fs::symlink("/etc/passwd", store.path()).unwrap();
-        let e = store.list().unwrap_err();
-        assert!(matches!(e, SecretError::NotAFile { .. }), "{e}");
-    }
-}
+mod tests;

@@ -1,0 +1,164 @@
+//! Secrets kept in the system keyring: a Secret Service of the test's own
+//! (GNOME Keyring on a private session bus). A value set there is in the
+//! keyring and never in plughost's record; brokered and `env` secrets reach
+//! their plugins from it; `rm` deletes it; a locked or unreachable keyring
+//! withholds the secret and says what to do, never falling back unasked.
+
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::brokered::{self, Level, VALUE};
+use crate::mcp_client;
+use crate::util::{self, keyring::Keyring};
+
+fn prerequisites() -> bool {
+    brokered::prerequisites()
+        && util::prerequisite(
+            "dbus-daemon, dbus-send, gnome-keyring-daemon and secret-tool (.ci/run installs them)",
+            util::keyring::available(),
+        )
+}
+
+/// A plugin `envp` that answers the `TOKEN` it was given, a worker.
+fn env_plugin(s: &brokered::Setup) {
+    let dir = s.sandbox.plugins().join("envp");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = json!({
+        "name": "envp", "version": "1.0.0", "description": "Says its token.",
+        "entrypoint": "main.sh", "permissions": [], "env": ["TOKEN"],
+        "persistent": {},
+        "tools": [{"name": "token", "description": "Its token.", "input_schema": {"type": "object"}}]
+    });
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    util::write_executable(
+        &dir.join("main.sh"),
+        "#!/bin/sh\nwhile read -r line; do printf '{\"result\": \"%s\"}\\n' \"$TOKEN\"; done\n",
+    );
+}
+
+fn run(s: &brokered::Setup, args: &[&str]) -> std::process::Output {
+    let mut c = s.cmd();
+    c.args(args);
+    util::run(c)
+}
+
+fn set(c: Command, value: &str) -> std::process::Output {
+    util::run_input(c, value)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_in_the_keyring_reaches_its_plugins_and_never_plughosts_record() {
+    if !prerequisites() {
+        return;
+    }
+    let s = brokered::setup_with(Level::Namespace, false, Some(Keyring::start()));
+    let keyring = s.keyring.as_ref().unwrap();
+    let state = std::path::absolute(s.sandbox.state()).unwrap();
+    let record = || std::fs::read_to_string(state.join("secrets.json")).unwrap();
+    assert!(
+        !record().contains(VALUE),
+        "the record holds no value: {}",
+        record()
+    );
+    assert!(record().contains("\"keyring\""), "{}", record());
+    assert_eq!(keyring.lookup(&state, "API_TOKEN").as_deref(), Some(VALUE));
+    let listed = util::stdout(&run(&s, &["secret", "list"]));
+    assert!(listed.contains("API_TOKEN  broker  (keyring)"), "{listed}");
+    let doctor = util::stdout(&run(&s, &["doctor"]));
+    assert!(doctor.contains("1 in the keyring"), "{doctor}");
+    assert!(doctor.contains("new secrets go to the keyring"), "{doctor}");
+
+    // Brokered: placed from the keyring; the plugin holds the placeholder.
+    let api = s.api("/");
+    let got = s.call(json!([["curl", api], ["env"]]));
+    assert_eq!(got[0], "200 authorised");
+    assert!(
+        got[1].starts_with("plughost-placeholder-API_TOKEN-"),
+        "{got:?}"
+    );
+
+    // An `env` secret, to a worker of one serve: a value set again in the
+    // keyring starts a new worker with it.
+    env_plugin(&s);
+    let set_token = |value: &str, more: &[&str]| {
+        let mut c = s.cmd();
+        c.args(["secret", "set", "TOKEN", "--plugin", "envp"])
+            .args(more);
+        set(c, value)
+    };
+    let out = set_token("first-value", &[]);
+    assert!(
+        util::stdout(&out).contains("kept in the keyring"),
+        "{}",
+        util::stderr(&out)
+    );
+    assert!(run(&s, &["approve", "envp", "--yes"]).status.success());
+    let mut serve = s.cmd();
+    serve.arg("serve");
+    let session = mcp_client::connect_command(serve.into(), None).await;
+    let token = async || {
+        let r = session
+            .client
+            .call_tool(mcp_client::call("token", json!({})))
+            .await
+            .unwrap();
+        mcp_client::text(&r)
+    };
+    assert_eq!(token().await, "first-value");
+    assert!(set_token("second-value", &[]).status.success());
+    assert_eq!(
+        token().await,
+        "second-value",
+        "a new value reaches a new worker"
+    );
+    let _ = session.client.cancel().await;
+
+    // rm deletes the keyring's item; the next request goes unauthorised.
+    assert!(run(&s, &["secret", "rm", "API_TOKEN"]).status.success());
+    assert_eq!(keyring.lookup(&state, "API_TOKEN"), None);
+    assert_eq!(s.call(json!([["curl", s.api("/")]]))[0], "401 unauthorised");
+
+    // Unreachable (plughost run where no session bus is): withheld, said.
+    let call_token = |mut c: Command| {
+        c.args(["--json", "call", "token", "{}"]);
+        let out = util::run(c);
+        (
+            util::stdout(&out) + &util::stderr(&out),
+            out.status.success(),
+        )
+    };
+    let (said, ok) = call_token(s.sandbox.cmd());
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("TOKEN is kept in the keyring, but the keyring cannot be reached")
+            && said.contains("run plughost where it reaches the keyring"),
+        "{said}"
+    );
+    assert!(!said.contains("second-value"), "{said}");
+
+    // Locked: withheld and said; a set does not fall back to the file
+    // unasked, and goes there when asked.
+    keyring.lock();
+    let (said, ok) = call_token(s.cmd());
+    assert!(!ok && !said.contains("second-value"), "{said}");
+    assert!(
+        said.contains("the keyring is locked; no plugin gets it until"),
+        "{said}"
+    );
+    let mut c = s.cmd();
+    c.args(["secret", "set", "OTHER"]);
+    let out = set(c, "v");
+    assert!(!out.status.success());
+    assert!(
+        util::stderr(&out).contains("--in file"),
+        "{}",
+        util::stderr(&out)
+    );
+    assert!(!record().contains("OTHER"));
+    let out = set_token("third-value", &["--in", "file"]);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    assert!(record().contains("third-value"));
+    let (said, ok) = call_token(s.cmd());
+    assert!(ok && said.contains("third-value"), "{said}");
+}
