@@ -332,7 +332,7 @@ impl Setup {
     }
 
     /// The probe's input: `ops`, and where its Node and requests are.
-    fn input(&self, ops: Value) -> Value {
+    pub(crate) fn input(&self, ops: Value) -> Value {
         json!({"ops": ops, "node": node22(), "pydeps": pydeps()})
     }
 

@@ -69,13 +69,42 @@ async fn a_secret_in_the_keyring_reaches_its_plugins_and_never_plughosts_record(
     assert!(doctor.contains("1 in the keyring"), "{doctor}");
     assert!(doctor.contains("new secrets go to the keyring"), "{doctor}");
 
-    // Brokered: placed from the keyring; the plugin holds the placeholder.
+    // An authority made where no keyring answered (a call whose secret
+    // therefore cannot be placed) keeps its key in ca.key...
     let api = s.api("/");
+    let mut c = s.cmd();
+    util::away_from_the_keyring(&mut c, s.sandbox.root.path());
+    c.args(["--json", "call", "broker"])
+        .arg(s.input(json!([["curl", api]])).to_string());
+    let out = util::run(c);
+    assert!(
+        util::stdout(&out).contains("401 unauthorised"),
+        "{}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    let egress = state.join("egress");
+    assert!(egress.join("ca.key").exists());
+    let ca_pem = std::fs::read_to_string(egress.join("ca.pem")).unwrap();
+
+    // Brokered: placed from the keyring; the plugin holds the placeholder.
     let got = s.call(json!([["curl", api], ["env"]]));
     assert_eq!(got[0], "200 authorised");
     assert!(
         got[1].starts_with("plughost-placeholder-API_TOKEN-"),
         "{got:?}"
+    );
+    // ...and it moves to the keyring once one answers, with its
+    // certificate: ca.key is gone, ca.pem is the same.
+    assert!(!egress.join("ca.key").exists(), "the key left the disk");
+    let kept = keyring.lookup(&state, "plughost egress authority").unwrap();
+    assert!(
+        kept.contains("PRIVATE KEY") && kept.ends_with(&ca_pem),
+        "{kept}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(egress.join("ca.pem")).unwrap(),
+        ca_pem
     );
 
     // An `env` secret, to a worker of one serve: a value set again in the

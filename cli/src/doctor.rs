@@ -104,8 +104,13 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         .collect();
     if !brokering.is_empty() {
         let authority = d.state_dir.join("egress");
+        let key = if authority.join("ca.key").exists() {
+            "its key in ca.key, mode 0600"
+        } else {
+            "its key in the keyring where one answers"
+        };
         say!(
-            "brokered        {} (placed on requests by the egress proxy; HTTPS through the authority in {}, its key mode 0600, trusted by these plugins alone)",
+            "brokered        {} (placed on requests by the egress proxy; HTTPS through the authority in {}, {key}, trusted by these plugins alone)",
             brokering.join(", "),
             authority.display()
         );

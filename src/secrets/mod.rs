@@ -52,6 +52,9 @@ pub const SECRETS_FILE: &str = "secrets.json";
 const LOCK_FILE: &str = "secrets.lock";
 const TEMP_FILE: &str = "secrets.json.tmp";
 const FORMAT_VERSION: u64 = 1;
+/// The keyring item of the egress authority's key: a name no secret can
+/// have (it is not a variable's).
+const AUTHORITY_ITEM: &str = "plughost egress authority";
 /// The largest file read.
 const MAX_FILE_BYTES: u64 = 4 << 20;
 /// The longest value: an environment variable's, with room for certificates.
@@ -202,6 +205,17 @@ impl SecretStore {
             let _ = keyring::delete(&self.keyring_id(), name);
         }
         Ok(kept)
+    }
+
+    /// The egress authority's key and certificate (PEM), when they are
+    /// kept in the keyring beside the secrets.
+    pub(crate) fn authority_in_keyring(&self) -> Result<Option<String>, KeyringError> {
+        keyring::get(&self.keyring_id(), AUTHORITY_ITEM)
+    }
+
+    /// Keeps the egress authority's key and certificate in the keyring.
+    pub(crate) fn keep_authority_in_keyring(&self, pem: &str) -> Result<(), KeyringError> {
+        keyring::put(&self.keyring_id(), AUTHORITY_ITEM, pem)
     }
 
     /// The state folder as the keyring's items name it.

@@ -13,10 +13,22 @@
 //! authority's certificate, through the variables the common TLS libraries
 //! read ([`TRUST_VARIABLES`]); the sandbox lets it read that one file.
 //!
+//! The key is kept where the secret store keeps new secrets
+//! ([`SecretStore::where_set`]): in the system keyring, as one item with the
+//! certificate (so that the two always match; `ca.pem` is written from it),
+//! where one answers unlocked; else in `ca.key`. A key in `ca.key` moves to
+//! the keyring once one is there. Where the keyring cannot be read (locked,
+//! failing), the authority is not opened and brokering says why; where no
+//! keyring answers at all (a `serve` outside the session), a new authority
+//! is made in the file: only plugins trust it, and they are told afresh at
+//! each start.
+//!
 //! What the key's file mode does not protect: a process of the same user
 //! outside the sandbox (and root) can read it, and with it make
-//! certificates that plugins of this installation trust. Only plugins are
-//! told to trust the authority; nothing else on the machine is.
+//! certificates that plugins of this installation trust; in the keyring, so
+//! can any such process on the session bus while the keyring is unlocked.
+//! Only plugins are told to trust the authority; nothing else on the
+//! machine is.
 
 use std::collections::HashMap;
 use std::io;
@@ -31,6 +43,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
+use crate::secrets::{Kept, KeyringError, SecretStore};
 use crate::state_file::{self, Lock};
 
 /// The folder in the state folder.
@@ -84,6 +97,10 @@ pub(crate) enum AuthorityError {
         path.display()
     )]
     Corrupt { path: PathBuf, reason: String },
+    #[error(
+        "cannot open plughost's certificate authority, whose key is kept in the keyring: {0}; unlock the keyring, or run plughost where it reaches it"
+    )]
+    Keyring(String),
     #[error("no roots to verify hosts with: {0}")]
     NoRoots(String),
 }
@@ -98,7 +115,17 @@ impl Authority {
         };
         state_file::make_dir(&dir).map_err(io_error)?;
         let _lock = Lock::exclusive(&dir.join(LOCK_FILE)).map_err(io_error)?;
-        let (key, cert_pem) = match read_text(&dir.join(KEY_FILE)).map_err(io_error)? {
+        let store = SecretStore::new(state_dir);
+        let in_file = read_text(&dir.join(KEY_FILE)).map_err(io_error)?;
+        let in_file = match (store.where_set(), in_file) {
+            (Ok(Kept::Keyring), in_file) => return Self::from_keyring(&store, &dir, in_file),
+            (Ok(Kept::File), in_file) => in_file,
+            // A keyring locked or failing: the key in the file serves; none
+            // is made there in the keyring's place.
+            (Err(_), Some(in_file)) => Some(in_file),
+            (Err(why), None) => return Err(AuthorityError::Keyring(why.to_string())),
+        };
+        let (key, cert_pem) = match in_file {
             Some(key_pem) => {
                 let corrupt = |reason: String| AuthorityError::Corrupt {
                     path: dir.clone(),
@@ -136,6 +163,70 @@ impl Authority {
                 (key, cert_pem)
             }
         };
+        Self::with(&dir, key, &cert_pem)
+    }
+
+    /// The authority kept in the keyring: the one there, else the one of
+    /// `ca.key` moved there (`in_file`), else a new one.
+    fn from_keyring(
+        store: &SecretStore,
+        dir: &Path,
+        in_file: Option<String>,
+    ) -> Result<Authority, AuthorityError> {
+        let keyring = |why: KeyringError| AuthorityError::Keyring(why.to_string());
+        let io_error = |source| AuthorityError::Io {
+            path: dir.to_owned(),
+            source,
+        };
+        let corrupt = |reason: String| AuthorityError::Corrupt {
+            path: dir.to_owned(),
+            reason,
+        };
+        let (key, cert_pem) = match (store.authority_in_keyring().map_err(keyring)?, in_file) {
+            (Some(both), _) => {
+                let key = KeyPair::from_pem(&both)
+                    .map_err(|e| corrupt(format!("its key in the keyring: {e}")))?;
+                let cert = pem_blocks(&both, "CERTIFICATE")
+                    .ok_or_else(|| corrupt("its certificate is not in the keyring".into()))?;
+                (key, cert)
+            }
+            (None, Some(key_pem)) => {
+                let key =
+                    KeyPair::from_pem(&key_pem).map_err(|e| corrupt(format!("its key: {e}")))?;
+                let cert = read_text(&dir.join(CERT_FILE))
+                    .map_err(io_error)?
+                    .ok_or_else(|| corrupt("its certificate is missing".into()))?;
+                (key, cert)
+            }
+            (None, None) => {
+                let key = KeyPair::generate().map_err(|e| io_error(io::Error::other(e)))?;
+                let cert = authority_params()
+                    .self_signed(&key)
+                    .map_err(|e| io_error(io::Error::other(e)))?;
+                (key, cert.pem())
+            }
+        };
+        let both = format!("{}{cert_pem}", key.serialize_pem());
+        if store.authority_in_keyring().map_err(keyring)?.as_deref() != Some(both.as_str()) {
+            store.keep_authority_in_keyring(&both).map_err(keyring)?;
+        }
+        state_file::write_atomically(dir, &dir.join(CERT_FILE), "ca.pem.tmp", cert_pem.as_bytes())
+            .map_err(io_error)?;
+        // Moved: the key is no longer on disk in the clear.
+        match std::fs::remove_file(dir.join(KEY_FILE)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_error(e)),
+            _ => {}
+        }
+        Self::with(dir, key, &cert_pem)
+    }
+
+    /// The authority of `key` and its certificate, and the trust file of
+    /// the plugins it serves.
+    fn with(dir: &Path, key: KeyPair, cert_pem: &str) -> Result<Authority, AuthorityError> {
+        let io_error = |source| AuthorityError::Io {
+            path: dir.to_owned(),
+            source,
+        };
         // Each root once: SSL_CERT_FILE is often the system's bundle itself,
         // and every client of a plugin reads the whole file at its start.
         let mut certs: Vec<CertificateDer<'static>> = Vec::new();
@@ -161,7 +252,7 @@ impl Authority {
             .flatten()
             .is_some_and(|t| t.as_bytes() == trust.as_slice());
         if !unchanged {
-            state_file::write_atomically(&dir, &trust_file, "trust.pem.tmp", &trust)
+            state_file::write_atomically(dir, &trust_file, "trust.pem.tmp", &trust)
                 .map_err(io_error)?;
         }
         let client = ClientConfig::builder_with_provider(provider())
@@ -314,6 +405,15 @@ fn read_text(path: &Path) -> io::Result<Option<String>> {
 }
 
 /// A PEM block of `der`.
+/// The blocks labelled `label` in `text`, as they are there.
+fn pem_blocks(text: &str, label: &str) -> Option<String> {
+    let begin = format!("-----BEGIN {label}-----");
+    let end = format!("-----END {label}-----");
+    let start = text.find(&begin)?;
+    let stop = text[start..].find(&end)? + start + end.len();
+    Some(format!("{}\n", &text[start..stop]))
+}
+
 fn pem_block(label: &str, der: &[u8]) -> String {
     use base64::Engine as _;
     let text = base64::engine::general_purpose::STANDARD.encode(der);
