@@ -190,4 +190,23 @@ async fn a_secret_in_the_keyring_reaches_its_plugins_and_never_plughosts_record(
     assert!(record().contains("third-value"));
     let (said, ok) = call_token(s.cmd());
     assert!(ok && said.contains("third-value"), "{said}");
+
+    // Hung (the service holds its name and answers nothing): a set that
+    // wants it fails within the calls' bound, and says so; a secret in the
+    // file is still given.
+    keyring.freeze();
+    let started = std::time::Instant::now();
+    let mut c = s.cmd();
+    c.args(["secret", "set", "LATER", "--in", "keyring"]);
+    let out = set(c, "v");
+    let took = started.elapsed();
+    assert!(!out.status.success());
+    assert!(
+        util::stderr(&out).contains("cannot be reached"),
+        "{}",
+        util::stderr(&out)
+    );
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    let (said, ok) = call_token(s.cmd());
+    assert!(ok && said.contains("third-value"), "{said}");
 }

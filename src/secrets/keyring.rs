@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use secret_service::EncryptionType;
 use secret_service::blocking::SecretService;
@@ -21,6 +22,11 @@ use super::KeyringError;
 
 /// The attributes every item of plughost's carries.
 const SCHEMA: &str = "org.plughost.Secret";
+
+/// The longest a call to the service may take: a hung service fails the
+/// secrets it keeps instead of holding plughost (each call takes
+/// milliseconds).
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 static SERVICE: Mutex<Option<SecretService<'static>>> = Mutex::new(None);
 
@@ -106,7 +112,7 @@ fn with_service<T>(
             Some(s) => s,
             None => {
                 fresh = true;
-                SecretService::connect(EncryptionType::Dh).map_err(classify)?
+                connect()?
             }
         };
         match op(&service) {
@@ -127,6 +133,17 @@ fn with_service<T>(
             }
         }
     }
+}
+
+/// A connection to the session bus whose calls end within [`CALL_TIMEOUT`].
+fn connect() -> Result<SecretService<'static>, KeyringError> {
+    let unreachable = |e: zbus::Error| KeyringError::Unavailable(format!("the session bus: {e}"));
+    let bus = zbus::blocking::connection::Builder::session()
+        .map_err(unreachable)?
+        .method_timeout(CALL_TIMEOUT)
+        .build()
+        .map_err(unreachable)?;
+    SecretService::connect_with_existing(EncryptionType::Dh, bus).map_err(classify)
 }
 
 fn classify(e: secret_service::Error) -> KeyringError {

@@ -147,6 +147,16 @@ impl Keyring {
         );
     }
 
+    /// Stops the keyring daemon (`SIGSTOP`): it holds its name on the bus
+    /// and answers nothing, as a hung service does.
+    pub fn freeze(&self) {
+        let stopped = Command::new("kill")
+            .args(["-STOP", &self.daemon.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+    }
+
     fn dbus_send(&self, args: &[&str]) -> Command {
         let mut c = Command::new("dbus-send");
         c.args(["--session", "--print-reply"]).args(args);
