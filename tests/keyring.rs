@@ -61,13 +61,25 @@ async fn a_secret_in_the_keyring_reaches_its_plugins_and_never_plughosts_record(
         "the record holds no value: {}",
         record()
     );
-    assert!(record().contains("\"keyring\""), "{}", record());
-    assert_eq!(keyring.lookup(&state, "API_TOKEN").as_deref(), Some(VALUE));
+    assert!(record().contains("\"sealed\""), "{}", record());
+    // The keyring holds the store's key alone, never the value.
+    assert_eq!(keyring.lookup(&state, "API_TOKEN"), None);
+    let key = keyring.lookup(&state, "plughost store key").unwrap();
+    assert!(
+        key.len() == 64 && key.chars().all(|c| c.is_ascii_hexdigit()),
+        "{key}"
+    );
     let listed = util::stdout(&run(&s, &["secret", "list"]));
-    assert!(listed.contains("API_TOKEN  broker  (keyring)"), "{listed}");
+    assert!(listed.contains("API_TOKEN  broker  (sealed)"), "{listed}");
     let doctor = util::stdout(&run(&s, &["doctor"]));
-    assert!(doctor.contains("1 in the keyring"), "{doctor}");
-    assert!(doctor.contains("new secrets go to the keyring"), "{doctor}");
+    assert!(
+        doctor.contains("1 sealed with the keyring's key"),
+        "{doctor}"
+    );
+    assert!(
+        doctor.contains("new secrets are sealed with the keyring's key"),
+        "{doctor}"
+    );
 
     // An authority made where no keyring answered (a call whose secret
     // therefore cannot be placed) keeps its key in ca.key...
@@ -94,14 +106,11 @@ async fn a_secret_in_the_keyring_reaches_its_plugins_and_never_plughosts_record(
         got[1].starts_with("plughost-placeholder-API_TOKEN-"),
         "{got:?}"
     );
-    // ...and it moves to the keyring once one answers, with its
+    // ...and is sealed with the keyring's key once one answers, with its
     // certificate: ca.key is gone, ca.pem is the same.
     assert!(!egress.join("ca.key").exists(), "the key left the disk");
-    let kept = keyring.lookup(&state, "plughost egress authority").unwrap();
-    assert!(
-        kept.contains("PRIVATE KEY") && kept.ends_with(&ca_pem),
-        "{kept}"
-    );
+    let sealed = std::fs::read_to_string(egress.join("ca.key.sealed")).unwrap();
+    assert!(!sealed.contains("PRIVATE KEY"), "{sealed}");
     assert_eq!(
         std::fs::read_to_string(egress.join("ca.pem")).unwrap(),
         ca_pem
@@ -118,7 +127,7 @@ async fn a_secret_in_the_keyring_reaches_its_plugins_and_never_plughosts_record(
     };
     let out = set_token("first-value", &[]);
     assert!(
-        util::stdout(&out).contains("kept in the keyring"),
+        util::stdout(&out).contains("sealed with the keyring's key"),
         "{}",
         util::stderr(&out)
     );
@@ -143,9 +152,9 @@ async fn a_secret_in_the_keyring_reaches_its_plugins_and_never_plughosts_record(
     );
     let _ = session.client.cancel().await;
 
-    // rm deletes the keyring's item; the next request goes unauthorised.
+    // rm forgets it; the next request goes unauthorised.
     assert!(run(&s, &["secret", "rm", "API_TOKEN"]).status.success());
-    assert_eq!(keyring.lookup(&state, "API_TOKEN"), None);
+    assert!(!record().contains("API_TOKEN"));
     assert_eq!(s.call(json!([["curl", s.api("/")]]))[0], "401 unauthorised");
 
     // Unreachable (plughost run where no session bus is): withheld, said.
@@ -160,7 +169,7 @@ async fn a_secret_in_the_keyring_reaches_its_plugins_and_never_plughosts_record(
     let (said, ok) = call_token(s.sandbox.cmd());
     assert!(!ok, "{said}");
     assert!(
-        said.contains("TOKEN is kept in the keyring, but the keyring cannot be reached")
+        said.contains("TOKEN is sealed with the keyring's key, but the keyring cannot be reached")
             && said.contains("run plughost where it reaches the keyring"),
         "{said}"
     );
@@ -191,22 +200,23 @@ async fn a_secret_in_the_keyring_reaches_its_plugins_and_never_plughosts_record(
     let (said, ok) = call_token(s.cmd());
     assert!(ok && said.contains("third-value"), "{said}");
 
-    // Hung (the service holds its name and answers nothing): a set that
-    // wants it fails within the calls' bound, and says so; a secret in the
-    // file is still given.
+    // Hung (the service holds its name and answers nothing): a set fails
+    // within the calls' bound and says so, never falling back to the file;
+    // a secret in the file is still given.
     keyring.freeze();
     let started = std::time::Instant::now();
     let mut c = s.cmd();
-    c.args(["secret", "set", "LATER", "--in", "keyring"]);
+    c.args(["secret", "set", "LATER"]);
     let out = set(c, "v");
     let took = started.elapsed();
     assert!(!out.status.success());
     assert!(
-        util::stderr(&out).contains("cannot be reached"),
+        util::stderr(&out).contains("the keyring failed: it did not answer within 5 s"),
         "{}",
         util::stderr(&out)
     );
-    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    assert!(!record().contains("LATER"));
+    assert!(took < std::time::Duration::from_secs(12), "took {took:?}");
     let (said, ok) = call_token(s.cmd());
     assert!(ok && said.contains("third-value"), "{said}");
 }

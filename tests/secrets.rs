@@ -72,7 +72,7 @@ fn a_secret_reaches_the_plugin_it_is_bound_to_and_no_other() {
 
     let out = run_with(&sandbox, &["secret", "list"], "");
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out).trim(), "API_TOKEN  bound  (file)");
+    assert_eq!(stdout(&out).trim(), "API_TOKEN  bound  (clear)");
     let store = sandbox.state().join("secrets.json");
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&store).unwrap().permissions().mode();
@@ -174,7 +174,7 @@ fn add_with_a_secret_keeps_it_out_of_the_manifest() {
     let out = run_with(&sandbox, &["secret", "list"], "");
     assert_eq!(
         stdout(&out).trim(),
-        "API_TOKEN  tokened  (file)",
+        "API_TOKEN  tokened  (clear)",
         "{}",
         stderr(&out)
     );
@@ -214,7 +214,7 @@ fn add_does_not_share_a_secret_kept_for_another_plugin() {
         stderr(&out)
     );
     let out = run_with(&sandbox, &["secret", "list"], "");
-    assert_eq!(stdout(&out).trim(), "API_TOKEN  github  (file)");
+    assert_eq!(stdout(&out).trim(), "API_TOKEN  github  (clear)");
 }
 
 /// A running worker does not keep a secret that was changed or removed:

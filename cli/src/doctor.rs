@@ -75,14 +75,14 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 store.path().display()
             );
             say!(
-                "                {in_keyring} in the keyring (encrypted on disk under its password; while it is unlocked, any process of yours on the session bus may ask for them; plugins without \"network\" cannot reach the bus)"
+                "                {in_keyring} sealed with the keyring's key (reading one takes this file and that key, which the keyring gives processes of yours on the session bus while it is unlocked)"
             );
             let new = match store.where_set() {
                 Ok(plughost::secrets::Kept::Keyring) => {
-                    "new secrets go to the keyring (Secret Service, unlocked)".to_owned()
+                    "new secrets are sealed with the keyring's key (Secret Service, unlocked)".to_owned()
                 }
                 Ok(plughost::secrets::Kept::File) => {
-                    "new secrets go to the file: no Secret Service answers on this session bus"
+                    "new secrets go to the file in the clear: no Secret Service answers on this session bus"
                         .to_owned()
                 }
                 Err(e) => format!(
@@ -104,10 +104,10 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         .collect();
     if !brokering.is_empty() {
         let authority = d.state_dir.join("egress");
-        let key = if authority.join("ca.key").exists() {
-            "its key in ca.key, mode 0600"
+        let key = if authority.join("ca.key.sealed").exists() {
+            "its key sealed with the keyring's"
         } else {
-            "its key in the keyring where one answers"
+            "its key in ca.key, mode 0600"
         };
         say!(
             "brokered        {} (placed on requests by the egress proxy; HTTPS through the authority in {}, {key}, trusted by these plugins alone)",

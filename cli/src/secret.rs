@@ -95,8 +95,8 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                     some => some.join(", "),
                 };
                 let kept = match s.kept {
-                    Kept::Keyring => "keyring",
-                    Kept::File => "file",
+                    Kept::Keyring => "sealed",
+                    Kept::File => "clear",
                 };
                 say!("{}  {reach}  ({kept})", s.name);
                 for p in listing.iter().flat_map(|l| &l.plugins) {
@@ -147,7 +147,7 @@ pub fn read_value(prompt: &str) -> Result<String, String> {
 /// Where a value is, in words: the keyring, or the file's path.
 pub fn kept_where(kept: Kept, store: &SecretStore) -> String {
     match kept {
-        Kept::Keyring => "the keyring".to_owned(),
+        Kept::Keyring => format!("{}, sealed with the keyring's key", store.path().display()),
         Kept::File => store.path().display().to_string(),
     }
 }

@@ -97,10 +97,10 @@ pub enum SecretError {
         source: Arc<io::Error>,
     },
     #[error(
-        "the secret {name} is kept in the keyring, but {why}; no plugin gets it until {}",
+        "the secret {name} is sealed with the keyring's key, but {why}; no plugin gets it until {}",
         keyring_remedy(why)
     )]
-    /// A secret kept in the keyring cannot be read from it.
+    /// A secret sealed with the keyring's key, which cannot be read.
     Keyring {
         /// The secret's name.
         name: String,
@@ -108,10 +108,10 @@ pub enum SecretError {
         why: KeyringError,
     },
     #[error(
-        "the secret {name} is recorded as kept in the keyring, but the keyring has no item for it (was it deleted there?); set it again"
+        "the secret {name} does not open with the keyring's key (sealed with another key, or damaged); set it again"
     )]
-    /// The record says keyring, the keyring has no such item.
-    NotInKeyring {
+    /// A sealed value that the store's key does not open.
+    Unopened {
         /// The secret's name.
         name: String,
     },
@@ -121,16 +121,6 @@ pub enum SecretError {
     )]
     /// The keyring refused a value.
     KeyringWrite {
-        /// The secret's name.
-        name: String,
-        /// Why.
-        why: KeyringError,
-    },
-    #[error(
-        "removed {name}, so no plugin gets it, but its item in the keyring could not be deleted ({why}); delete it with your keyring's tool (attribute plughost-secret = {name})"
-    )]
-    /// The record forgot the secret; its keyring item is still there.
-    KeyringLeftover {
         /// The secret's name.
         name: String,
         /// Why.

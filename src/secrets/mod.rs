@@ -13,13 +13,15 @@
 //!
 //! The store's record is `<state_dir>/secrets.json`, mode 0600 in a folder
 //! of mode 0700, written whole under a lock: each secret's name, the plugins
-//! it reaches, and where its value is kept ([`Kept`]):
-//! - **in the system keyring** (the freedesktop Secret Service), where one
-//!   answers on the session bus with its default collection unlocked. The
-//!   value is encrypted on disk under the keyring's password; while the
-//!   keyring is unlocked, any process of the user that speaks to the
-//!   Secret Service over the session bus can ask for it (plugins cannot
-//!   without `network`, which alone lets them open a unix socket);
+//! it reaches, and its value, kept one of two ways ([`Kept`]):
+//! - **with the system keyring** (the freedesktop Secret Service), where one
+//!   answers on the session bus with its default collection unlocked: the
+//!   value is sealed with a key of the store's that the keyring holds
+//!   (`keyring.rs`). Reading a value takes both the record, which no plugin
+//!   can read, and the key, which the keyring gives any process of the user
+//!   on the session bus while it is unlocked. On disk the value is
+//!   encrypted; the key is as safe as the keyring (encrypted under its
+//!   password, unless that is empty);
 //! - **in the file** otherwise. The state folder is one no plugin can read
 //!   or write (the sandbox keeps it private). What the file mode does not
 //!   protect: any process of the same user outside plughost's sandbox (and
@@ -27,8 +29,8 @@
 //!   holds the value unencrypted.
 //!
 //! A record that is corrupt withholds every secret and says so, and so does
-//! a keyring that is locked or out of reach for the secrets kept there: a
-//! plugin that lists such a variable then does not start.
+//! a keyring that is locked or out of reach for the secrets sealed with its
+//! key: a plugin that lists such a variable then does not start.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -52,9 +54,9 @@ pub const SECRETS_FILE: &str = "secrets.json";
 const LOCK_FILE: &str = "secrets.lock";
 const TEMP_FILE: &str = "secrets.json.tmp";
 const FORMAT_VERSION: u64 = 1;
-/// The keyring item of the egress authority's key: a name no secret can
-/// have (it is not a variable's).
-const AUTHORITY_ITEM: &str = "plughost egress authority";
+/// The lock under which a store's key is made (apart from the record's,
+/// which is taken after it).
+const KEY_LOCK_FILE: &str = "secrets.key.lock";
 /// The largest file read.
 const MAX_FILE_BYTES: u64 = 4 << 20;
 /// The longest value: an environment variable's, with room for certificates.
@@ -74,7 +76,8 @@ pub struct SecretStore {
 pub enum Kept {
     /// In `secrets.json`, in the state folder.
     File,
-    /// In the system keyring (the Secret Service's default collection).
+    /// In the file, sealed with a key the system keyring holds (the
+    /// Secret Service's default collection).
     Keyring,
 }
 
@@ -82,7 +85,7 @@ impl std::fmt::Display for Kept {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Kept::File => "the file",
-            Kept::Keyring => "the keyring",
+            Kept::Keyring => "the file, sealed with the keyring's key",
         })
     }
 }
@@ -113,11 +116,10 @@ struct Entry {
     /// The value, when it is kept in the file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     value: Option<String>,
-    /// When the value is in the keyring: a random stamp, new at each set,
-    /// so that a changed value changes the record (workers given it start
-    /// again) without the record holding it.
+    /// The value sealed with the keyring's key (base64 of a random nonce
+    /// and the ciphertext).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    keyring: Option<String>,
+    sealed: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     plugins: Vec<String>,
     set_at: u64,
@@ -173,57 +175,84 @@ impl SecretStore {
         plugins.dedup();
         let mut entry = Entry {
             value: None,
-            keyring: None,
+            sealed: None,
             plugins,
             set_at: now(),
         };
         match kept {
             Kept::File => entry.value = Some(value.to_owned()),
             Kept::Keyring => {
-                keyring::put(&self.keyring_id(), name, value).map_err(|why| {
-                    SecretError::KeyringWrite {
-                        name: name.to_owned(),
-                        why,
-                    }
-                })?;
-                let stamp = crate::random::bytes::<8>().map_err(|e| SecretError::Write {
-                    path: self.path(),
-                    source: Arc::new(e),
-                })?;
-                entry.keyring = Some(stamp.iter().map(|b| format!("{b:02x}")).collect());
+                let keyring_error = |why| SecretError::KeyringWrite {
+                    name: name.to_owned(),
+                    why,
+                };
+                let key = self.key(true).map_err(keyring_error)?;
+                entry.sealed = Some(keyring::seal(&key, name, value).map_err(keyring_error)?);
             }
         }
-        let mut was_in_keyring = false;
         self.update(|file| {
-            let old = file.secrets.insert(name.to_owned(), entry);
-            was_in_keyring = old.is_some_and(|e| e.keyring.is_some());
+            file.secrets.insert(name.to_owned(), entry);
             true
         })?;
-        if kept == Kept::File && was_in_keyring {
-            // Moved to the file: the keyring's item is no longer read. A
-            // keyring out of reach keeps it, unread.
-            let _ = keyring::delete(&self.keyring_id(), name);
-        }
         Ok(kept)
     }
 
-    /// The egress authority's key and certificate (PEM), when they are
-    /// kept in the keyring beside the secrets.
-    pub(crate) fn authority_in_keyring(&self) -> Result<Option<String>, KeyringError> {
-        keyring::get(&self.keyring_id(), AUTHORITY_ITEM)
+    /// The store's key from the keyring; with `make`, made there when it
+    /// has none (under a lock of its own, so two processes never make two).
+    fn key(&self, make: bool) -> Result<keyring::Key, KeyringError> {
+        let id = self.keyring_id();
+        let _lock = match make {
+            true => state_file::make_dir(&self.dir)
+                .and_then(|()| Lock::exclusive(&self.dir.join(KEY_LOCK_FILE)))
+                .map(Some)
+                .map_err(|e| KeyringError::Failed(format!("cannot lock the store: {e}")))?,
+            false => None,
+        };
+        keyring::key(&id, make)?.ok_or_else(|| {
+            KeyringError::Failed(
+                "the keyring has no key for this state folder (was it deleted there?)".into(),
+            )
+        })
     }
 
-    /// Keeps the egress authority's key and certificate in the keyring.
-    pub(crate) fn keep_authority_in_keyring(&self, pem: &str) -> Result<(), KeyringError> {
-        keyring::put(&self.keyring_id(), AUTHORITY_ITEM, pem)
+    /// `text` sealed with the store's key (made if need be), for the
+    /// crate's other keepers (the egress authority's key); `None`: no
+    /// keyring answers, so `text` is for the file.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "the egress authority is Linux's alone")
+    )]
+    pub(crate) fn seal(&self, label: &str, text: &str) -> Result<Option<String>, KeyringError> {
+        match self.where_set()? {
+            Kept::File => Ok(None),
+            Kept::Keyring => keyring::seal(&self.key(true)?, label, text).map(Some),
+        }
+    }
+
+    /// What [`SecretStore::seal`] sealed under `label`.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "the egress authority is Linux's alone")
+    )]
+    pub(crate) fn unseal(&self, label: &str, sealed: &str) -> Result<String, KeyringError> {
+        keyring::open(&self.key(false)?, label, sealed)
+            .ok_or_else(|| KeyringError::Failed("it does not open with the keyring's key".into()))
     }
 
     /// The state folder as the keyring's items name it.
     fn keyring_id(&self) -> String {
-        std::path::absolute(&self.dir)
-            .unwrap_or_else(|_| self.dir.clone())
-            .display()
-            .to_string()
+        let path = std::fs::canonicalize(&self.dir)
+            .or_else(|_| std::path::absolute(&self.dir))
+            .unwrap_or_else(|_| self.dir.clone());
+        match path.to_str() {
+            Some(text) => text.to_owned(),
+            // Never two folders under one name: the bytes, in hex.
+            None => {
+                use std::os::unix::ffi::OsStrExt;
+                let bytes = path.as_os_str().as_bytes();
+                bytes.iter().map(|b| format!("{b:02x}")).collect()
+            }
+        }
     }
 
     /// Lets the secret `name` reach `plugin` too (one that reaches every
@@ -245,26 +274,12 @@ impl SecretStore {
         Ok(found)
     }
 
-    /// Forgets `name` (and deletes its keyring item); whether it was there.
+    /// Forgets `name`; whether it was there.
     pub fn remove(&self, name: &str) -> Result<bool, SecretError> {
         if read(&self.path())?.is_none() {
             return Ok(false);
         }
-        let mut in_keyring = false;
-        let removed = self.update(|file| {
-            let old = file.secrets.remove(name);
-            in_keyring = old.as_ref().is_some_and(|e| e.keyring.is_some());
-            old.is_some()
-        })?;
-        if in_keyring {
-            keyring::delete(&self.keyring_id(), name).map_err(|why| {
-                SecretError::KeyringLeftover {
-                    name: name.to_owned(),
-                    why,
-                }
-            })?;
-        }
-        Ok(removed)
+        self.update(|file| file.secrets.remove(name).is_some())
     }
 
     /// Every secret, without values, by name.
@@ -303,16 +318,20 @@ impl SecretStore {
         };
         let mut values = Vec::new();
         for (name, e) in wanted.filter_map(|n| Some((n, bound(&file, n, plugin)?))) {
-            let value = match &e.value {
-                Some(v) => v.clone(),
-                None => keyring::get(&self.keyring_id(), name)
-                    .map_err(|why| SecretError::Keyring {
+            let value = match (&e.value, &e.sealed) {
+                (Some(v), _) => v.clone(),
+                (None, sealed) => {
+                    let keyring_error = |why| SecretError::Keyring {
                         name: name.to_owned(),
                         why,
-                    })?
-                    .ok_or_else(|| SecretError::NotInKeyring {
-                        name: name.to_owned(),
-                    })?,
+                    };
+                    let key = self.key(false).map_err(keyring_error)?;
+                    keyring::open(&key, name, sealed.as_deref().unwrap_or_default()).ok_or_else(
+                        || SecretError::Unopened {
+                            name: name.to_owned(),
+                        },
+                    )?
+                }
             };
             values.push((name.to_owned(), value));
         }
@@ -320,8 +339,8 @@ impl SecretStore {
     }
 
     /// What changes when a secret `plugin` lists (`wanted`) changes, as
-    /// (name, version): the value of one kept in the file, the stamp of one
-    /// in the keyring (which is not asked).
+    /// (name, version): its value, or its sealed value (the keyring is not
+    /// asked; each seal has a nonce of its own, so a new set is a new one).
     pub(crate) fn versions_for<'a>(
         &self,
         plugin: &str,
@@ -334,9 +353,9 @@ impl SecretStore {
             .into_iter()
             .filter_map(|n| {
                 let e = bound(&file, n, plugin)?;
-                let version = match (&e.value, &e.keyring) {
+                let version = match (&e.value, &e.sealed) {
                     (Some(v), _) => format!("value {v}"),
-                    (None, stamp) => format!("keyring {}", stamp.as_deref().unwrap_or_default()),
+                    (None, sealed) => format!("sealed {}", sealed.as_deref().unwrap_or_default()),
                 };
                 Some((n.to_owned(), version))
             })
@@ -432,9 +451,9 @@ fn read(path: &Path) -> Result<Option<FileFormat>, SecretError> {
         )));
     }
     for (name, e) in &file.secrets {
-        let value_ok = match (&e.value, &e.keyring) {
+        let value_ok = match (&e.value, &e.sealed) {
             (Some(v), None) => check_value(v).is_ok(),
-            (None, Some(stamp)) => !stamp.is_empty(),
+            (None, Some(sealed)) => !sealed.is_empty(),
             _ => false,
         };
         if check_name(name).is_err() || !value_ok {

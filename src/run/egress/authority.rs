@@ -13,20 +13,19 @@
 //! authority's certificate, through the variables the common TLS libraries
 //! read ([`TRUST_VARIABLES`]); the sandbox lets it read that one file.
 //!
-//! The key is kept where the secret store keeps new secrets
-//! ([`SecretStore::where_set`]): in the system keyring, as one item with the
+//! The key is kept as the secret store keeps new secrets
+//! ([`SecretStore::seal`]): sealed with the store's key, with the
 //! certificate (so that the two always match; `ca.pem` is written from it),
-//! where one answers unlocked; else in `ca.key`. A key in `ca.key` moves to
-//! the keyring once one is there. Where the keyring cannot be read (locked,
-//! failing), the authority is not opened and brokering says why; where no
-//! keyring answers at all (a `serve` outside the session), a new authority
-//! is made in the file: only plugins trust it, and they are told afresh at
-//! each start.
+//! in `egress/ca.key.sealed` where the keyring answers unlocked; else in
+//! `ca.key`. A key in `ca.key` is sealed, and removed, once a keyring
+//! answers. A sealed key whose keyring cannot be read (locked, failing, out
+//! of reach) is not opened, and brokering says why.
 //!
 //! What the key's file mode does not protect: a process of the same user
 //! outside the sandbox (and root) can read it, and with it make
-//! certificates that plugins of this installation trust; in the keyring, so
-//! can any such process on the session bus while the keyring is unlocked.
+//! certificates that plugins of this installation trust; sealed, so can
+//! any such process that also asks the keyring for the store's key while
+//! the keyring is unlocked.
 //! Only plugins are told to trust the authority; nothing else on the
 //! machine is.
 
@@ -43,12 +42,17 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
-use crate::secrets::{Kept, KeyringError, SecretStore};
+use crate::secrets::{KeyringError, SecretStore};
 use crate::state_file::{self, Lock};
 
 /// The folder in the state folder.
 const FOLDER: &str = "egress";
 const KEY_FILE: &str = "ca.key";
+/// The key and certificate sealed with the secret store's key, where the
+/// keyring holds one.
+const SEALED_KEY_FILE: &str = "ca.key.sealed";
+/// What the sealed key is sealed under (no secret's name).
+const SEAL_LABEL: &str = "plughost egress authority";
 const CERT_FILE: &str = "ca.pem";
 /// What plugins with brokered secrets trust.
 const TRUST_FILE: &str = "trust.pem";
@@ -98,7 +102,7 @@ pub(crate) enum AuthorityError {
     )]
     Corrupt { path: PathBuf, reason: String },
     #[error(
-        "cannot open plughost's certificate authority, whose key is kept in the keyring: {0}; unlock the keyring, or run plughost where it reaches it"
+        "cannot open plughost's certificate authority, whose key is sealed with the keyring's: {0}; unlock the keyring, or run plughost where it reaches it"
     )]
     Keyring(String),
     #[error("no roots to verify hosts with: {0}")]
@@ -116,36 +120,54 @@ impl Authority {
         state_file::make_dir(&dir).map_err(io_error)?;
         let _lock = Lock::exclusive(&dir.join(LOCK_FILE)).map_err(io_error)?;
         let store = SecretStore::new(state_dir);
-        let in_file = read_text(&dir.join(KEY_FILE)).map_err(io_error)?;
-        let in_file = match (store.where_set(), in_file) {
-            (Ok(Kept::Keyring), in_file) => return Self::from_keyring(&store, &dir, in_file),
-            (Ok(Kept::File), in_file) => in_file,
-            // A keyring locked or failing: the key in the file serves; none
-            // is made there in the keyring's place.
-            (Err(_), Some(in_file)) => Some(in_file),
-            (Err(why), None) => return Err(AuthorityError::Keyring(why.to_string())),
+        let keyring = |why: KeyringError| AuthorityError::Keyring(why.to_string());
+        let corrupt = |reason: String| AuthorityError::Corrupt {
+            path: dir.clone(),
+            reason,
         };
-        let (key, cert_pem) = match in_file {
+        if let Some(sealed) = read_text(&dir.join(SEALED_KEY_FILE)).map_err(io_error)? {
+            let both = store.unseal(SEAL_LABEL, &sealed).map_err(keyring)?;
+            let key = KeyPair::from_pem(&both).map_err(|e| corrupt(format!("its key: {e}")))?;
+            let cert = pem_blocks(&both, "CERTIFICATE")
+                .ok_or_else(|| corrupt("its sealed key holds no certificate".into()))?;
+            Self::settle(&dir, &cert)?;
+            return Self::with(&dir, key, &cert);
+        }
+        let in_file = read_text(&dir.join(KEY_FILE)).map_err(io_error)?;
+        let (key, cert_pem, made) = match &in_file {
             Some(key_pem) => {
-                let corrupt = |reason: String| AuthorityError::Corrupt {
-                    path: dir.clone(),
-                    reason,
-                };
                 let key =
-                    KeyPair::from_pem(&key_pem).map_err(|e| corrupt(format!("its key: {e}")))?;
+                    KeyPair::from_pem(key_pem).map_err(|e| corrupt(format!("its key: {e}")))?;
                 let cert = read_text(&dir.join(CERT_FILE))
                     .map_err(io_error)?
                     .ok_or_else(|| corrupt("its certificate is missing".into()))?;
-                (key, cert)
+                (key, cert, false)
             }
             None => {
                 let key = KeyPair::generate().map_err(|e| io_error(io::Error::other(e)))?;
                 let cert = authority_params()
                     .self_signed(&key)
                     .map_err(|e| io_error(io::Error::other(e)))?;
-                // The certificate first: a key without it is damage, a
-                // certificate without its key is made again.
-                let cert_pem = cert.pem();
+                (key, cert.pem(), true)
+            }
+        };
+        let both = format!("{}{cert_pem}", key.serialize_pem());
+        match (store.seal(SEAL_LABEL, &both), made) {
+            // Sealed with the keyring's key: the key leaves the disk.
+            (Ok(Some(sealed)), _) => {
+                state_file::write_atomically(
+                    &dir,
+                    &dir.join(SEALED_KEY_FILE),
+                    "ca.key.sealed.tmp",
+                    sealed.as_bytes(),
+                )
+                .map_err(io_error)?;
+                Self::settle(&dir, &cert_pem)?;
+            }
+            // No keyring: the key in the file. The certificate first: a key
+            // without it is damage, a certificate without its key is made
+            // again.
+            (Ok(None), true) => {
                 state_file::write_atomically(
                     &dir,
                     &dir.join(CERT_FILE),
@@ -153,71 +175,40 @@ impl Authority {
                     cert_pem.as_bytes(),
                 )
                 .map_err(io_error)?;
+                let key_pem = key.serialize_pem();
                 state_file::write_atomically(
                     &dir,
                     &dir.join(KEY_FILE),
                     "ca.key.tmp",
-                    key.serialize_pem().as_bytes(),
+                    key_pem.as_bytes(),
                 )
                 .map_err(io_error)?;
-                (key, cert_pem)
             }
-        };
+            (Ok(None), false) => {}
+            // A keyring locked or failing: the key in the file serves; none
+            // is made in the keyring's place.
+            (Err(_), false) => {}
+            (Err(why), true) => return Err(keyring(why)),
+        }
         Self::with(&dir, key, &cert_pem)
     }
 
-    /// The authority kept in the keyring: the one there, else the one of
-    /// `ca.key` moved there (`in_file`), else a new one.
-    fn from_keyring(
-        store: &SecretStore,
-        dir: &Path,
-        in_file: Option<String>,
-    ) -> Result<Authority, AuthorityError> {
-        let keyring = |why: KeyringError| AuthorityError::Keyring(why.to_string());
+    /// With the key sealed: `ca.pem` is its certificate, and no key is left
+    /// in the clear.
+    fn settle(dir: &Path, cert_pem: &str) -> Result<(), AuthorityError> {
         let io_error = |source| AuthorityError::Io {
             path: dir.to_owned(),
             source,
         };
-        let corrupt = |reason: String| AuthorityError::Corrupt {
-            path: dir.to_owned(),
-            reason,
-        };
-        let (key, cert_pem) = match (store.authority_in_keyring().map_err(keyring)?, in_file) {
-            (Some(both), _) => {
-                let key = KeyPair::from_pem(&both)
-                    .map_err(|e| corrupt(format!("its key in the keyring: {e}")))?;
-                let cert = pem_blocks(&both, "CERTIFICATE")
-                    .ok_or_else(|| corrupt("its certificate is not in the keyring".into()))?;
-                (key, cert)
-            }
-            (None, Some(key_pem)) => {
-                let key =
-                    KeyPair::from_pem(&key_pem).map_err(|e| corrupt(format!("its key: {e}")))?;
-                let cert = read_text(&dir.join(CERT_FILE))
-                    .map_err(io_error)?
-                    .ok_or_else(|| corrupt("its certificate is missing".into()))?;
-                (key, cert)
-            }
-            (None, None) => {
-                let key = KeyPair::generate().map_err(|e| io_error(io::Error::other(e)))?;
-                let cert = authority_params()
-                    .self_signed(&key)
-                    .map_err(|e| io_error(io::Error::other(e)))?;
-                (key, cert.pem())
-            }
-        };
-        let both = format!("{}{cert_pem}", key.serialize_pem());
-        if store.authority_in_keyring().map_err(keyring)?.as_deref() != Some(both.as_str()) {
-            store.keep_authority_in_keyring(&both).map_err(keyring)?;
+        let cert_file = dir.join(CERT_FILE);
+        if read_text(&cert_file).map_err(io_error)?.as_deref() != Some(cert_pem) {
+            state_file::write_atomically(dir, &cert_file, "ca.pem.tmp", cert_pem.as_bytes())
+                .map_err(io_error)?;
         }
-        state_file::write_atomically(dir, &dir.join(CERT_FILE), "ca.pem.tmp", cert_pem.as_bytes())
-            .map_err(io_error)?;
-        // Moved: the key is no longer on disk in the clear.
         match std::fs::remove_file(dir.join(KEY_FILE)) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_error(e)),
-            _ => {}
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_error(e)),
+            _ => Ok(()),
         }
-        Self::with(dir, key, &cert_pem)
     }
 
     /// The authority of `key` and its certificate, and the trust file of
