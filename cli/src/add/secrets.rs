@@ -108,6 +108,13 @@ pub(super) fn ask_secrets(cli: &Cli, names: &[String], plugin: &str) -> Result<N
             None => missing.push(name.clone()),
         }
     }
+    if !missing.is_empty() {
+        // Where the values would go is known before one is asked for: a
+        // locked or failing keyring stops here, before anything is added.
+        store.where_set().map_err(|e| {
+            format!("cannot keep {} with the keyring: {e}; set it first with plughost secret set NAME --plugin {plugin} --in file, or unlock the keyring", missing.join(", "))
+        })?;
+    }
     if missing.len() > 1 && !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         return Err(format!(
             "{} secrets to read and no terminal to ask on; set them first: plughost secret set NAME --plugin {plugin} (the value on stdin)",

@@ -74,6 +74,10 @@ pub(crate) enum Placed {
     /// (never set, removed, or set for other plugins): the placeholder went
     /// out as it was.
     NotSet,
+    /// The store cannot give the value (the keyring its value is sealed
+    /// with is locked, hung or out of reach, or the record is damaged):
+    /// the placeholder went out as it was.
+    Withheld,
     /// The value cannot go in a header (it holds a line break or a control
     /// character): the placeholder went out as it was.
     Unfit,
@@ -98,6 +102,9 @@ impl Placed {
             Placed::Value => "placed",
             Placed::Unbound => "not placed: the host is not bound to it (sent as the placeholder)",
             Placed::NotSet => "not placed: no value is set for this plugin (plughost secret set)",
+            Placed::Withheld => {
+                "not placed: the store cannot give the value (a locked or unreachable keyring, or a damaged record: plughost doctor says which)"
+            }
             Placed::Unfit => "not placed: the value holds a line break or control character",
             Placed::PlainHttp => {
                 "not placed: plain HTTP, and the binding allows HTTPS alone (\"plain_http\")"
@@ -275,9 +282,10 @@ impl Broker {
                 Placed::WrongHeader
             } else {
                 match self.value(&b.name) {
-                    None => Placed::NotSet,
-                    Some(v) if !fits_a_header(&v) => Placed::Unfit,
-                    Some(v) => {
+                    Err(()) => Placed::Withheld,
+                    Ok(None) => Placed::NotSet,
+                    Ok(Some(v)) if !fits_a_header(&v) => Placed::Unfit,
+                    Ok(Some(v)) => {
                         for i in &carrying {
                             lines[*i] = replace(&lines[*i], needle, v.as_bytes());
                         }
@@ -312,13 +320,13 @@ impl Broker {
         }
     }
 
-    fn value(&self, name: &str) -> Option<String> {
-        self.store
+    /// The value of `name` for this plugin; `Err`: the store cannot say.
+    fn value(&self, name: &str) -> Result<Option<String>, ()> {
+        let values = self
+            .store
             .for_plugin(&self.plugin, [name])
-            .ok()?
-            .into_iter()
-            .next()
-            .map(|(_, v)| v)
+            .map_err(|_| ())?;
+        Ok(values.into_iter().next().map(|(_, v)| v))
     }
 
     /// The authority that signs what the plugin sees of a bound host.

@@ -254,9 +254,26 @@ async fn a_value_that_would_end_a_header_is_never_placed() {
     assert!(!got.contains("X-Injected"), "{got}");
     let outcomes: Vec<_> = placed.lock().unwrap().iter().map(|p| p.outcome).collect();
     assert!(
-        outcomes == [broker::Placed::Unfit] || outcomes == [broker::Placed::NotSet],
+        outcomes == [broker::Placed::Unfit] || outcomes == [broker::Placed::Withheld],
         "{outcomes:?}"
     );
+}
+
+#[tokio::test]
+async fn a_store_that_cannot_give_the_value_is_recorded_as_such() {
+    let bound = upstream().await;
+    let (p, held, placed, state) = brokering(bound, bound, "ok", true);
+    let file = state.path().join(crate::secrets::SECRETS_FILE);
+    std::fs::write(&file, "{damaged").unwrap();
+    let got = exchange(
+        p.port(),
+        format!("GET http://127.0.0.1:{bound}/ HTTP/1.1\r\nHost: 127.0.0.1:{bound}\r\nAuthorization: {held}\r\n\r\n")
+            .as_bytes(),
+    )
+    .await;
+    assert!(got.contains(&held), "sent as the placeholder: {got}");
+    let outcomes: Vec<_> = placed.lock().unwrap().iter().map(|p| p.outcome).collect();
+    assert_eq!(outcomes, [broker::Placed::Withheld]);
 }
 
 /// The value goes only on a request that names the bound host itself, in
