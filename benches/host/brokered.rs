@@ -141,7 +141,8 @@ pub(crate) fn origin() -> u16 {
 /// (`env`); `https-direct` is granted `network` and gets the value.
 /// Each runs curl once per call on the path its input names.
 pub(crate) fn setup(bench: &Bench, port: u16) {
-    let store = plughost::secrets::SecretStore::new(&bench.state);
+    let store =
+        plughost::secrets::SecretStore::new(&bench.state).keeping_in(plughost::secrets::Kept::File);
     store
         .set(
             "BENCH_TOKEN",

@@ -112,6 +112,14 @@ pub(crate) enum AuthorityError {
 impl Authority {
     /// The authority of `state_dir`, made now if it has none.
     pub(crate) fn open(state_dir: &Path) -> Result<Authority, AuthorityError> {
+        Self::open_in(state_dir, SecretStore::new(state_dir))
+    }
+
+    /// [`Authority::open`], its key kept as `store` keeps secrets.
+    pub(crate) fn open_in(
+        state_dir: &Path,
+        store: SecretStore,
+    ) -> Result<Authority, AuthorityError> {
         let dir = state_dir.join(FOLDER);
         let io_error = |source| AuthorityError::Io {
             path: dir.clone(),
@@ -119,7 +127,6 @@ impl Authority {
         };
         state_file::make_dir(&dir).map_err(io_error)?;
         let _lock = Lock::exclusive(&dir.join(LOCK_FILE)).map_err(io_error)?;
-        let store = SecretStore::new(state_dir);
         let keyring = |why: KeyringError| AuthorityError::Keyring(why.to_string());
         let corrupt = |reason: String| AuthorityError::Corrupt {
             path: dir.clone(),
@@ -421,12 +428,18 @@ fn pem_block(label: &str, der: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    /// The store of `state`, in the file: a test never reaches the keyring of
+    /// whoever runs it.
+    fn in_the_file(state: &Path) -> SecretStore {
+        SecretStore::new(state).keeping_in(crate::secrets::Kept::File)
+    }
+
     #[test]
     fn an_authority_is_made_once_and_signs_what_its_trust_file_verifies() {
         let state = tempfile::tempdir().unwrap();
-        let first = Authority::open(state.path()).unwrap();
+        let first = Authority::open_in(state.path(), in_the_file(state.path())).unwrap();
         let key = std::fs::read(state.path().join("egress/ca.key")).unwrap();
-        let again = Authority::open(state.path()).unwrap();
+        let again = Authority::open_in(state.path(), in_the_file(state.path())).unwrap();
         assert_eq!(
             key,
             std::fs::read(state.path().join("egress/ca.key")).unwrap()
@@ -457,10 +470,10 @@ mod tests {
     #[test]
     fn a_damaged_key_is_reported_never_replaced() {
         let state = tempfile::tempdir().unwrap();
-        Authority::open(state.path()).unwrap();
+        Authority::open_in(state.path(), in_the_file(state.path())).unwrap();
         let key = state.path().join("egress/ca.key");
         std::fs::write(&key, "not a key").unwrap();
-        let e = Authority::open(state.path()).unwrap_err();
+        let e = Authority::open_in(state.path(), in_the_file(state.path())).unwrap_err();
         assert!(e.to_string().contains("damaged"), "{e}");
         assert_eq!(std::fs::read_to_string(&key).unwrap(), "not a key");
     }

@@ -176,7 +176,13 @@ fn broker_of(
             headers: vec!["authorization".into(), "x-both".into()],
             plain_http,
         }],
-        Arc::new(authority::Authority::open(state).unwrap()),
+        Arc::new(
+            authority::Authority::open_in(
+                state,
+                crate::secrets::SecretStore::new(state).keeping_in(crate::secrets::Kept::File),
+            )
+            .unwrap(),
+        ),
         Arc::new(move |p: &broker::Placement| placed2.lock().unwrap().push(p.clone())),
     );
     (b, placeholder, placed)
