@@ -27,9 +27,10 @@ enum SecretCommand {
         /// A plugin it reaches (repeatable); none: every plugin that lists it.
         #[arg(long = "plugin", value_name = "PLUGIN")]
         plugins: Vec<String>,
-        /// Where to keep the value: the system keyring (Secret Service) or
-        /// plughost's file; by default the keyring when one answers
-        /// unlocked on the session bus, else the file.
+        /// How to keep the value in plughost's file: sealed with a key the
+        /// system keyring (Secret Service) holds, or in the clear; by
+        /// default sealed when a keyring answers unlocked on the session
+        /// bus, else in the clear.
         #[arg(long = "in", value_name = "STORE")]
         keep_in: Option<Store>,
     },
@@ -45,9 +46,9 @@ enum SecretCommand {
 /// Where `secret set --in` keeps a value.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum Store {
-    /// The system keyring (Secret Service).
+    /// Sealed with a key the system keyring (Secret Service) holds.
     Keyring,
-    /// plughost's file in its state folder.
+    /// In the clear, in plughost's file in its state folder.
     File,
 }
 
