@@ -220,3 +220,30 @@ async fn a_secret_in_the_keyring_reaches_its_plugins_and_never_plughosts_record(
     let (said, ok) = call_token(s.cmd());
     assert!(ok && said.contains("third-value"), "{said}");
 }
+
+/// The same for an unprivileged user, whose desktop session is where a
+/// keyring is: plughost, its bus and its keyring all run as `nobody`.
+#[test]
+fn an_unprivileged_user_seals_the_same() {
+    if !prerequisites() {
+        return;
+    }
+    let s = brokered::setup_with(Level::Unprivileged, false, Some(Keyring::start_as_nobody()));
+    let keyring = s.keyring.as_ref().unwrap();
+    let state = std::path::absolute(s.sandbox.state()).unwrap();
+    let record = std::fs::read_to_string(state.join("secrets.json")).unwrap();
+    assert!(
+        record.contains("\"sealed\"") && !record.contains(VALUE),
+        "{record}"
+    );
+    assert_eq!(keyring.lookup(&state, "API_TOKEN"), None);
+    assert!(keyring.lookup(&state, "plughost store key").is_some());
+    let got = s.call(json!([["curl", s.api("/")], ["env"]]));
+    assert_eq!(got[0], "200 authorised");
+    assert!(
+        got[1].starts_with("plughost-placeholder-API_TOKEN-"),
+        "{got:?}"
+    );
+    assert!(state.join("egress/ca.key.sealed").exists());
+    assert!(!state.join("egress/ca.key").exists());
+}

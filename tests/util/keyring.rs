@@ -13,6 +13,8 @@ pub struct Keyring {
     bus: Child,
     daemon: Child,
     address: String,
+    /// Run as `nobody` (bus, daemon and every program that asks them).
+    as_nobody: bool,
 }
 
 /// The programs a keyring needs (Debian: dbus-daemon, dbus-bin,
@@ -39,10 +41,23 @@ impl Keyring {
     /// Starts the bus and the keyring, and waits until the Secret Service
     /// answers.
     pub fn start() -> Keyring {
+        Keyring::start_as(false)
+    }
+
+    /// [`Keyring::start`] for `nobody`: its bus, its keyring, its home.
+    pub fn start_as_nobody() -> Keyring {
+        Keyring::start_as(true)
+    }
+
+    fn start_as(as_nobody: bool) -> Keyring {
         let dir = tempfile::tempdir().unwrap();
         let runtime = dir.path().join("run");
         std::fs::create_dir_all(&runtime).unwrap();
-        let mut bus = Command::new("dbus-daemon")
+        if as_nobody {
+            super::chown_to_nobody(dir.path());
+        }
+        let command = |program: &str| command(as_nobody, program);
+        let mut bus = command("dbus-daemon")
             .args(["--session", "--nofork", "--print-address=1"])
             .arg(format!(
                 "--address=unix:path={}",
@@ -58,7 +73,7 @@ impl Keyring {
             .unwrap();
         let address = address.trim().to_owned();
         assert!(address.starts_with("unix:"), "dbus-daemon said {address:?}");
-        let mut daemon = Command::new("gnome-keyring-daemon")
+        let mut daemon = command("gnome-keyring-daemon")
             .args(["--foreground", "--unlock", "--components=secrets"])
             .env("HOME", dir.path())
             .env("XDG_RUNTIME_DIR", &runtime)
@@ -78,6 +93,7 @@ impl Keyring {
             bus,
             daemon,
             address,
+            as_nobody,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         while !k.answers() {
@@ -123,7 +139,7 @@ impl Keyring {
     }
 
     fn lookup_raw(&self, attributes: &[&str]) -> std::process::Output {
-        let mut c = Command::new("secret-tool");
+        let mut c = command(self.as_nobody, "secret-tool");
         c.arg("lookup").args(attributes);
         self.env(&mut c);
         c.output().unwrap()
@@ -158,7 +174,7 @@ impl Keyring {
     }
 
     fn dbus_send(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("dbus-send");
+        let mut c = command(self.as_nobody, "dbus-send");
         c.args(["--session", "--print-reply"]).args(args);
         self.env(&mut c);
         c
@@ -172,4 +188,14 @@ impl Drop for Keyring {
             let _ = child.wait();
         }
     }
+}
+
+/// `program`, as `nobody` when asked (`setpriv`).
+fn command(as_nobody: bool, program: &str) -> Command {
+    if !as_nobody {
+        return Command::new(program);
+    }
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]);
+    c
 }
