@@ -178,7 +178,6 @@ impl SecretStore {
     /// The store's key from the keyring; with `make`, made there when it
     /// has none (under a lock of its own, so two processes never make two).
     fn key(&self, make: bool) -> Result<keyring::Key, KeyringError> {
-        let id = self.keyring_id();
         let _lock = match make {
             true => state_file::make_dir(&self.dir)
                 .and_then(|()| Lock::exclusive(&self.dir.join(KEY_LOCK_FILE)))
@@ -186,6 +185,8 @@ impl SecretStore {
                 .map_err(|e| KeyringError::Failed(format!("cannot lock the store: {e}")))?,
             false => None,
         };
+        // Named once the folder exists, so that it is named as it resolves.
+        let id = self.keyring_id();
         keyring::key(&id, make)?.ok_or_else(|| {
             KeyringError::Failed(
                 "the keyring has no key for this state folder (was it deleted there?)".into(),
