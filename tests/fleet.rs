@@ -211,7 +211,11 @@ impl Listening {
 /// One `plughost serve --http` replica with a state folder of its own and
 /// the fleet's approvals file.
 fn replica(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path) -> Listening {
-    let port = util::free_port();
+    replica_at(sandbox, n, approvals, token, util::free_port())
+}
+
+/// [`replica`] on `port` (a replica started again where it was).
+fn replica_at(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path, port: u16) -> Listening {
     let state = sandbox.root.path().join(format!("replica-{n}"));
     let mut cmd = std::process::Command::new(util::plughost());
     cmd.arg("--plugins-dir")
@@ -389,5 +393,121 @@ fn replicas_behind_haproxy_answer_every_call() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    drop(balancer);
+}
+
+/// Opens a 2026-07-28 `subscriptions/listen` stream for tool changes
+/// through `port`, and reads until it is acknowledged.
+fn listen_2026(port: u16) -> (std::net::TcpStream, String) {
+    let client = util::http::Client {
+        port,
+        token: util::http::TOKEN.to_owned(),
+        session: None,
+    };
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}},
+                   "notifications": {"toolsListChanged": true}}});
+    let mut s = client.send(
+        "POST",
+        body.to_string().as_bytes(),
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "subscriptions/listen"),
+        ],
+    );
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let read = read_until(&mut s, "acknowledged");
+    (s, read)
+}
+
+/// Reads `s` until `what` was read, the stream ended, or it was silent for
+/// its read timeout.
+fn read_until(s: &mut std::net::TcpStream, what: &str) -> String {
+    use std::io::Read;
+    let mut read = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&read).contains(what) {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&read).into_owned()
+}
+
+/// A `subscriptions/listen` stream through HAProxy outlives the replica it
+/// was on the only way a stateless stream can: the replica's death ends it
+/// (it never hangs), and the client's reconnect reaches a replica that
+/// streams the changes from then on.
+#[test]
+fn a_listen_stream_survives_a_replica_restart_by_reconnecting() {
+    if !util::prerequisite(
+        "haproxy (Debian's package) to balance the replicas",
+        std::process::Command::new("haproxy")
+            .arg("-v")
+            .output()
+            .is_ok(),
+    ) {
+        return;
+    }
+    let sandbox = fleet_sandbox();
+    let fleet = sandbox.root.path().join("fleet");
+    std::fs::create_dir_all(&fleet).unwrap();
+    let file = fleet.join("approvals.json");
+    let out = with_approvals(&sandbox, &file, &["approve", "greeter", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let token = sandbox.root.path().join("token");
+    std::fs::write(&token, util::http::TOKEN).unwrap();
+    let mut replicas: Vec<Listening> = (0..2)
+        .map(|n| replica(&sandbox, n, &file, &token))
+        .collect();
+    let ports: Vec<u16> = replicas.iter().map(|r| r.port).collect();
+    let balancer = balancer(sandbox.root.path(), &ports);
+
+    let (mut stream, read) = listen_2026(balancer.port);
+    assert!(read.contains("acknowledged"), "{read}");
+    // Each replica killed and started again where it was: the one that
+    // held the stream takes it down with it.
+    for (n, port) in ports.iter().enumerate() {
+        replicas[n].child.kill().unwrap();
+        let _ = replicas[n].child.wait();
+        replicas[n] = replica_at(&sandbox, n, &file, &token, *port);
+    }
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let started = Instant::now();
+    let rest = read_until(&mut stream, "never sent");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the stream of a killed replica hangs: {rest}"
+    );
+
+    // Reconnected: a tool approved now reaches the new stream.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (mut stream, read) = loop {
+        let (s, read) = listen_2026(balancer.port);
+        if read.contains("acknowledged") || Instant::now() > deadline {
+            break (s, read);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(read.contains("acknowledged"), "{read}");
+    sandbox.write_plugin(
+        "second",
+        &util::manifest("second", "second_tool"),
+        &util::answer_script("two"),
+    );
+    let out = with_approvals(&sandbox, &file, &["approve", "second", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let notified = read_until(&mut stream, "notifications/tools/list_changed");
+    assert!(
+        notified.contains("notifications/tools/list_changed"),
+        "no change reached the reconnected stream: {notified}"
+    );
     drop(balancer);
 }
