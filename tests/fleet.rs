@@ -232,6 +232,17 @@ fn replica_at(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path, port:
     Listening::start(cmd, port)
 }
 
+/// Whether Debian's HAProxy is here (CI fails without it).
+fn haproxy_here() -> bool {
+    util::prerequisite(
+        "haproxy (Debian's package) to balance the replicas",
+        std::process::Command::new("haproxy")
+            .arg("-v")
+            .output()
+            .is_ok(),
+    )
+}
+
 /// HAProxy in front of `replicas`: round robin, no stickiness, health
 /// checks on `/readyz`, a connection refused by a dead replica sent to
 /// another.
@@ -293,13 +304,7 @@ fn call_2026(port: u16, id: u64) -> Result<String, String> {
 /// and none hangs; a revoke in the file reaches every replica within 2 s.
 #[test]
 fn replicas_behind_haproxy_answer_every_call() {
-    if !util::prerequisite(
-        "haproxy (Debian's package) to balance the replicas",
-        std::process::Command::new("haproxy")
-            .arg("-v")
-            .output()
-            .is_ok(),
-    ) {
+    if !haproxy_here() {
         return;
     }
     let sandbox = Sandbox::new();
@@ -396,29 +401,15 @@ fn replicas_behind_haproxy_answer_every_call() {
     drop(balancer);
 }
 
-/// Opens a 2026-07-28 `subscriptions/listen` stream for tool changes
-/// through `port`, and reads until it is acknowledged.
+/// A 2026-07-28 `subscriptions/listen` stream for tool changes through
+/// `port`, read until it is acknowledged.
 fn listen_2026(port: u16) -> (std::net::TcpStream, String) {
     let client = util::http::Client {
         port,
         token: util::http::TOKEN.to_owned(),
         session: None,
     };
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                             "io.modelcontextprotocol/clientCapabilities": {}},
-                   "notifications": {"toolsListChanged": true}}});
-    let mut s = client.send(
-        "POST",
-        body.to_string().as_bytes(),
-        &[
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "subscriptions/listen"),
-        ],
-    );
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let read = read_until(&mut s, "acknowledged");
-    (s, read)
+    crate::mcp_http::listen(&client, 1)
 }
 
 /// Reads `s` until `what` was read, the stream ended, or it was silent for
@@ -442,13 +433,7 @@ fn read_until(s: &mut std::net::TcpStream, what: &str) -> String {
 /// streams the changes from then on.
 #[test]
 fn a_listen_stream_survives_a_replica_restart_by_reconnecting() {
-    if !util::prerequisite(
-        "haproxy (Debian's package) to balance the replicas",
-        std::process::Command::new("haproxy")
-            .arg("-v")
-            .output()
-            .is_ok(),
-    ) {
+    if !haproxy_here() {
         return;
     }
     let sandbox = fleet_sandbox();

@@ -414,7 +414,7 @@ fn two_tenants_side_by_side_keep_their_approvals_data_and_sessions_apart() {
 /// Opens a 2026-07-28 `subscriptions/listen` stream and reads until the
 /// server acknowledged it or refused it: the stream (open while it lives)
 /// and what was read.
-fn listen(client: &Client, id: i64) -> (std::net::TcpStream, String) {
+pub(crate) fn listen(client: &Client, id: i64) -> (std::net::TcpStream, String) {
     use std::io::Read;
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
         "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
