@@ -209,14 +209,17 @@ impl Listening {
 }
 
 /// One `plughost serve --http` replica with a state folder of its own and
-/// the fleet's approvals file.
+/// the fleet's approvals file, on a port the kernel picks.
 fn replica(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path) -> Listening {
-    replica_at(sandbox, n, approvals, token, util::free_port())
+    replica_at(sandbox, n, approvals, token, 0)
 }
 
 /// [`replica`] on `port` (a replica started again where it was).
 fn replica_at(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path, port: u16) -> Listening {
     let state = sandbox.root.path().join(format!("replica-{n}"));
+    // A log of each start's own: the port is read from it.
+    let log = state.with_extension(format!("{port}.log"));
+    let _ = std::fs::remove_file(&log);
     let mut cmd = std::process::Command::new(util::plughost());
     cmd.arg("--plugins-dir")
         .arg(sandbox.plugins())
@@ -228,8 +231,9 @@ fn replica_at(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path, port:
         .arg("--token-file")
         .arg(token)
         .arg("--log-file")
-        .arg(state.with_extension("log"));
-    Listening::start(cmd, port)
+        .arg(&log);
+    let (child, port) = util::serving_http(&mut cmd, &log);
+    Listening { child, port }
 }
 
 /// Whether Debian's HAProxy is here (CI fails without it).

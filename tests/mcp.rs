@@ -404,32 +404,8 @@ fn http_requires_the_token_and_serves_a_real_client() {
         return;
     };
     let sandbox = Sandbox::new().with_examples();
-    let token_file = sandbox.root.path().join("token");
-    std::fs::write(&token_file, "0123456789abcdef0123456789abcdef").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = sandbox
-        .cmd()
-        .args([
-            "serve",
-            "--http",
-            &format!("127.0.0.1:{port}"),
-            "--token-file",
-        ])
-        .arg(&token_file)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the HTTP server never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let server = util::http::Server::start(&sandbox, &[]);
+    let port = server.port;
     let out = std::process::Command::new("python3")
         .arg(util::repo().join("tests/mcp_http_client.py"))
         .arg(format!("http://127.0.0.1:{port}/mcp"))
@@ -437,8 +413,7 @@ fn http_requires_the_token_and_serves_a_real_client() {
         .env("PYTHONPATH", &pydeps)
         .output()
         .unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert!(
         out.status.success(),
         "{}",
@@ -539,39 +514,6 @@ fn sigterm_stops_the_server_and_kills_calls_in_flight() {
     drop(stdin);
 }
 
-/// Starts `plughost serve --http` on a free loopback port with `extra`
-/// arguments; returns the child and the port once it listens.
-fn serve_http(sandbox: &Sandbox, extra: &[&str]) -> (std::process::Child, u16) {
-    let token_file = sandbox.root.path().join("token");
-    std::fs::write(&token_file, "0123456789abcdef0123456789abcdef").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let server = sandbox
-        .cmd()
-        .args([
-            "serve",
-            "--http",
-            &format!("127.0.0.1:{port}"),
-            "--token-file",
-        ])
-        .arg(&token_file)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the HTTP server never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (server, port)
-}
-
 /// The status code of one raw HTTP POST to /mcp with an `Origin` header.
 fn status_with_origin(port: u16, origin: &str) -> u16 {
     use std::io::{Read, Write};
@@ -591,12 +533,12 @@ fn status_with_origin(port: u16, origin: &str) -> u16 {
 #[test]
 fn http_refuses_a_foreign_origin_unless_allowed() {
     let sandbox = Sandbox::new().with_examples();
-    let (mut server, port) = serve_http(&sandbox, &["--allow-origin", "http://localhost:3000"]);
+    let server = util::http::Server::start(&sandbox, &["--allow-origin", "http://localhost:3000"]);
+    let port = server.port;
     let foreign = status_with_origin(port, "http://evil.example");
     let own = status_with_origin(port, &format!("http://127.0.0.1:{port}"));
     let allowed = status_with_origin(port, "http://localhost:3000");
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(foreign, 403, "DNS rebinding: a page of another origin");
     assert_eq!(own, 200);
     assert_eq!(allowed, 200);

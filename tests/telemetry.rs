@@ -213,8 +213,8 @@ fn prometheus_scrapes_calls_durations_workers_and_sessions() {
         "#!/usr/bin/env bash\nwhile IFS= read -r line; do printf '{\"result\":\"kept\"}\\n'; done\n",
         true,
     );
-    let metrics = util::free_port();
-    let server = Server::start(&sandbox, &["--metrics", &format!("127.0.0.1:{metrics}")]);
+    let server = Server::start(&sandbox, &["--metrics", "127.0.0.1:0"]);
+    let metrics = metrics_port(&server);
     let client = server.client().initialize();
     for id in 1..=3 {
         assert_eq!(
@@ -769,4 +769,22 @@ async fn without_a_tracer_plugins_continue_the_callers_trace() {
         .await
         .unwrap();
     assert_eq!(none.result, "none|none");
+}
+
+/// The port `serve --metrics 127.0.0.1:0` was given, from its log.
+fn metrics_port(server: &Server) -> u16 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let port = server.log_text().lines().find_map(|l| {
+            let rest = l
+                .split("serving Prometheus metrics at http://127.0.0.1:")
+                .nth(1)?;
+            rest.split('/').next()?.parse().ok()
+        });
+        if let Some(port) = port {
+            return port;
+        }
+        assert!(Instant::now() < deadline, "{}", server.log_text());
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

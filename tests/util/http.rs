@@ -4,14 +4,18 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Child;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::Sandbox;
 
 pub const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+/// Numbers each server's log within a test.
+static SERVERS: AtomicUsize = AtomicUsize::new(0);
 
 /// `plughost serve --http` on a free loopback port; killed on drop.
 pub struct Server {
@@ -36,32 +40,20 @@ impl Server {
 
     /// [`Server::start`] with these environment variables set.
     pub fn start_env(sandbox: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = sandbox.root.path().join(format!("serve-{port}.log"));
+        let log = sandbox.root.path().join(format!(
+            "serve-{}.log",
+            SERVERS.fetch_add(1, Ordering::Relaxed)
+        ));
         let mut cmd = sandbox.cmd();
-        cmd.args(["serve", "--http", &format!("127.0.0.1:{port}")]);
+        cmd.args(["serve", "--http", "127.0.0.1:0"]);
         if !extra.contains(&"--tokens") {
             let token_file = sandbox.root.path().join("token");
             std::fs::write(&token_file, TOKEN).unwrap();
             cmd.arg("--token-file").arg(&token_file);
         }
         cmd.envs(env.iter().copied());
-        cmd.args(extra)
-            .arg("--log-file")
-            .arg(&log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let child = cmd.spawn().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the HTTP server never listened");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        cmd.args(extra).arg("--log-file").arg(&log);
+        let (child, port) = super::serving_http(&mut cmd, &log);
         Server { child, port, log }
     }
 

@@ -15,7 +15,7 @@ pub mod scaffold;
 pub use binary::plughost;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// The repository root.
@@ -242,7 +242,7 @@ pub fn run(mut cmd: Command) -> Output {
     for _ in 0..50 {
         match cmd.output() {
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                std::thread::sleep(std::time::Duration::from_millis(5))
+                std::thread::sleep(Duration::from_millis(5))
             }
             other => return other.expect("the command runs"),
         }
@@ -254,7 +254,6 @@ pub fn run(mut cmd: Command) -> Output {
 /// its output captured.
 pub fn run_input(mut cmd: Command, input: &str) -> Output {
     use std::io::Write;
-    use std::process::Stdio;
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -449,7 +448,40 @@ pub fn python_otel() -> Option<PathBuf> {
     prerequisite(&what, ok).then_some(deps)
 }
 
-/// A free port on loopback (bound, then let go).
+/// Starts `cmd`, a `plughost serve --http 127.0.0.1:0 … --log-file LOG`,
+/// and returns it with the port the kernel gave it, read from `LOG`. A port
+/// picked beforehand and let go can be taken by another test's socket before
+/// the server binds it, and a test would then talk to someone else.
+pub fn serving_http(cmd: &mut Command, log: &Path) -> (std::process::Child, u16) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let port = text.lines().find_map(|l| {
+            let rest = l.split("serving MCP at http://127.0.0.1:").nth(1)?;
+            rest.split('/').next()?.parse::<u16>().ok()
+        });
+        if let Some(port) = port {
+            return (child, port);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("plughost serve --http ended ({status}) before it listened: {text}");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("plughost serve --http never listened: {text}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A free port on loopback (bound, then let go), for programs that cannot
+/// say which port they bound; [`serving_http`] for plughost's own server.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
