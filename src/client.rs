@@ -86,6 +86,13 @@ pub struct MissingCapability {
     pub data: Option<Value>,
 }
 
+/// The `_meta` key of a request handed to a call's client that holds the
+/// server's `requestState` (or null) for the round the request belongs to, a
+/// 2026-07-28 server's: a client of
+/// plughost at 2026-07-28 gets it back sealed, so that any replica can
+/// continue the round (`serve/rounds.rs`). Never sent to a client as it is.
+pub(crate) const SERVER_STATE: &str = "plughost/serverState";
+
 /// The client of a call: answers what an MCP server run as a plugin asks
 /// during it. Requests and results are MCP's JSON (`params` of the request,
 /// the `result` object).
@@ -109,4 +116,11 @@ pub trait CallClient: Send + Sync {
         method: &'a str,
         params: Value,
     ) -> BoxFuture<'a, Result<Value, ClientRequestError>>;
+    /// The `requestState` of a 2026-07-28 server's `input_required` round
+    /// that this call continues, given once: the call's first request to
+    /// the server carries it, and the server asks again what it still needs
+    /// (its client's answers come back to it through [`Self::request`]).
+    fn resumes(&self) -> Option<String> {
+        None
+    }
 }

@@ -216,6 +216,18 @@ fn replica(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path) -> Liste
 
 /// [`replica`] on `port` (a replica started again where it was).
 fn replica_at(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path, port: u16) -> Listening {
+    replica_with(sandbox, n, approvals, token, port, |_| {})
+}
+
+/// [`replica_at`], its command changed by `change` before it starts.
+fn replica_with(
+    sandbox: &Sandbox,
+    n: usize,
+    approvals: &Path,
+    token: &Path,
+    port: u16,
+    change: impl FnOnce(&mut std::process::Command),
+) -> Listening {
     let state = sandbox.root.path().join(format!("replica-{n}"));
     // A log of each start's own: the port is read from it.
     let log = state.with_extension(format!("{port}.log"));
@@ -232,6 +244,7 @@ fn replica_at(sandbox: &Sandbox, n: usize, approvals: &Path, token: &Path, port:
         .arg(token)
         .arg("--log-file")
         .arg(&log);
+    change(&mut cmd);
     let (child, port) = util::serving_http(&mut cmd, &log);
     Listening { child, port }
 }
@@ -499,4 +512,189 @@ fn a_listen_stream_survives_a_replica_restart_by_reconnecting() {
         "no change reached the reconnected stream: {notified}"
     );
     drop(balancer);
+}
+
+/// A 2026-07-28 request of `method` with `params` to `port`: the JSON-RPC
+/// answer (its `result` or `error`).
+fn request_2026(
+    port: u16,
+    id: u64,
+    method: &str,
+    mut params: serde_json::Value,
+) -> serde_json::Value {
+    let client = util::http::Client {
+        port,
+        token: util::http::TOKEN.to_owned(),
+        session: None,
+    };
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}});
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let reply = util::http::read_reply(client.send(
+        "POST",
+        body.to_string().as_bytes(),
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+            ("Mcp-Name", &name),
+        ],
+    ));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    reply.answer(&json!(id)).expect("an answer")
+}
+
+/// The one input request of an `input_required` result: its key, and the
+/// round's `requestState`.
+fn round_of(answer: &serde_json::Value) -> (String, String) {
+    let result = &answer["result"];
+    assert_eq!(result["resultType"], "input_required", "{answer}");
+    let asked = result["inputRequests"].as_object().unwrap();
+    assert_eq!(asked.len(), 1, "{answer}");
+    let key = asked.keys().next().unwrap().clone();
+    assert_eq!(asked[&key]["method"], "elicitation/create", "{answer}");
+    (key, result["requestState"].as_str().unwrap().to_owned())
+}
+
+/// An `input_required` round of a 2026-07-28 server, begun on one replica,
+/// is continued by another given the same `--request-state-key` (and back
+/// again for the next round): the round's state travels sealed, the call
+/// does not wait anywhere. A replica with another key, a changed state and
+/// a state of another request are refused, each saying what to do.
+#[test]
+fn a_round_one_replica_began_is_continued_by_another() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let fixtures = util::repo().join("tests/conformance");
+    sandbox.write_plugin(
+        "fixture",
+        &json!({"name": "fixture", "version": "1.0.0",
+                "description": "The conformance fixture on the Python SDK.",
+                "entrypoint": "main.sh", "protocol": "mcp",
+                "permissions": [format!("filesystem:read:{}", fixtures.display()),
+                                format!("filesystem:read:{}", pydeps.display())],
+                "env": ["FIXTURE_STATE_KEY"]}),
+        &format!(
+            "#!/bin/sh\nPYTHONPATH='{}' PYTHONDONTWRITEBYTECODE=1 exec '{}' '{}'\n",
+            pydeps.display(),
+            util::real_python3().display(),
+            fixtures.join("fixture_2026.py").display()
+        ),
+    );
+    let fleet = sandbox.root.path().join("fleet");
+    std::fs::create_dir_all(&fleet).unwrap();
+    let file = fleet.join("approvals.json");
+    let out = with_approvals(&sandbox, &file, &["approve", "fixture", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let token = sandbox.root.path().join("token");
+    std::fs::write(&token, util::http::TOKEN).unwrap();
+    let key = fleet.join("request-state.key");
+    std::fs::write(
+        &key,
+        "9f2c41d07be85a36c1e4f90d2b7a6358e0c4d1f92a7b3e6c5d8f01a2b4c6e8d0\n",
+    )
+    .unwrap();
+    let with_key = |cmd: &mut std::process::Command| {
+        cmd.arg("--request-state-key").arg(&key).env(
+            "FIXTURE_STATE_KEY",
+            "the fleet's key for the fixture's own requestState",
+        );
+    };
+    let a = replica_with(&sandbox, 0, &file, &token, 0, with_key);
+    let b = replica_with(&sandbox, 1, &file, &token, 0, with_key);
+    let other = replica_with(&sandbox, 2, &file, &token, 0, |cmd| {
+        cmd.env(
+            "FIXTURE_STATE_KEY",
+            "the fleet's key for the fixture's own requestState",
+        );
+    });
+
+    // A replica that never saw the server listed (its state folder has no
+    // listing) offers the approved server's tools on its own, before any
+    // call of one.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = request_2026(other.port, 100, "tools/list", json!({}));
+        let names: Vec<&str> = listed["result"]["tools"]
+            .as_array()
+            .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        if names.contains(&"test_input_required_result_multi_round") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never listed: {listed}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let call = |port, id, extra: serde_json::Value| {
+        let mut params = json!({"name": "test_input_required_result_multi_round", "arguments": {}});
+        params
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        request_2026(port, id, "tools/call", params)
+    };
+    let (first_key, first_state) = round_of(&call(a.port, 1, json!({})));
+    let first_answer = json!({first_key.clone(): {"action": "accept", "content": {"name": "Ada"}}});
+    // Continued elsewhere: the next round comes from replica 1.
+    let (second_key, second_state) = round_of(&call(
+        b.port,
+        2,
+        json!({"requestState": first_state, "inputResponses": first_answer}),
+    ));
+    assert_ne!(first_key, second_key);
+    // And back on replica 0, which never saw the second round.
+    let done = call(
+        a.port,
+        3,
+        json!({"requestState": second_state,
+               "inputResponses": {second_key.clone(): {"action": "accept", "content": {"color": "teal"}}}}),
+    );
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Ada likes teal",
+        "{done}"
+    );
+
+    // A replica with another key cannot open the state, and says why.
+    let refused = call(
+        other.port,
+        4,
+        json!({"requestState": first_state, "inputResponses": first_answer}),
+    );
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("--request-state-key"), "{refused}");
+    // A changed state, and the state sent with another tool, are refused.
+    // (a character in the middle: the last may only carry padding bits)
+    let middle = first_state.len() / 2;
+    let swapped = if &first_state[middle..=middle] == "A" {
+        "B"
+    } else {
+        "A"
+    };
+    let changed = format!(
+        "{}{swapped}{}",
+        &first_state[..middle],
+        &first_state[middle + 1..]
+    );
+    let refused = call(
+        b.port,
+        5,
+        json!({"requestState": changed, "inputResponses": first_answer}),
+    );
+    assert!(refused["error"]["message"].as_str().is_some(), "{refused}");
+    let elsewhere = request_2026(
+        b.port,
+        6,
+        "tools/call",
+        json!({"name": "test_input_required_result_request_state", "arguments": {},
+               "requestState": first_state, "inputResponses": first_answer}),
+    );
+    assert!(
+        elsewhere["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("belongs to another request")),
+        "{elsewhere}"
+    );
 }

@@ -62,6 +62,12 @@ pub struct Args {
     /// The largest message accepted (a stdio line or an HTTP body), in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = mcp::DEFAULT_MAX_MESSAGE_BYTES)]
     max_message_bytes: usize,
+    /// A file of at least 32 random bytes that seals the requestState of
+    /// input_required rounds (default: a random key of this process). Give
+    /// every replica of a fleet the same file, so that a retry any of them
+    /// gets continues a round of a 2026-07-28 server.
+    #[arg(long, value_name = "FILE")]
+    request_state_key: Option<PathBuf>,
     /// Also append log lines to this file.
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
@@ -161,6 +167,10 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             ));
         }
     }
+    let state_secret = match &args.request_state_key {
+        Some(file) => Some(request_state_secret(file)?),
+        None => None,
+    };
     let server_for = |t: &Tenant| {
         let (log, tag) = (log.clone(), t.name.clone());
         let tagged = args.tokens.is_some();
@@ -173,6 +183,9 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 true => log.line(&format!("[{tag}] {m}")),
                 false => log.line(m),
             });
+        if let Some(secret) = &state_secret {
+            server = server.with_request_state_secret(secret, &t.name);
+        }
         if let Some(name) = t.profile.as_ref().map(|p| p.name().to_owned()) {
             let source = plughost::profile::ProfileSource::new(&cli.profiles_dir(), &name)
                 .expect("the name was checked above");
@@ -199,11 +212,18 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
             None => None,
         };
         let mut watchers = Vec::new();
-        for Tenant { host, .. } in &tenants {
+        let mut listers = Vec::new();
+        for Tenant { host, name, .. } in &tenants {
             watchers.push(
                 host.watch()
                     .map_err(|e| format!("cannot watch {}: {e}", host.plugins_dir().display()))?,
             );
+            let tag = args.tokens.is_some().then(|| name.clone());
+            listers.push(AbortOnDrop(tokio::spawn(keep_servers_listed(
+                host.clone(),
+                log.clone(),
+                tag,
+            ))));
         }
         // A signal stops the server; the hosts' shutdown below kills calls in flight.
         let stop = async {
@@ -298,6 +318,55 @@ struct Tenant {
 }
 
 /// A task that ends with its owner.
+/// The secret in `file` (`--request-state-key`): its bytes, surrounding
+/// whitespace aside; at least 32 of them.
+fn request_state_secret(file: &std::path::Path) -> Result<Vec<u8>, String> {
+    let bytes =
+        std::fs::read(file).map_err(|e| format!("--request-state-key {}: {e}", file.display()))?;
+    let secret = bytes.trim_ascii();
+    if secret.len() < 32 {
+        return Err(format!(
+            "--request-state-key {}: it holds {} bytes, and a key needs at least 32 random ones (make one with: head -c 32 /dev/urandom | base64 > {})",
+            file.display(),
+            secret.len(),
+            file.display()
+        ));
+    }
+    Ok(secret.to_vec())
+}
+
+/// Lists the approved MCP servers `host` has no listing of, now and after
+/// each change of the plugins or the approvals: a replica whose approvals
+/// file was written elsewhere offers their tools from its first list.
+async fn keep_servers_listed(
+    host: Arc<PluginHost>,
+    log: Arc<super::log::Log>,
+    tag: Option<String>,
+) {
+    use plughost::events::HostEvent;
+    let mut events = host.events();
+    let tag = tag.map(|t| format!("[{t}] ")).unwrap_or_default();
+    loop {
+        for (plugin, why) in host.list_approved_servers().await {
+            log.line(&format!(
+                "{tag}plugin \"{plugin}\": its tools could not be listed: {why}"
+            ));
+        }
+        loop {
+            match events.recv().await {
+                Ok(
+                    HostEvent::ApprovalGranted { .. }
+                    | HostEvent::PluginAdded { .. }
+                    | HostEvent::PluginUpdated { .. },
+                )
+                | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+}
+
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {

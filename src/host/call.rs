@@ -43,6 +43,20 @@ impl Inner {
         options: CallOptions,
     ) -> Result<ToolOutcome, CallError> {
         let mut phases = Phases::new();
+        // A tool of an approved server never listed here: listed first.
+        let mut unlisted = None;
+        let relisted = match catalog.tool(tool) {
+            Some(_) => None,
+            None => match self.list_server_for(catalog, tool).await {
+                Some(Ok(listed)) => Some(listed),
+                Some(Err(failed)) => {
+                    unlisted = Some(failed);
+                    None
+                }
+                None => None,
+            },
+        };
+        let catalog = relisted.as_deref().unwrap_or(catalog);
         let tool_ref = catalog.tool(tool);
         let mut info = CallInfo {
             call_id: self.next_call.fetch_add(1, Ordering::Relaxed),
@@ -73,6 +87,7 @@ impl Inner {
                 tool,
                 &input,
                 options,
+                unlisted,
                 &info,
                 info.trace.as_ref(),
                 &mut phases,
@@ -104,12 +119,25 @@ impl Inner {
         tool: &str,
         input: &Value,
         options: CallOptions,
+        unlisted: Option<(String, String)>,
         info: &CallInfo,
         trace: Option<&TraceContext>,
         phases: &mut Phases,
     ) -> Result<ToolOutcome, CallError> {
         let since = Instant::now();
         let Some(tool_ref) = catalog.tool(tool) else {
+            if let Some((plugin, why)) = unlisted {
+                return Err(CallError::Failed {
+                    tool: tool.to_owned(),
+                    reason: format!(
+                        "plugin \"{plugin}\" is an approved MCP server whose tools are not known here yet, and listing them failed: {why}"
+                    ),
+                    denials: Vec::new(),
+                    exit_code: None,
+                    stderr_tail: String::new(),
+                    cause: None,
+                });
+            }
             if let Some(plugin) = unlisted_server_for(catalog, tool) {
                 return Err(CallError::NotAllowed {
                     refusal: crate::error::Refusal::ServerNotApproved {
@@ -394,7 +422,7 @@ pub(super) enum Failure {
 /// The MCP server that may offer `tool` once approved: one whose tools are
 /// not known yet (never listed), whose `tool_prefix` starts the name, or one
 /// without a prefix when no prefix matches.
-fn unlisted_server_for(catalog: &Catalog, tool: &str) -> Option<String> {
+pub(super) fn unlisted_server_for(catalog: &Catalog, tool: &str) -> Option<String> {
     let unlisted = || {
         catalog
             .plugins()

@@ -374,6 +374,55 @@ impl Inner {
         Ok(())
     }
 
+    /// Lists, now, the approved MCP server that may offer `tool`, which no
+    /// plugin of `catalog` offers: `None` when there is none, else the
+    /// catalog with its listing, or why it could not be listed. A server's
+    /// approval (in a fleet's approvals file) can come from another state
+    /// folder than the one that holds its listing cache.
+    pub(super) async fn list_server_for(
+        &self,
+        catalog: &crate::plugins::catalog::Catalog,
+        tool: &str,
+    ) -> Option<Result<Arc<crate::plugins::catalog::Catalog>, (String, String)>> {
+        let name = super::call::unlisted_server_for(catalog, tool)?;
+        let plugin = catalog.plugin(&name)?.clone();
+        if !self.approved_server(&plugin).await {
+            return None;
+        }
+        Some(match self.list_now(&plugin).await {
+            Ok(_) => Ok(self.ranked(&self.approvals.current())),
+            Err(reason) => Err((name, reason)),
+        })
+    }
+
+    /// Lists, now, every approved MCP server whose tools this host does not
+    /// know (see [`Self::list_server_for`]); returns those that could not
+    /// be listed, each with why.
+    pub(super) async fn list_approved_servers(&self) -> Vec<(String, String)> {
+        let catalog = self.ranked(&self.approvals.current());
+        let unlisted = catalog.plugins().filter(|p| {
+            p.manifest.protocol == crate::plugins::manifest::Protocol::Mcp && p.listing.is_none()
+        });
+        let mut failed = Vec::new();
+        for plugin in unlisted {
+            if !self.approved_server(plugin).await {
+                continue;
+            }
+            if let Err(reason) = self.list_now(plugin).await {
+                failed.push((plugin.name().to_owned(), reason));
+            }
+        }
+        failed
+    }
+
+    /// Whether the user approved `plugin` (its tools may be pinned or not).
+    async fn approved_server(&self, plugin: &Arc<Plugin>) -> bool {
+        matches!(
+            self.approval_state_of(plugin, None).await,
+            Ok(ApprovalState::Approved | ApprovalState::ToolsChanged { .. })
+        )
+    }
+
     /// What the server of `plugin` offers now: a running server is asked
     /// again, else one is started (and lists). Never the cache. Returns the
     /// plugin as it is listed now.

@@ -212,6 +212,17 @@ impl PluginHost {
         self.inner.bus.subscribe()
     }
 
+    /// Lists, now, every approved MCP server whose tools this host does not
+    /// know, so that they are offered before anyone calls one: a fleet's
+    /// replica reads approvals written from another state folder, which has
+    /// the listing cache this one lacks (a cache that could not be read
+    /// leaves the same gap). A call of such a server's tool lists it anyway;
+    /// this is for the lists clients see first. Returns each server that
+    /// could not be listed, with why.
+    pub async fn list_approved_servers(&self) -> Vec<(String, String)> {
+        self.inner.list_approved_servers().await
+    }
+
     /// Watches the plugins folder and applies changes as they happen, until the
     /// returned [`Watcher`] or the host is dropped. Creates a missing plugins folder.
     pub fn watch(&self) -> std::io::Result<Watcher> {

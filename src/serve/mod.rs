@@ -146,6 +146,18 @@ impl McpServer {
         self
     }
 
+    /// Seals the `requestState` of `input_required` rounds with a key
+    /// derived from `secret` and `scope` (a tenant's name) instead of a
+    /// random key of this process. Replicas given the same secret continue
+    /// each other's rounds of 2026-07-28 servers, so that a retry may reach
+    /// any of them; `secret` should be at least 32 random bytes, known to no
+    /// client.
+    #[must_use]
+    pub fn with_request_state_secret(mut self, secret: &[u8], scope: &str) -> McpServer {
+        self.rounds = Arc::new(rounds::Rounds::keyed(secret, scope));
+        self
+    }
+
     /// The largest message accepted, in bytes: a stdio line or an HTTP body
     /// (default [`DEFAULT_MAX_MESSAGE_BYTES`]). A larger one is answered with
     /// an error that names the limit.

@@ -23,11 +23,20 @@
 //!   the server gets an error (`-32601`) and may do without it; if the call
 //!   then fails, the client gets `-32021` naming the capability.
 //!
-//! A waiting call lives in the process that started it, for [`KEEP`]. A
-//! retry that reaches another plughost process (another replica), or comes
-//! later, is refused with an error that says to call again without
-//! `requestState`: running the tool again on its own could repeat what it
-//! already did, so plughost does not.
+//! Where a round lives depends on the server's revision:
+//!
+//! - A 2026-07-28 server's round is its own `input_required` result, whose
+//!   questions come here each with the server's `requestState` (see
+//!   `client::SERVER_STATE`). The round's state is then that state, sealed;
+//!   the call ends, and a retry, on any process whose key opens the state
+//!   (a fleet's replicas given one `--request-state-key`), starts the call
+//!   again with it: the server asks again what it still needs, and the
+//!   retry's answers answer it.
+//! - A 2025-11-25 server's call waits, mid-run, in the process that started
+//!   it, for [`KEEP`]. A retry that reaches another process, or comes later,
+//!   is refused with an error that says to call again without
+//!   `requestState`: running the tool again on its own could repeat what it
+//!   already did, so plughost does not.
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -92,6 +101,9 @@ pub(super) struct Ask {
     key: String,
     method: String,
     params: Value,
+    /// For a 2026-07-28 server's round, the server's `requestState` of
+    /// that round, if it sent one.
+    server_state: Option<Option<String>>,
     answer: oneshot::Sender<Result<Value, ClientRequestError>>,
 }
 
@@ -113,6 +125,24 @@ impl Rounds {
             .and_then(|key| RequestStateCodec::try_new(key.to_vec()).ok());
         Rounds {
             codec,
+            waiting: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    /// Rounds sealed with a key derived from `secret` and `scope` (a
+    /// tenant's name): processes given the same secret (a fleet's
+    /// replicas) open each other's states, and so continue each other's
+    /// rounds of 2026-07-28 servers; another scope's states do not open.
+    pub(super) fn keyed(secret: &[u8], scope: &str) -> Rounds {
+        let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+        context.update(b"plughost requestState\0");
+        context.update(scope.as_bytes());
+        context.update(b"\0");
+        context.update(secret);
+        let key = context.finish().as_ref().to_vec();
+        Rounds {
+            codec: RequestStateCodec::try_new(key).ok(),
             waiting: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
         }
@@ -181,8 +211,15 @@ impl Rounds {
                 None,
             ));
         }
-        let waiting = match state.as_deref() {
-            Some(state) => self.resume(binding, state)?,
+        let (waiting, resumes) = match state.as_deref() {
+            None => (None, None),
+            Some(state) => match self.open(binding, state)? {
+                Sealed::Waiting(id) => (Some(self.waiting_call(id)?), None),
+                Sealed::Server(state) => (None, Some(state)),
+            },
+        };
+        let waiting = match waiting {
+            Some(waiting) => waiting,
             None => {
                 let (tx, asks) = mpsc::unbounded_channel();
                 let refused = Arc::new(Mutex::new(BTreeSet::new()));
@@ -192,6 +229,7 @@ impl Rounds {
                     asks: tx,
                     refused: refused.clone(),
                     made_up: AtomicU32::new(0),
+                    resumes: Mutex::new(resumes.flatten()),
                 });
                 let cancel = CancellationToken::new();
                 Waiting {
@@ -217,23 +255,25 @@ impl Rounds {
         }
     }
 
-    /// The waiting call `state` names, taken out of the waiting room.
-    fn resume(&self, binding: &str, state: &str) -> Result<Waiting, McpError> {
-        let id = self
-            .codec()?
+    /// What `state` holds, once it opens with `binding`.
+    fn open(&self, binding: &str, state: &str) -> Result<Sealed, McpError> {
+        self.codec()?
             .open_with(state, binding.as_bytes())
             .ok()
-            .and_then(|bytes| <[u8; 8]>::try_from(bytes.as_slice()).ok())
-            .map(u64::from_be_bytes)
+            .and_then(|bytes| Sealed::from_bytes(&bytes))
             .ok_or_else(|| {
                 McpError::invalid_params(
-                    "requestState is not one this plughost process issued for this request: it was changed, belongs to another request, or comes from another plughost process; call again without requestState",
+                    "requestState is not one plughost issued for this request: it was changed, belongs to another request, or comes from a plughost process with another key (give every replica the same --request-state-key); call again without requestState",
                     None,
                 )
-            })?;
+            })
+    }
+
+    /// The waiting call `id` names, taken out of the waiting room.
+    fn waiting_call(&self, id: u64) -> Result<Waiting, McpError> {
         self.lock().remove(&id).ok_or_else(|| {
             McpError::invalid_params(
-                "the call this requestState continues is no longer waiting (it was answered already, or waited longer than 10 minutes); call again without requestState",
+                "the call this requestState continues is no longer waiting (it was answered already, waited longer than 10 minutes, or waits in another plughost process: its MCP server speaks 2025-11-25, whose calls cannot move); call again without requestState",
                 None,
             )
         })
@@ -306,13 +346,27 @@ impl Rounds {
                 )))),
             }
         }
+        let seal = |sealed: Sealed| -> Result<String, McpError> {
+            Ok(self.codec()?.seal_with(
+                &sealed.to_bytes(),
+                &SealOptions::new()
+                    .associated_data(binding.as_bytes())
+                    .ttl(KEEP),
+            ))
+        };
+        if let Some(server_state) = one_server_state(&waiting.open) {
+            // A 2026-07-28 server's round: its state is all the round needs,
+            // so it travels sealed with it and the call ends here (dropped,
+            // its questions unanswered); the retry, on any replica, starts
+            // the call again from that state.
+            let state = seal(Sealed::Server(server_state))?;
+            return Ok(Round::Input(InputRequiredResult::new(
+                Some(requests),
+                Some(state),
+            )));
+        }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let state = self.codec()?.seal_with(
-            &id.to_be_bytes(),
-            &SealOptions::new()
-                .associated_data(binding.as_bytes())
-                .ttl(KEEP),
-        );
+        let state = seal(Sealed::Waiting(id))?;
         let mut waiting_room = self.lock();
         // Calls nobody came back for, and calls that ended meanwhile (a
         // timeout): dropped, which cancels what still runs.
@@ -324,6 +378,46 @@ impl Rounds {
             Some(state),
         )))
     }
+}
+
+/// What a `requestState` of plughost's holds.
+enum Sealed {
+    /// A call waiting in this process's waiting room.
+    Waiting(u64),
+    /// A 2026-07-28 server's round: its own `requestState`, if it sent
+    /// one (a server that needs none is simply asked again).
+    Server(Option<String>),
+}
+
+impl Sealed {
+    fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Sealed::Waiting(id) => [&[0u8][..], &id.to_be_bytes()].concat(),
+            Sealed::Server(Some(state)) => [&[1u8][..], state.as_bytes()].concat(),
+            Sealed::Server(None) => vec![2u8],
+        }
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Option<Sealed> {
+        match bytes.split_first()? {
+            (0, id) => Some(Sealed::Waiting(u64::from_be_bytes(id.try_into().ok()?))),
+            (1, state) => Some(Sealed::Server(Some(
+                String::from_utf8(state.to_vec()).ok()?,
+            ))),
+            (2, []) => Some(Sealed::Server(None)),
+            _ => None,
+        }
+    }
+}
+
+/// The server state every question of a round shares: the round is one
+/// 2026-07-28 server's, which a retry can continue anywhere. `None` when a
+/// question came from a 2025-11-25 server (a call that waits mid-run).
+fn one_server_state(open: &[Ask]) -> Option<Option<String>> {
+    let first = open.first()?.server_state.clone()?;
+    open.iter()
+        .all(|a| a.server_state.as_ref() == Some(&first))
+        .then_some(first)
 }
 
 /// The call's end, as the client gets it: an error that followed a refused
@@ -366,9 +460,19 @@ struct RoundClient {
     asks: mpsc::UnboundedSender<Ask>,
     refused: Arc<Mutex<BTreeSet<&'static str>>>,
     made_up: AtomicU32,
+    /// The server's state of the round a retry continues, for the call's
+    /// first request.
+    resumes: Mutex<Option<String>>,
 }
 
 impl CallClient for RoundClient {
+    fn resumes(&self) -> Option<String> {
+        self.resumes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
     fn capabilities(&self) -> ClientCapabilities {
         // The server's requests are all taken, so that one the client did
         // not declare is refused here, where the refusal is remembered.
@@ -410,6 +514,12 @@ impl CallClient for RoundClient {
                     format!("plughost: the client of this request did not declare {capability}"),
                 ));
             }
+            let mut params = params;
+            let server_state = params
+                .get_mut("_meta")
+                .and_then(Value::as_object_mut)
+                .and_then(|meta| meta.remove(crate::client::SERVER_STATE))
+                .map(|s| s.as_str().map(str::to_owned));
             let key = params["_meta"][INPUT_KEY]
                 .as_str()
                 .filter(|k| !k.is_empty())
@@ -430,6 +540,7 @@ impl CallClient for RoundClient {
                     key,
                     method: method.to_owned(),
                     params,
+                    server_state,
                     answer,
                 })
                 .map_err(|_| gone())?;

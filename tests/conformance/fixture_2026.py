@@ -49,6 +49,7 @@ test_prompt_with_image, test_input_required_result_prompt (elicits
 
 import asyncio
 import base64
+import os
 import sys
 import time
 import warnings
@@ -63,6 +64,7 @@ from mcp.server.elicitation import ElicitationResult, render_elicitation_schema
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp.types import (
@@ -111,6 +113,13 @@ server = MCPServer(
     instructions="The conformance fixture on the Python SDK: one tool, resource or prompt for each MCP feature.",
     log_level="WARNING",
     cache_hints=CACHE,
+    # Replicas of a fleet share the key that seals requestState, so that a
+    # retry any of them gets opens; alone, the SDK's key of this process.
+    **(
+        {"request_state_security": RequestStateSecurity(keys=[os.environ["FIXTURE_STATE_KEY"]])}
+        if os.environ.get("FIXTURE_STATE_KEY")
+        else {}
+    ),
 )
 
 

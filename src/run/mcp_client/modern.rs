@@ -152,14 +152,14 @@ const INPUT_KEY: &str = "plughost/inputKey";
 /// the server's `requestState` on it. Each request names the server's key in
 /// its `_meta` ([`INPUT_KEY`]), so that round keeps the server's keys.
 pub(super) async fn answer_round(
-    mut request: ClientRequest,
+    request: ClientRequest,
     round: InputRequiredResult,
     client: Option<&Arc<dyn CallClient>>,
     roots: &super::roots::Granted,
 ) -> Result<ClientRequest, ErrorData> {
     // Dropped with the round (a timeout, a cancelled call): what is still
     // asked is cancelled with it.
-    let inputs = round.input_requests.unwrap_or_default();
+    let inputs = round.input_requests.clone().unwrap_or_default();
     if inputs.len() > MAX_INPUTS {
         return Err(ErrorData::internal_error(
             format!(
@@ -193,6 +193,11 @@ pub(super) async fn answer_round(
                 .as_object_mut()
         {
             meta.insert(INPUT_KEY.to_owned(), key.clone().into());
+            // Null when the round has no state: the server needs none.
+            meta.insert(
+                client::SERVER_STATE.to_owned(),
+                round.request_state.clone().into(),
+            );
         }
         if method == "roots/list" {
             // The client's roots that the grants allow, else the granted
@@ -222,7 +227,15 @@ pub(super) async fn answer_round(
         answers.insert(key, answer);
     }
     let answers = (!answers.is_empty()).then_some(answers);
-    let state = round.request_state;
+    with_round(request, answers, round.request_state)
+}
+
+/// `request` with a round's answers and the server's `requestState` on it.
+pub(super) fn with_round(
+    mut request: ClientRequest,
+    answers: Option<InputResponses>,
+    state: Option<String>,
+) -> Result<ClientRequest, ErrorData> {
     match &mut request {
         ClientRequest::CallToolRequest(r) => {
             r.params.input_responses = answers;

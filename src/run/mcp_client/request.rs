@@ -72,8 +72,17 @@ impl McpSession {
                         .map(|c| c.declared())
                         .unwrap_or_default(),
                 );
+                // A round another process (a replica) began: the server's
+                // state, for it to ask again what it still needs.
+                let mut resumed = ask.client.as_ref().and_then(|c| c.resumes());
                 let mut rounds = 0;
                 loop {
+                    if let Some(state) = resumed.take() {
+                        match modern::with_round(request, None, Some(state)) {
+                            Ok(with_state) => request = with_state,
+                            Err(e) => break Ok(McpAnswer::Error(e)),
+                        }
+                    }
                     // Kept for the next round, should the server ask.
                     let ended = self
                         .exchange(
