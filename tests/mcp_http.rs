@@ -342,7 +342,17 @@ fn two_tenants_side_by_side_keep_their_approvals_data_and_sessions_apart() {
     });
     assert!(approved.status.success(), "{}", util::stderr(&approved));
 
-    let server = Server::start(&sandbox, &["--tokens", tokens.to_str().unwrap()]);
+    let key = sandbox.root.path().join("request-state.key");
+    std::fs::write(&key, "5b0e7c2a91d84f63a7e1c0b94d2f8e61c3a5b7d9e0f2a4c6").unwrap();
+    let server = Server::start(
+        &sandbox,
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--request-state-key",
+            key.to_str().unwrap(),
+        ],
+    );
     let alice = server.client_with(alice_token).initialize();
     let bob = server.client_with(bob_token).initialize();
 
@@ -530,7 +540,7 @@ fn a_tenant_at_its_session_limit_ends_the_quietest_session_and_refuses_when_all_
 /// A tenant's plugin granted every file reads none of plughost's
 /// credentials: not another tenant's secrets or approvals, not the base
 /// state folder's secret store, not the tokens file (whose tokens would let
-/// it act as another tenant).
+/// it act as another tenant), not the request-state key.
 #[test]
 fn a_tenants_plugin_reads_no_other_tenants_secrets_nor_the_tokens() {
     if !plughost::sandbox::SandboxSupport::here().filesystem {
@@ -576,7 +586,17 @@ fn a_tenants_plugin_reads_no_other_tenants_secrets_nor_the_tokens() {
     std::fs::create_dir_all(&alice_state).unwrap();
     std::fs::write(alice_state.join("mine.txt"), "alice's own").unwrap();
 
-    let server = Server::start(&sandbox, &["--tokens", tokens.to_str().unwrap()]);
+    let key = sandbox.root.path().join("request-state.key");
+    std::fs::write(&key, "5b0e7c2a91d84f63a7e1c0b94d2f8e61c3a5b7d9e0f2a4c6").unwrap();
+    let server = Server::start(
+        &sandbox,
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--request-state-key",
+            key.to_str().unwrap(),
+        ],
+    );
     let alice = server.client_with(alice_token).initialize();
     let read = |id: i64, path: &std::path::Path| {
         let r = alice.call(
@@ -599,6 +619,7 @@ fn a_tenants_plugin_reads_no_other_tenants_secrets_nor_the_tokens() {
         (4, sandbox.state().join("secrets.json")),
         (5, tokens.clone()),
         (6, alice_state.join("mine.txt")),
+        (7, key.clone()),
     ] {
         assert!(path.exists(), "{}", path.display());
         assert_eq!(read(id, &path), "refused", "{}", path.display());

@@ -104,10 +104,13 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     };
     // What no plugin of any tenant may read or write, whatever it was
     // granted: the whole state folder (every tenant's approvals and secrets
-    // are under it) and the files of bearer tokens.
+    // are under it), the files of bearer tokens and the request-state key.
     let credentials = |mut b: plughost::PluginHostBuilder| {
         b = b.private_path(cli.state_dir());
-        for file in [&args.tokens, &args.token_file].into_iter().flatten() {
+        for file in [&args.tokens, &args.token_file, &args.request_state_key]
+            .into_iter()
+            .flatten()
+        {
             b = b.private_path(file);
         }
         b
