@@ -698,3 +698,64 @@ fn a_round_one_replica_began_is_continued_by_another() {
         "{elsewhere}"
     );
 }
+
+/// Tenants of a fleet each have their own approvals file, named by
+/// `--approvals` with `{tenant}` in it: alice's approval is not bob's (whose
+/// missing file approves nothing, saying so), and a revoke in alice's file
+/// reaches alice. Anything but `serve --tokens`
+/// given such a name refuses it, saying what to name.
+#[test]
+fn each_tenant_has_its_own_approvals_file() {
+    let sandbox = fleet_sandbox();
+    let fleet = sandbox.root.path().join("fleet");
+    std::fs::create_dir_all(&fleet).unwrap();
+    let template = fleet.join("{tenant}.json");
+    let out = with_approvals(&sandbox, &template, &["approve", "greeter", "--yes"]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("only `serve --tokens` fills in {tenant}"),
+        "{}",
+        stderr(&out)
+    );
+    let alice_file = fleet.join("alice.json");
+    let out = with_approvals(&sandbox, &alice_file, &["approve", "greeter", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let (alice, bob) = ("alice-0123456789abcdef", "bob-0123456789abcdef00");
+    let tokens = sandbox.root.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {alice}\nbob {bob}\n")).unwrap();
+    let server = util::http::Server::start(
+        &sandbox,
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--approvals",
+            template.to_str().unwrap(),
+        ],
+    );
+    let text = |token: &str, id| {
+        let r = server
+            .client_with(token)
+            .initialize()
+            .call(id, "greet", json!({}));
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(text(alice, 1), "hello");
+    // Bob has no file yet: nothing is approved for him, and he is told why.
+    let refused = text(bob, 2);
+    assert!(refused.contains("bob.json does not exist"), "{refused}");
+
+    let out = with_approvals(&sandbox, &alice_file, &["revoke", "greeter"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let now = text(alice, 3);
+        if now.contains("needs approval") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "alice still answered: {now}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -47,7 +47,8 @@ pub struct Cli {
 
     /// Approvals (grants and tool pins) in this file instead of the state
     /// folder's: one approval state for many hosts. `serve` only reads it
-    /// (and follows its changes); `approve` and `revoke` write it.
+    /// (and follows its changes); `approve` and `revoke` write it. With
+    /// `serve --tokens`, a `{tenant}` in it names each tenant's own file.
     #[arg(long, global = true, env = "PLUGHOST_APPROVALS", value_name = "FILE")]
     approvals: Option<PathBuf>,
 
@@ -319,6 +320,14 @@ impl Cli {
         if let Some(file) = &self.approvals {
             // A server is one of the fleet's replicas: it never writes.
             let writable = !matches!(self.command, Command::Serve(_));
+            if file.to_string_lossy().contains(TENANT)
+                && !matches!(&self.command, Command::Serve(args) if args.has_tenants())
+            {
+                return Err(format!(
+                    "--approvals {}: only `serve --tokens` fills in {TENANT}, with each tenant's name; name one tenant's file here",
+                    file.display()
+                ));
+            }
             let file = absolute(file)?;
             let folder = file.parent().unwrap_or(std::path::Path::new("/"));
             let shared = folder == std::path::Path::new("/")
@@ -343,10 +352,22 @@ impl Cli {
         }
         extra(builder).build().map_err(|e| error_chain(&e))
     }
+
+    /// The approvals file of tenant `name`: `--approvals` with its
+    /// `{tenant}` filled in, when it has one.
+    fn tenant_approvals(&self, name: &str) -> Option<PathBuf> {
+        let file = self.approvals.as_ref()?.to_string_lossy().into_owned();
+        file.contains(TENANT)
+            .then(|| absolute(std::path::Path::new(&file.replace(TENANT, name))).ok())
+            .flatten()
+    }
 }
 
 /// `path` made absolute against the current folder (a relative file would
 /// change meaning with the folder a plugin runs in).
+/// What `--approvals` holds in the place of a tenant's name.
+const TENANT: &str = "{tenant}";
+
 fn absolute(path: &std::path::Path) -> Result<PathBuf, String> {
     std::path::absolute(path).map_err(|e| format!("cannot resolve {}: {e}", path.display()))
 }

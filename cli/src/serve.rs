@@ -78,6 +78,13 @@ pub struct Args {
     metrics: Option<std::net::SocketAddr>,
 }
 
+impl Args {
+    /// Whether it serves tenants (`--tokens`).
+    pub fn has_tenants(&self) -> bool {
+        self.tokens.is_some()
+    }
+}
+
 fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(value).map_err(|_| format!("{flag} takes seconds, 0 or more"))
 }
@@ -136,8 +143,13 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
                 let name = line.name;
                 let tagged = Arc::new(log.tagged(&name, i == 0));
                 let state = mcp::tenant_state_dir(&cli.state_dir(), &name);
+                let approvals = cli.tenant_approvals(&name);
                 let host = cli.host_with(|b| {
-                    with_telemetry(credentials(b).observer(tagged).state_dir(state), &name)
+                    let mut b = credentials(b).observer(tagged).state_dir(state);
+                    if let Some(file) = approvals {
+                        b = b.approvals_file(file, false);
+                    }
+                    with_telemetry(b, &name)
                 })?;
                 hosts.push(Tenant {
                     profile: profile(line.profile.as_deref())?,
