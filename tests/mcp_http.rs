@@ -342,17 +342,7 @@ fn two_tenants_side_by_side_keep_their_approvals_data_and_sessions_apart() {
     });
     assert!(approved.status.success(), "{}", util::stderr(&approved));
 
-    let key = sandbox.root.path().join("request-state.key");
-    std::fs::write(&key, "5b0e7c2a91d84f63a7e1c0b94d2f8e61c3a5b7d9e0f2a4c6").unwrap();
-    let server = Server::start(
-        &sandbox,
-        &[
-            "--tokens",
-            tokens.to_str().unwrap(),
-            "--request-state-key",
-            key.to_str().unwrap(),
-        ],
-    );
+    let server = Server::start(&sandbox, &["--tokens", tokens.to_str().unwrap()]);
     let alice = server.client_with(alice_token).initialize();
     let bob = server.client_with(bob_token).initialize();
 
