@@ -135,12 +135,14 @@ impl Rounds {
     /// replicas) open each other's states, and so continue each other's
     /// rounds of 2026-07-28 servers; another scope's states do not open.
     pub(super) fn keyed(secret: &[u8], scope: &str) -> Rounds {
-        let mut context = ring::digest::Context::new(&ring::digest::SHA256);
-        context.update(b"plughost requestState\0");
-        context.update(scope.as_bytes());
-        context.update(b"\0");
-        context.update(secret);
-        let key = context.finish().as_ref().to_vec();
+        use sha2::Digest;
+        let key = sha2::Sha256::new()
+            .chain_update(b"plughost requestState\0")
+            .chain_update(scope.as_bytes())
+            .chain_update(b"\0")
+            .chain_update(secret)
+            .finalize()
+            .to_vec();
         Rounds {
             codec: RequestStateCodec::try_new(key).ok(),
             waiting: Mutex::new(HashMap::new()),
