@@ -116,11 +116,13 @@ pub trait CallClient: Send + Sync {
         method: &'a str,
         params: Value,
     ) -> BoxFuture<'a, Result<Value, ClientRequestError>>;
-    /// The `requestState` of a 2026-07-28 server's `input_required` round
-    /// that this call continues, given once: the call's first request to
-    /// the server carries it, and the server asks again what it still needs
-    /// (its client's answers come back to it through [`Self::request`]).
-    fn resumes(&self) -> Option<String> {
+    /// `Some` when this call continues a 2026-07-28 server's
+    /// `input_required` round, with the server's `requestState` if it sent
+    /// one; given once. The call's first request to the server carries it,
+    /// and the server asks again what it still needs (its client's answers
+    /// come back to it through [`Self::request`]). A server that no longer
+    /// speaks 2026-07-28 is not run again from the start.
+    fn resumes(&self) -> Option<Option<String>> {
         None
     }
 }

@@ -67,7 +67,13 @@ pub(super) const INPUT_KEY: &str = "plughost/inputKey";
 
 /// The calls of this process that wait for a client's answers.
 pub(super) struct Rounds {
+    /// Seals the rounds of 2026-07-28 servers: a key of this process's
+    /// own, or one a fleet's replicas share.
     codec: Option<RequestStateCodec>,
+    /// Seals the calls waiting in this process: always a random key of its
+    /// own, so that a waiting call's number never opens in another process
+    /// (where the same number names another call).
+    own: Option<RequestStateCodec>,
     waiting: Mutex<HashMap<u64, Waiting>>,
     next: AtomicU64,
 }
@@ -120,20 +126,14 @@ impl Rounds {
     /// random source there is no key, and a request that would need a round
     /// is refused (a guessable key would let a client forge a state).
     pub(super) fn new() -> Rounds {
-        let codec = crate::random::bytes::<32>()
-            .ok()
-            .and_then(|key| RequestStateCodec::try_new(key.to_vec()).ok());
-        Rounds {
-            codec,
-            waiting: Mutex::new(HashMap::new()),
-            next: AtomicU64::new(1),
-        }
+        Rounds::with_codec(random_codec())
     }
 
-    /// Rounds sealed with a key derived from `secret` and `scope` (a
-    /// tenant's name): processes given the same secret (a fleet's
-    /// replicas) open each other's states, and so continue each other's
-    /// rounds of 2026-07-28 servers; another scope's states do not open.
+    /// Rounds whose 2026-07-28 servers' rounds are sealed with a key
+    /// derived from `secret` and `scope` (a tenant's name): processes given
+    /// the same secret (a fleet's replicas) open each other's, and so
+    /// continue each other's rounds; another scope's do not open. Calls
+    /// waiting in this process are still sealed with a key of its own.
     pub(super) fn keyed(secret: &[u8], scope: &str) -> Rounds {
         use sha2::Digest;
         let key = sha2::Sha256::new()
@@ -143,20 +143,24 @@ impl Rounds {
             .chain_update(secret)
             .finalize()
             .to_vec();
+        Rounds::with_codec(RequestStateCodec::try_new(key).ok())
+    }
+
+    fn with_codec(codec: Option<RequestStateCodec>) -> Rounds {
         Rounds {
-            codec: RequestStateCodec::try_new(key).ok(),
+            codec,
+            own: random_codec(),
             waiting: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
         }
     }
 
     fn codec(&self) -> Result<&RequestStateCodec, McpError> {
-        self.codec.as_ref().ok_or_else(|| {
-            McpError::internal_error(
-                "plughost has no random source (/dev/urandom) to seal requestState with, so it cannot wait for the client's answers",
-                None,
-            )
-        })
+        no_key(self.codec.as_ref())
+    }
+
+    fn own(&self) -> Result<&RequestStateCodec, McpError> {
+        no_key(self.own.as_ref())
     }
 
     /// [`Self::run`] for a request whose result is `kind`'s: the result, or
@@ -231,7 +235,7 @@ impl Rounds {
                     asks: tx,
                     refused: refused.clone(),
                     made_up: AtomicU32::new(0),
-                    resumes: Mutex::new(resumes.flatten()),
+                    resumes: Mutex::new(resumes),
                 });
                 let cancel = CancellationToken::new();
                 Waiting {
@@ -257,18 +261,24 @@ impl Rounds {
         }
     }
 
-    /// What `state` holds, once it opens with `binding`.
+    /// What `state` holds, once it opens with `binding`: a waiting call
+    /// only under this process's own key, a server's round only under the
+    /// rounds' key.
     fn open(&self, binding: &str, state: &str) -> Result<Sealed, McpError> {
-        self.codec()?
-            .open_with(state, binding.as_bytes())
-            .ok()
-            .and_then(|bytes| Sealed::from_bytes(&bytes))
-            .ok_or_else(|| {
-                McpError::invalid_params(
-                    "requestState is not one plughost issued for this request: it was changed, belongs to another request, or comes from a plughost process with another key (give every replica the same --request-state-key); call again without requestState",
-                    None,
-                )
-            })
+        let under = |codec: &RequestStateCodec| {
+            codec
+                .open_with(state, binding.as_bytes())
+                .ok()
+                .and_then(|bytes| Sealed::from_bytes(&bytes))
+        };
+        let waiting = under(self.own()?).filter(|s| matches!(s, Sealed::Waiting(_)));
+        let server = || under(self.codec().ok()?).filter(|s| matches!(s, Sealed::Server(_)));
+        waiting.or_else(server).ok_or_else(|| {
+            McpError::invalid_params(
+                "requestState is not one plughost issued for this request: it was changed or expired, belongs to another request, continues a call that waits in another plughost process (a 2025-11-25 server's, which cannot move), or comes from one with another --request-state-key; call again without requestState",
+                None,
+            )
+        })
     }
 
     /// The waiting call `id` names, taken out of the waiting room.
@@ -368,7 +378,12 @@ impl Rounds {
             )));
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let state = seal(Sealed::Waiting(id))?;
+        let state = self.own()?.seal_with(
+            &Sealed::Waiting(id).to_bytes(),
+            &SealOptions::new()
+                .associated_data(binding.as_bytes())
+                .ttl(KEEP),
+        );
         let mut waiting_room = self.lock();
         // Calls nobody came back for, and calls that ended meanwhile (a
         // timeout): dropped, which cancels what still runs.
@@ -380,6 +395,23 @@ impl Rounds {
             Some(state),
         )))
     }
+}
+
+/// A codec with a random key of this process's own; none without a random
+/// source (a guessable key would let a client forge a state).
+fn random_codec() -> Option<RequestStateCodec> {
+    crate::random::bytes::<32>()
+        .ok()
+        .and_then(|key| RequestStateCodec::try_new(key.to_vec()).ok())
+}
+
+fn no_key(codec: Option<&RequestStateCodec>) -> Result<&RequestStateCodec, McpError> {
+    codec.ok_or_else(|| {
+        McpError::internal_error(
+            "plughost has no random source (/dev/urandom) to seal requestState with, so it cannot wait for the client's answers",
+            None,
+        )
+    })
 }
 
 /// What a `requestState` of plughost's holds.
@@ -464,11 +496,11 @@ struct RoundClient {
     made_up: AtomicU32,
     /// The server's state of the round a retry continues, for the call's
     /// first request.
-    resumes: Mutex<Option<String>>,
+    resumes: Mutex<Option<Option<String>>>,
 }
 
 impl CallClient for RoundClient {
-    fn resumes(&self) -> Option<String> {
+    fn resumes(&self) -> Option<Option<String>> {
         self.resumes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -644,4 +676,43 @@ fn declared(meta: &rmcp::model::RequestMetaObject) -> ClientCapabilities {
         c.roots = declared.roots.is_some();
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sealed(codec: &RequestStateCodec, what: Sealed, binding: &str) -> String {
+        codec.seal_with(
+            &what.to_bytes(),
+            &SealOptions::new()
+                .associated_data(binding.as_bytes())
+                .ttl(KEEP),
+        )
+    }
+
+    /// Replicas share the key of servers' rounds, never that of their
+    /// waiting calls: call 1 of one replica opens nowhere else (where call
+    /// 1 is another client's).
+    #[test]
+    fn a_waiting_call_opens_only_in_its_own_process() {
+        let (a, b) = (Rounds::keyed(b"fleet", "t"), Rounds::keyed(b"fleet", "t"));
+        let binding = "tools/call\0greet\0{}";
+        let waiting = sealed(a.own().unwrap(), Sealed::Waiting(1), binding);
+        assert!(matches!(a.open(binding, &waiting), Ok(Sealed::Waiting(1))));
+        assert!(b.open(binding, &waiting).is_err());
+        // A waiting call sealed under the shared key is not taken either.
+        let forged = sealed(a.codec().unwrap(), Sealed::Waiting(1), binding);
+        assert!(b.open(binding, &forged).is_err());
+        // A server's round opens on every replica, for its own request only.
+        let round = sealed(
+            a.codec().unwrap(),
+            Sealed::Server(Some("s".into())),
+            binding,
+        );
+        assert!(matches!(b.open(binding, &round), Ok(Sealed::Server(Some(s))) if s == "s"));
+        assert!(b.open("tools/call\0other\0{}", &round).is_err());
+        // Another tenant's key does not open it.
+        assert!(Rounds::keyed(b"fleet", "u").open(binding, &round).is_err());
+    }
 }

@@ -51,7 +51,16 @@ impl McpSession {
                 .insert(client::CALL_KEY.to_owned(), in_flight.id().into());
         }
         tokio::pin!(cancel, exited);
+        // A round another process (a replica) began: the server's state,
+        // for it to ask again what it still needs.
+        let mut resumed = ask.client.as_ref().and_then(|c| c.resumes());
         let ended = match &self.modern {
+            // A round of a 2026-07-28 server, which now speaks 2025-11-25:
+            // never run again from the start.
+            None if resumed.is_some() => Ok(McpAnswer::Error(ErrorData::invalid_params(
+                "plughost: this requestState continues a round of an MCP server that no longer speaks 2026-07-28; call again without requestState",
+                None,
+            ))),
             // A 2025-11-25 server asks with requests of its own, which
             // `client.rs` answers: one exchange.
             None => {
@@ -72,12 +81,9 @@ impl McpSession {
                         .map(|c| c.declared())
                         .unwrap_or_default(),
                 );
-                // A round another process (a replica) began: the server's
-                // state, for it to ask again what it still needs.
-                let mut resumed = ask.client.as_ref().and_then(|c| c.resumes());
                 let mut rounds = 0;
                 loop {
-                    if let Some(state) = resumed.take() {
+                    if let Some(state) = resumed.take().flatten() {
                         match modern::with_round(request, None, Some(state)) {
                             Ok(with_state) => request = with_state,
                             Err(e) => break Ok(McpAnswer::Error(e)),
@@ -133,12 +139,15 @@ impl McpSession {
                         modern::answer_round(request, round, client, roots).await
                     };
                     tokio::select! {
+                        // A cancelled call ends cancelled, even as its
+                        // questions' answers are dropped with it.
+                        biased;
+                        _ = &mut cancel => break Err(Stop::Cancelled),
                         next = answered => match next {
                             Ok(next) => request = next,
                             Err(e) => break Ok(McpAnswer::Error(e)),
                         },
                         _ = tokio::time::sleep_until(ask.deadline) => break Err(Stop::Timeout),
-                        _ = &mut cancel => break Err(Stop::Cancelled),
                         _ = &mut exited => break Err(Stop::Died { stdout: Vec::new(), exited: true }),
                     }
                 }
