@@ -716,6 +716,13 @@ fn each_tenant_has_its_own_approvals_file() {
         "{}",
         stderr(&out)
     );
+    let in_folder = fleet.join("{tenant}/approvals.json");
+    let out = with_approvals(&sandbox, &in_folder, &["approve", "greeter", "--yes"]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("in the file's name, not in a folder's"),
+        "{}",
+        stderr(&out)
+    );
     let alice_file = fleet.join("alice.json");
     let out = with_approvals(&sandbox, &alice_file, &["approve", "greeter", "--yes"]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -320,6 +320,15 @@ impl Cli {
         if let Some(file) = &self.approvals {
             // A server is one of the fleet's replicas: it never writes.
             let writable = !matches!(self.command, Command::Serve(_));
+            if file
+                .parent()
+                .is_some_and(|f| f.to_string_lossy().contains(TENANT))
+            {
+                return Err(format!(
+                    "--approvals {}: put {TENANT} in the file's name, not in a folder's: every tenant's file sits in one folder that no plugin may read",
+                    file.display()
+                ));
+            }
             if file.to_string_lossy().contains(TENANT)
                 && !matches!(&self.command, Command::Serve(args) if args.has_tenants())
             {
