@@ -285,7 +285,7 @@ impl Rounds {
     fn waiting_call(&self, id: u64) -> Result<Waiting, McpError> {
         self.lock().remove(&id).ok_or_else(|| {
             McpError::invalid_params(
-                "the call this requestState continues is no longer waiting (it was answered already, waited longer than 10 minutes, or waits in another plughost process: its MCP server speaks 2025-11-25, whose calls cannot move); call again without requestState",
+                "the call this requestState continues is no longer waiting (it was answered already, or waited longer than 10 minutes); call again without requestState",
                 None,
             )
         })
@@ -358,32 +358,27 @@ impl Rounds {
                 )))),
             }
         }
-        let seal = |sealed: Sealed| -> Result<String, McpError> {
-            Ok(self.codec()?.seal_with(
+        let seal = |codec: &RequestStateCodec, sealed: Sealed| {
+            codec.seal_with(
                 &sealed.to_bytes(),
                 &SealOptions::new()
                     .associated_data(binding.as_bytes())
                     .ttl(KEEP),
-            ))
+            )
         };
         if let Some(server_state) = one_server_state(&waiting.open) {
             // A 2026-07-28 server's round: its state is all the round needs,
             // so it travels sealed with it and the call ends here (dropped,
             // its questions unanswered); the retry, on any replica, starts
             // the call again from that state.
-            let state = seal(Sealed::Server(server_state))?;
+            let state = seal(self.codec()?, Sealed::Server(server_state));
             return Ok(Round::Input(InputRequiredResult::new(
                 Some(requests),
                 Some(state),
             )));
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let state = self.own()?.seal_with(
-            &Sealed::Waiting(id).to_bytes(),
-            &SealOptions::new()
-                .associated_data(binding.as_bytes())
-                .ttl(KEEP),
-        );
+        let state = seal(self.own()?, Sealed::Waiting(id));
         let mut waiting_room = self.lock();
         // Calls nobody came back for, and calls that ended meanwhile (a
         // timeout): dropped, which cancels what still runs.
