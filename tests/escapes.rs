@@ -198,6 +198,9 @@ enum Want {
     Ok,
     /// Success, with this in what it read.
     OkWith(&'static str),
+    /// A refusal, or success with this in what it read (and so not what
+    /// the case is after).
+    RefusedOrOkWith(&'static str),
 }
 
 impl Want {
@@ -208,6 +211,7 @@ impl Want {
             Want::RefusedWith(names) => names.contains(&got),
             Want::Ok => ok,
             Want::OkWith(text) => ok && got.contains(text),
+            Want::RefusedOrOkWith(text) => !ok || got.contains(text),
         }
     }
 }
@@ -1171,10 +1175,11 @@ fn proc_shows_a_plugin_only_itself_and_the_machine() {
     let other = format!("/proc/{}/cmdline", sleeper.0.id());
     at_every_level(|lab, level| {
         let cases = [
+            // A worker's pid 1 is the init of its own PID namespace.
             case(
                 "pid 1's command line",
                 json!(["read", "/proc/1/cmdline"]),
-                Want::Refused,
+                Want::RefusedOrOkWith("plughost-init"),
                 Some(Want::Ok),
             ),
             case(
@@ -1207,6 +1212,34 @@ fn proc_shows_a_plugin_only_itself_and_the_machine() {
         lab.attack(level, "proc-reader", &cases);
         lab.install("reader", &["filesystem:read"]);
         lab.attack(level, "reader", &cases);
+    });
+}
+
+/// A worker's processes (an MCP server's too) get a `/proc` of their PID
+/// namespace: each process it starts reads its own entries (a browser's
+/// helpers check `/proc/self/fd`), and none shows a process outside it. A
+/// per-call process, or any process without namespaces, keeps its own
+/// `/proc/PID` alone: its children read none of theirs.
+#[test]
+fn a_worker_s_children_read_their_own_proc_and_no_other() {
+    let sleeper = Sleeper::new();
+    let other = format!("/proc/{}/cmdline", sleeper.0.id());
+    at_every_level(|lab, level| {
+        lab.install("kids", &[]);
+        let ops = [
+            json!(["run", "/usr/bin/cat", "/proc/self/status"]),
+            json!(["run", "/usr/bin/ls", "/proc/self/fd"]),
+            json!(["run", "/usr/bin/cat", other]),
+            json!(["read", other]),
+        ];
+        for (how, got) in lab.try_ops(level, "kids", &ops, false) {
+            let own = how == "worker" && level == Level::Namespaces;
+            let what = format!("{how}, {level:?}, {:?}: {got:?}", lab.user);
+            assert_eq!(got[0] == "ok", own, "a child's own status ({what})");
+            assert_eq!(got[1] == "ok", own, "a child's own descriptors ({what})");
+            assert_ne!(got[2], "ok", "a child reads another process ({what})");
+            assert_ne!(got[3], "ok", "the plugin reads another process ({what})");
+        }
     });
 }
 

@@ -130,7 +130,9 @@ impl Inner {
                 if lines {
                     env.push(("PLUGHOST_PERSISTENT".into(), "1".into()));
                 }
-                let sandbox = self.sandbox_for(plugin, data, &mut env)?;
+                let sandbox = self
+                    .sandbox_for(plugin, data, &mut env)?
+                    .map(sandbox::Prepared::long_lived);
                 Ok(Launch::of(plugin, env, sandbox))
             }
             Role::Code { dir, program, args } => {

@@ -134,7 +134,7 @@ impl Inner {
             .iter()
             .find(|(k, _)| k == "HOME")
             .map(|(_, v)| std::path::PathBuf::from(v));
-        let roots = Granted::of(&plugin.manifest.permissions, home.as_deref());
+        let roots = Granted::of(&plugin.manifest.permissions, home.as_deref(), Some(data));
         let connect = Connect {
             roots,
             timeout: limits.timeout,

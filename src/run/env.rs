@@ -24,8 +24,18 @@ pub(crate) fn plugin_env(
     env.push(("PLUGHOST_PLUGIN_DIR".into(), plugin.dir.clone().into()));
     env.push(("PLUGHOST_DATA_DIR".into(), data_dir.into()));
     env.push(("TMPDIR".into(), tmp_dir.into()));
+    // Caches in the plugin's own folder: `~/.cache` is outside every grant
+    // but `filesystem:write:~`, and a server that keeps a browser profile
+    // or downloads there would fail. A value of the host's (declared in the
+    // manifest, or passed with `--inherit-env`) is kept.
+    if !env.iter().any(|(k, _)| k == CACHE_HOME) {
+        env.push((CACHE_HOME.into(), data_dir.join(".cache").into()));
+    }
     env
 }
+
+/// Where programs following the XDG base directories keep caches.
+const CACHE_HOME: &str = "XDG_CACHE_HOME";
 
 /// The host's variables a plugin process gets: the allowlist and the
 /// `declared` ones (everything with `inherit`), without `TMPDIR` and

@@ -166,6 +166,8 @@ struct Shared<'a> {
     init_stack: *mut c_void,
     plugin_stack: *mut c_void,
     init_pid: c_int,
+    /// Whether the init mounted a `/proc` of the namespace's own.
+    own_proc: bool,
 }
 
 /// Starts `program` with `args`, exactly the environment `env`, in `cwd`, in a
@@ -366,6 +368,11 @@ static FILTERED_SPAWNERS: Mutex<Vec<(usize, Option<&'static FilteredSpawner>)>> 
 /// installs the program itself (no program, or no spawner thread here).
 fn filtered_spawner(plan: &mut Plan) -> Option<&'static FilteredSpawner> {
     let steps = plan.sandbox.as_mut()?;
+    if steps.own_proc {
+        // Its init mounts a `/proc`, which the spawner threads' program
+        // refuses: the child installs the program itself, after the mount.
+        return None;
+    }
     let program = steps.seccomp?;
     let key = program.as_ptr() as usize;
     let spawner = {
@@ -410,6 +417,8 @@ impl FilteredSpawner {
                         joins: None,
                         ruleset: None,
                         proc_self: 0,
+                        own_proc: false,
+                        proc_whole: false,
                         seccomp: Some(program),
                         seccomp_namespaces: None,
                         tasks_group: -1,
@@ -579,6 +588,7 @@ fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<(u32, OwnedFd)>>
         init_stack: stacks.get(1).map_or(ptr::null_mut(), Stack::top),
         plugin_stack: stacks.get(2).map_or(ptr::null_mut(), Stack::top),
         init_pid: -1,
+        own_proc: false,
     };
     // Every signal blocked in this thread across the clone: the child
     // inherits the mask, so no handler of the host can run on its stack
@@ -874,6 +884,9 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
         if libc::setsid() < 0 {
             fail(shared, Step::ProcessGroup, errno());
         }
+        if plan.sandbox.is_some_and(|steps| steps.own_proc) {
+            ptr::write_volatile(&raw mut (*shared).own_proc, sandbox::mount_own_proc());
+        }
         // The confinement of every process of the namespace, taken once
         // here and inherited by the plugin: no capability, no new
         // privileges, no namespace, the seccomp programs. Not the plugin's
@@ -962,7 +975,8 @@ extern "C" fn plugin_main(arg: *mut c_void) -> c_int {
             fail(shared, Step::ProcessGroup, errno());
         }
         let plan = (*shared).plan;
-        confine_and_exec(shared, plan.sandbox.map(|steps| steps.after_init()))
+        let own_proc = ptr::read_volatile(&raw const (*shared).own_proc);
+        confine_and_exec(shared, plan.sandbox.map(|steps| steps.after_init(own_proc)))
     }
 }
 

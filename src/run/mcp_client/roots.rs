@@ -10,6 +10,10 @@
 //! - Any other call (the command line, a library call, a client without
 //!   roots, or a request that no call's client can be picked for): the
 //!   granted folders.
+//! - Granted no folder (a grant of one file is no folder): the plugin's
+//!   data folder, its own. Servers take the first root as the folder they
+//!   work and write in (Playwright's snapshots); without one they use their
+//!   current folder, the plugin's, which is read-only.
 //!
 //! So plughost always answers `roots/list` and tells every server it can.
 #![expect(
@@ -36,6 +40,8 @@ pub(crate) struct Granted {
     /// The protected paths (`~/.ssh`…), which no grant reaches unless it
     /// names them: a client root in one is not passed on.
     protected: Vec<PathBuf>,
+    /// The plugin's data folder: the root when no folder is granted.
+    own: Option<PathBuf>,
 }
 
 /// How long a client may take to answer `roots/list` before the granted
@@ -43,13 +49,19 @@ pub(crate) struct Granted {
 const CLIENT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Granted {
-    /// The roots `permissions` grant, with `~` as `home`.
-    pub(crate) fn of(permissions: &[Permission], home: Option<&Path>) -> Granted {
+    /// The roots `permissions` grant, with `~` as `home`, and `data` (the
+    /// plugin's data folder) when they grant no folder.
+    pub(crate) fn of(
+        permissions: &[Permission],
+        home: Option<&Path>,
+        data: Option<&Path>,
+    ) -> Granted {
         let mut granted = Granted {
             protected: crate::protect::user_paths(home)
                 .into_iter()
                 .map(|p| p.path)
                 .collect(),
+            own: data.map(Path::to_path_buf),
             ..Granted::default()
         };
         for p in permissions {
@@ -99,7 +111,21 @@ impl Granted {
                 return ListRootsResult::new(allowed);
             }
         }
-        ListRootsResult::new(self.folders.iter().map(|f| root_of(f)).collect())
+        // A grant of one file (`filesystem:read:/usr/bin/chromium`, a
+        // program a server is pointed at) is no root: servers take the first
+        // root as their working folder.
+        let mut roots: Vec<Root> = self
+            .folders
+            .iter()
+            .filter(|f| std::fs::metadata(f).map_or(true, |m| m.is_dir()))
+            .map(|f| root_of(f))
+            .collect();
+        if roots.is_empty()
+            && let Some(own) = &self.own
+        {
+            roots.push(root_of(own));
+        }
+        ListRootsResult::new(roots)
     }
 
     /// Whether a root at `path` is inside what the plugin may reach: in a
@@ -177,7 +203,7 @@ mod tests {
 
     fn granted(perms: &[&str]) -> Granted {
         let perms: Vec<Permission> = perms.iter().map(|p| p.parse().unwrap()).collect();
-        Granted::of(&perms, Some(Path::new("/home/u")))
+        Granted::of(&perms, Some(Path::new("/home/u")), None)
     }
 
     #[test]
@@ -194,6 +220,38 @@ mod tests {
             file_path("file:///srv/a%20b").unwrap(),
             Path::new("/srv/a b")
         );
+    }
+
+    #[tokio::test]
+    async fn a_granted_file_is_no_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("chromium");
+        std::fs::write(&file, "").unwrap();
+        let perms: Vec<Permission> = [
+            format!("filesystem:read:{}", file.display()),
+            format!("filesystem:write:{}", dir.path().display()),
+            format!("filesystem:write:{}/not-yet", dir.path().display()),
+        ]
+        .iter()
+        .map(|p| p.parse().unwrap())
+        .collect();
+        let data = dir.path().join("data");
+        let roots = async |perms: &[Permission]| {
+            let answer = Granted::of(perms, None, Some(&data))
+                .answer(None, serde_json::Value::Null)
+                .await;
+            answer.roots.into_iter().map(|r| r.uri).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            roots(&perms).await,
+            [
+                file_uri(dir.path()),
+                file_uri(&dir.path().join("not-yet"))
+            ]
+        );
+        // Granted only the file: its data folder, never the file.
+        assert_eq!(roots(&perms[..1]).await, [file_uri(&data)]);
+        assert_eq!(roots(&[]).await, [file_uri(&data)]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! allocates, locks or unwinds: see `executor/spawn_linux.rs` for why.
 
 use std::os::fd::RawFd;
+use std::ptr;
 
 use super::namespace::{self, Joins};
 
@@ -27,6 +28,13 @@ pub(crate) struct ChildSteps {
     pub ruleset: Option<RawFd>,
     /// Rights on its own `/proc/PID` to add to the ruleset first (0: none).
     pub proc_self: u64,
+    /// Whether the init of the process's PID namespace mounts a `/proc` of
+    /// that namespace (see [`mount_own_proc`]).
+    pub own_proc: bool,
+    /// Set only by [`Self::after_init`], for a plugin whose init mounted
+    /// one: its `/proc` rights reach all of that `/proc` (its own processes
+    /// alone) rather than its own `/proc/PID`.
+    pub proc_whole: bool,
     /// The seccomp program to install last (`None` when the spawning
     /// thread holds it already, and the child inherits it).
     pub seccomp: Option<&'static [libc::sock_filter]>,
@@ -55,14 +63,17 @@ impl ChildSteps {
             joins: None,
             ruleset: None,
             proc_self: 0,
+            proc_whole: false,
             ..*self
         }
     }
 
     /// What the plugin of a PID namespace takes on top of what its init
-    /// gave it ([`Self::for_init`]): its Landlock domain.
-    pub(crate) fn after_init(&self) -> ChildSteps {
+    /// gave it ([`Self::for_init`]): its Landlock domain. `own_proc`:
+    /// whether the init mounted a `/proc` of the namespace's own.
+    pub(crate) fn after_init(&self, own_proc: bool) -> ChildSteps {
         ChildSteps {
+            proc_whole: own_proc,
             joins: None,
             tasks_group: -1,
             seccomp: None,
@@ -132,7 +143,7 @@ pub(crate) fn enforce(steps: &ChildSteps) -> i32 {
     }
     if let Some(fd) = steps.ruleset {
         if steps.proc_self != 0 {
-            let rc = allow_own_proc(fd, steps.proc_self);
+            let rc = allow_own_proc(fd, steps.proc_self, steps.proc_whole);
             if rc != 0 {
                 return rc;
             }
@@ -292,12 +303,18 @@ fn errno() -> i32 {
 /// where `/proc/self` names the plugin rather than the host. Its descendants get
 /// other pids, so they cannot read their own `/proc/PID` files (magic links such
 /// as `/proc/self/fd/N` to a pipe still work). Without `/proc` mounted, skips.
-fn allow_own_proc(ruleset: RawFd, access: u64) -> i32 {
+///
+/// With `whole` (a `/proc` of the plugin's PID namespace, mounted by its
+/// init: [`mount_own_proc`]), all of that `/proc` instead: it shows the
+/// plugin's own processes and no other, so each process the plugin starts
+/// reads its own entries too.
+fn allow_own_proc(ruleset: RawFd, access: u64, whole: bool) -> i32 {
+    let path = if whole { c"/proc" } else { c"/proc/self" };
     // SAFETY: the path is a static NUL-terminated string; open returns a new
     // descriptor or -1 and writes no memory of ours.
     let dir = unsafe {
         libc::open(
-            c"/proc/self".as_ptr(),
+            path.as_ptr(),
             libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
         )
     };
@@ -323,4 +340,40 @@ fn allow_own_proc(ruleset: RawFd, access: u64) -> i32 {
     // SAFETY: `dir` is the descriptor opened above, closed exactly once.
     unsafe { libc::close(dir) };
     result
+}
+
+/// Gives the calling process, the first of a new PID namespace, a mount
+/// namespace of its own with a `/proc` of that PID namespace over the
+/// host's: in it, `/proc` lists the namespace's processes alone, so every
+/// process the plugin starts can be allowed its own `/proc/PID` (which
+/// Landlock, fixed at `exec` to the pids known then, cannot do otherwise).
+/// Returns whether it is mounted; where the kernel refuses (a `/proc` the
+/// host's mount namespace shows only in part, as in most containers), the
+/// process keeps the host's `/proc` and the plugin its own `/proc/PID`.
+///
+/// The copy of a mount namespace made from a user namespace other than its
+/// owner's receives mounts from it and sends none back; `/proc` is made
+/// private first all the same, so that nothing mounted here can ever reach
+/// a namespace it was copied from. Runs between `clone` and `exec`: raw
+/// system calls only.
+pub(crate) fn mount_own_proc() -> bool {
+    // SAFETY: integer arguments and static NUL-terminated strings only;
+    // the calls write no memory of ours.
+    unsafe {
+        libc::unshare(libc::CLONE_NEWNS) == 0
+            && libc::mount(
+                ptr::null(),
+                c"/proc".as_ptr(),
+                ptr::null(),
+                libc::MS_PRIVATE,
+                ptr::null(),
+            ) == 0
+            && libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                ptr::null(),
+            ) == 0
+    }
 }

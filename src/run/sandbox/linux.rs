@@ -270,6 +270,8 @@ impl Namespaces {
 pub(crate) struct Prepared {
     ruleset: Option<Arc<OwnedFd>>,
     proc_self: u64,
+    /// A long-lived process: its PID namespace gets a `/proc` of its own.
+    own_proc: bool,
     seccomp: Option<&'static [libc::sock_filter]>,
     namespaces: Option<Arc<Namespaces>>,
 }
@@ -279,6 +281,7 @@ impl fmt::Debug for Prepared {
         f.debug_struct("Prepared")
             .field("ruleset", &self.ruleset)
             .field("proc_self", &self.proc_self)
+            .field("own_proc", &self.own_proc)
             .field("seccomp", &self.seccomp.is_some())
             .field("namespaces", &self.namespaces.is_some())
             .finish()
@@ -482,6 +485,7 @@ impl Confinement {
             return Ok(Prepared {
                 ruleset: None,
                 proc_self: 0,
+                own_proc: false,
                 seccomp,
                 namespaces,
             });
@@ -501,6 +505,7 @@ impl Confinement {
         Ok(Prepared {
             ruleset: Some(ruleset),
             proc_self: self.proc_self,
+            own_proc: false,
             seccomp,
             namespaces,
         })
@@ -520,6 +525,17 @@ impl Confinement {
 }
 
 impl Prepared {
+    /// The confinement of a long-lived process (a worker, an MCP server):
+    /// in a PID namespace of its own, it also gets a `/proc` of that
+    /// namespace, so each process it starts reads its own `/proc/PID` (a
+    /// browser's helpers check `/proc/self/fd`). Its spawn costs a mount
+    /// namespace and a `/proc` mount (about 80 µs), once for the process's
+    /// life; a per-call process is spawned without them.
+    pub(crate) fn long_lived(mut self) -> Prepared {
+        self.own_proc = true;
+        self
+    }
+
     /// Whether the child has anything to do: a process with nothing to
     /// enforce is spawned like any other.
     pub(crate) fn is_empty(&self) -> bool {
@@ -541,6 +557,8 @@ impl Prepared {
             },
             ruleset: self.ruleset.as_deref().map(AsRawFd::as_raw_fd),
             proc_self: self.proc_self,
+            own_proc: self.own_proc && self.proc_self != 0,
+            proc_whole: false,
             seccomp: self.seccomp,
             seccomp_namespaces: self.seccomp.and(NAMESPACES_PROGRAM.as_deref()),
         }

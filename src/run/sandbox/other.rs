@@ -67,6 +67,11 @@ impl Confinement {
 }
 
 impl Prepared {
+    /// The same: there is nothing to enforce on this platform.
+    pub(crate) fn long_lived(self) -> Prepared {
+        self
+    }
+
     /// Always: there is nothing to enforce on this platform.
     pub(crate) fn is_empty(&self) -> bool {
         true
