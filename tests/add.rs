@@ -891,6 +891,108 @@ fn the_fetch_server_reads_a_page_it_was_granted() {
     assert!(js.is_dir(), "the reader's Node part was not installed");
 }
 
+/// Playwright's MCP server drives the system's Chromium (Debian's) in the
+/// sandbox against a loopback page. A browser takes the `network` grant:
+/// Playwright and Chromium talk over unix sockets of their own, which no
+/// narrower grant allows (with `network:HOST` the refusal is named, with
+/// the grant). It needs the rest of what a long-lived server gets: a
+/// `/proc` of its own PID namespace, where each of Chromium's processes
+/// reads its own entries; its data folder as its root, where its snapshots
+/// go; and its caches (the browser profile) in that folder too.
+#[test]
+fn playwright_drives_the_system_chromium_against_a_loopback_page() {
+    if !npm_here()
+        || !util::prerequisite(
+            "Debian's chromium (/usr/bin/chromium), which Playwright's server drives",
+            std::path::Path::new("/usr/bin/chromium").is_file(),
+        )
+    {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let page = sandbox.root.path().join("page");
+    std::fs::create_dir_all(&page).unwrap();
+    std::fs::write(
+        page.join("index.html"),
+        "<html><head><title>A loopback page</title></head><body><h1>Driven through plughost</h1></body></html>",
+    )
+    .unwrap();
+    let port = util::free_port();
+    let mut server = Command::new(util::real_python3())
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(&page)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/");
+    let browser = [
+        "--",
+        "--headless",
+        "--browser",
+        "chromium",
+        "--executable-path",
+        "/usr/bin/chromium",
+    ];
+    let tried = std::panic::catch_unwind(|| {
+        let mut add = vec!["npm:@playwright/mcp@0.0.83", "--grant", "network", "--yes"];
+        add.extend(browser);
+        added_and_called(
+            &sandbox,
+            &add,
+            "playwright_browser_navigate",
+            json!({"url": url}),
+            "Page Title: A loopback page",
+        );
+        // Its snapshot, written where it works: its data folder.
+        let out = sandbox.state().join("data/playwright/.playwright-mcp");
+        let snapshots: Vec<String> = std::fs::read_dir(&out)
+            .unwrap_or_else(|e| panic!("{}: {e}", out.display()))
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+            .collect();
+        assert!(
+            snapshots
+                .iter()
+                .any(|s| s.contains("Driven through plughost")),
+            "{snapshots:?}"
+        );
+        // Granted only the page's host: the unix sockets are refused, and
+        // the refusal is named with the grant that allows them.
+        let host = format!("network:127.0.0.1:{port}");
+        let mut add = vec![
+            "add",
+            "npm:@playwright/mcp@0.0.83",
+            "--name",
+            "narrow",
+            "--grant",
+            &host,
+            "--yes",
+        ];
+        add.extend(browser);
+        let out = run(&sandbox, &add);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let out = call(&sandbox, "narrow_browser_navigate", json!({"url": url}));
+        let said = format!("{}\n{}", stdout(&out), stderr(&out));
+        assert!(
+            said.contains(
+                "permission error connecting to a unix socket, which its grants do not reach"
+            ) && said.contains("grant \"network\""),
+            "{said}"
+        );
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    if let Err(e) = tried {
+        std::panic::resume_unwind(e);
+    }
+}
+
 /// Context7 needs its host: added with no grant, its tools are listed and
 /// approved, and a call, which the server answers as a plain text failure
 /// ("fetch failed"), names the host it tried and the grant that would allow

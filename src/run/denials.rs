@@ -56,15 +56,17 @@ const MAX_DENIALS: usize = 3;
 /// explains, at most [`MAX_DENIALS`], each once; every one
 /// [`Evidence::ReportedByPlugin`].
 pub(crate) fn find(texts: &[&str], confinement: &Confinement, home: Option<&Path>) -> Vec<Denial> {
-    let offline = {
-        let e = confinement.enforcement();
-        e.tcp_denied && e.sockets_denied && e.network_level.is_none()
-    };
+    let e = confinement.enforcement();
+    let offline = e.tcp_denied && e.sockets_denied && e.network_level.is_none();
+    let sockets_denied = e.sockets_denied;
     let mut found: Vec<Denial> = Vec::new();
     for text in texts {
         for line in text.lines() {
             let mut denials = Vec::new();
-            if offline {
+            if sockets_denied {
+                denials.extend(socket_denial(line));
+            }
+            if offline && !denials.iter().any(|d| d.target == UNIX_SOCKET) {
                 denials.extend(network_denial(line));
             }
             if reports_denial(line) {
@@ -163,6 +165,33 @@ fn network_denial(line: &str) -> Option<Denial> {
         }
     }
     None
+}
+
+/// What a refused unix socket is named as.
+const UNIX_SOCKET: &str = "a unix socket";
+
+/// A unix socket a line reports refused, for a plugin without `network`
+/// (host grants included: the one socket they allow is TCP to the egress
+/// proxy). Chromium's `socket() failed: Permission denied (13)`, Node's
+/// `listen EACCES /tmp/….sock` and `connect EACCES /run/….sock`, Python's
+/// `PermissionError` from `socket.socket(AF_UNIX)`.
+fn socket_denial(line: &str) -> Option<Denial> {
+    let l = line.to_ascii_lowercase();
+    let refused = ["eacces", "permission denied", "errno 13"]
+        .iter()
+        .any(|m| l.contains(m));
+    let node_path = ["listen eacces /", "connect eacces /", "bind eacces /"]
+        .iter()
+        .any(|m| l.contains(m));
+    let socket_call = l.contains("socket()") || l.contains("socket.socket");
+    (refused && (node_path || socket_call)).then(|| {
+        Denial::connect(
+            UNIX_SOCKET.to_owned(),
+            "network".to_owned(),
+            Some("the sandbox refuses every socket but TCP without \"network\"".to_owned()),
+        )
+        .reported_by_plugin()
+    })
 }
 
 /// Whether a line reports a permission error (or Node's way of saying it).
@@ -414,6 +443,25 @@ mod tests {
             target("dial tcp 10.0.0.5:80: connect: connection refused"),
             None
         );
+    }
+
+    #[test]
+    fn unix_sockets_are_found_in_the_ways_programs_report_them() {
+        for line in [
+            "[14:14:1128/101315.490677:FATAL:chrome/browser/process_singleton_posix.cc:297] Check failed: . socket() failed: Permission denied (13)",
+            "Error: listen EACCES /tmp/pw-1a2b/browser/abc.sock",
+            "Error: connect EACCES /run/user/0/bus",
+            "PermissionError: [Errno 13] Permission denied  (in socket.socket(socket.AF_UNIX))",
+        ] {
+            let d = socket_denial(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(
+                (d.target.as_str(), d.grant.as_deref()),
+                (UNIX_SOCKET, Some("network"))
+            );
+            assert_eq!(d.evidence, Evidence::ReportedByPlugin);
+        }
+        assert!(socket_denial("Error: connect ECONNREFUSED /tmp/x.sock").is_none());
+        assert!(socket_denial("connect EACCES 10.0.0.5:443").is_none());
     }
 
     #[test]

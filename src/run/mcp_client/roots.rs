@@ -244,10 +244,7 @@ mod tests {
         };
         assert_eq!(
             roots(&perms).await,
-            [
-                file_uri(dir.path()),
-                file_uri(&dir.path().join("not-yet"))
-            ]
+            [file_uri(dir.path()), file_uri(&dir.path().join("not-yet"))]
         );
         // Granted only the file: its data folder, never the file.
         assert_eq!(roots(&perms[..1]).await, [file_uri(&data)]);
