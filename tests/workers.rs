@@ -42,11 +42,32 @@ async fn call(host: &PluginHost, tool: &str, input: Value) -> Result<ToolOutcome
     host.call(tool, input, Invocation::default()).await
 }
 
-/// (count, pid) from `worker_count`.
+/// (count, pid) from `worker_count`, the pid as the host names it.
 async fn count(host: &PluginHost) -> (u64, u64) {
     let o = call(host, "worker_count", json!({})).await.unwrap();
     let s = o.structured.unwrap();
-    (s["count"].as_u64().unwrap(), s["pid"].as_u64().unwrap())
+    let pid = host_pid(s["tmpdir"].as_str().unwrap());
+    (s["count"].as_u64().unwrap(), pid)
+}
+
+/// The pid of the worker whose temp folder is `tmpdir`, as the host names
+/// it. The worker cannot say: in its PID namespace it is process 2, and its
+/// `/proc` is that namespace's. Its temp folder is its own: the one process
+/// running `main.py` with that `TMPDIR` is it.
+fn host_pid(tmpdir: &str) -> u64 {
+    let env = format!("TMPDIR={tmpdir}\0").into_bytes();
+    let holds = |text: &[u8], part: &[u8]| text.windows(part.len()).any(|w| w == part);
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u64>().ok()?;
+            let environ = std::fs::read(e.path().join("environ")).ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            (holds(&environ, &env) && holds(&cmdline, b"main.py")).then_some(pid)
+        })
+        .next()
+        .unwrap_or_else(|| panic!("no worker runs with TMPDIR={tmpdir}"))
 }
 
 fn dir(sandbox: &Sandbox) -> std::path::PathBuf {
@@ -267,11 +288,12 @@ async fn eight_concurrent_calls_never_run_more_than_max_workers() {
         most = most.max(processes_in(&dir(&sandbox)).len());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let mut pids = std::collections::BTreeSet::new();
+    // Each worker answers with its temp folder, its own.
+    let mut workers = std::collections::BTreeSet::new();
     for c in calls {
-        pids.insert(c.await.unwrap().unwrap().result);
+        workers.insert(c.await.unwrap().unwrap().result);
     }
-    assert!(pids.len() <= 2, "served by {pids:?}");
+    assert!(workers.len() <= 2, "served by {workers:?}");
     assert!(
         most <= 2,
         "{most} worker processes at once (max_workers is 2)"
