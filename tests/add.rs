@@ -831,6 +831,43 @@ fn servers_people_install_work_with_no_hand_edit() {
     assert!(db.is_file());
 }
 
+/// A page served on loopback (`python -m http.server`) from a folder of
+/// the sandbox's; the server ends on drop, a failed test's too.
+struct Page {
+    port: u16,
+    server: std::process::Child,
+}
+
+impl Page {
+    fn serve(sandbox: &Sandbox, html: &str) -> Page {
+        let dir = sandbox.root.path().join("page");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("index.html"), html).unwrap();
+        let port = util::free_port();
+        let server = Command::new(util::real_python3())
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .current_dir(&dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        Page { port, server }
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
 /// mcp-server-fetch reads a loopback page through the egress proxy, with a
 /// host grant; its HTML reader's Node part (ReadabiliPy's, which it would
 /// otherwise `npm install` into its own read-only folder on first use) is
@@ -841,50 +878,28 @@ fn the_fetch_server_reads_a_page_it_was_granted() {
         return;
     }
     let sandbox = Sandbox::new();
-    let page = sandbox.root.path().join("page");
-    std::fs::create_dir_all(&page).unwrap();
-    std::fs::write(
-        page.join("index.html"),
+    let page = Page::serve(
+        &sandbox,
         "<html><head><title>T</title></head><body><article><h1>A page on loopback</h1><p>The text a reader keeps, long enough to be an article.</p></article></body></html>",
-    )
-    .unwrap();
-    let port = util::free_port();
-    let mut server = Command::new(util::real_python3())
-        .args([
-            "-m",
-            "http.server",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-        ])
-        .current_dir(&page)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    );
+    let port = page.port;
     let grant = format!("network:127.0.0.1:{port}");
     let url = format!("http://127.0.0.1:{port}/index.html");
-    let added = std::panic::catch_unwind(|| {
-        added_and_called(
-            &sandbox,
-            &[
-                "pypi:mcp-server-fetch==2026.10.24",
-                "--grant",
-                &grant,
-                "--yes",
-                "--",
-                "--allow-private-ips",
-            ],
-            "fetch_fetch",
-            json!({"url": url}),
-            "The text a reader keeps",
-        )
-    });
-    let _ = server.kill();
-    let _ = server.wait();
-    if let Err(e) = added {
-        std::panic::resume_unwind(e);
-    }
+    added_and_called(
+        &sandbox,
+        &[
+            "pypi:mcp-server-fetch==2026.10.24",
+            "--grant",
+            &grant,
+            "--yes",
+            "--",
+            "--allow-private-ips",
+        ],
+        "fetch_fetch",
+        json!({"url": url}),
+        "The text a reader keeps",
+    );
+    drop(page);
     let js = sandbox
         .plugins()
         .join("fetch/lib/readabilipy/javascript/node_modules");
@@ -910,27 +925,11 @@ fn playwright_drives_the_system_chromium_against_a_loopback_page() {
         return;
     }
     let sandbox = Sandbox::new();
-    let page = sandbox.root.path().join("page");
-    std::fs::create_dir_all(&page).unwrap();
-    std::fs::write(
-        page.join("index.html"),
+    let page = Page::serve(
+        &sandbox,
         "<html><head><title>A loopback page</title></head><body><h1>Driven through plughost</h1></body></html>",
-    )
-    .unwrap();
-    let port = util::free_port();
-    let mut server = Command::new(util::real_python3())
-        .args([
-            "-m",
-            "http.server",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-        ])
-        .current_dir(&page)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    );
+    let port = page.port;
     let url = format!("http://127.0.0.1:{port}/");
     let browser = [
         "--",
@@ -940,57 +939,51 @@ fn playwright_drives_the_system_chromium_against_a_loopback_page() {
         "--executable-path",
         "/usr/bin/chromium",
     ];
-    let tried = std::panic::catch_unwind(|| {
-        let mut add = vec!["npm:@playwright/mcp@0.0.83", "--grant", "network", "--yes"];
-        add.extend(browser);
-        added_and_called(
-            &sandbox,
-            &add,
-            "playwright_browser_navigate",
-            json!({"url": url}),
-            "Page Title: A loopback page",
-        );
-        // Its snapshot, written where it works: its data folder.
-        let out = sandbox.state().join("data/playwright/.playwright-mcp");
-        let snapshots: Vec<String> = std::fs::read_dir(&out)
-            .unwrap_or_else(|e| panic!("{}: {e}", out.display()))
-            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
-            .collect();
-        assert!(
-            snapshots
-                .iter()
-                .any(|s| s.contains("Driven through plughost")),
-            "{snapshots:?}"
-        );
-        // Granted only the page's host: the unix sockets are refused, and
-        // the refusal is named with the grant that allows them.
-        let host = format!("network:127.0.0.1:{port}");
-        let mut add = vec![
-            "add",
-            "npm:@playwright/mcp@0.0.83",
-            "--name",
-            "narrow",
-            "--grant",
-            &host,
-            "--yes",
-        ];
-        add.extend(browser);
-        let out = run(&sandbox, &add);
-        assert!(out.status.success(), "{}", stderr(&out));
-        let out = call(&sandbox, "narrow_browser_navigate", json!({"url": url}));
-        let said = format!("{}\n{}", stdout(&out), stderr(&out));
-        assert!(
-            said.contains(
-                "permission error connecting to a unix socket, which its grants do not reach"
-            ) && said.contains("grant \"network\""),
-            "{said}"
-        );
-    });
-    let _ = server.kill();
-    let _ = server.wait();
-    if let Err(e) = tried {
-        std::panic::resume_unwind(e);
-    }
+    let mut add = vec!["npm:@playwright/mcp@0.0.83", "--grant", "network", "--yes"];
+    add.extend(browser);
+    added_and_called(
+        &sandbox,
+        &add,
+        "playwright_browser_navigate",
+        json!({"url": url}),
+        "Page Title: A loopback page",
+    );
+    // Its snapshot, written where it works: its data folder.
+    let out = sandbox.state().join("data/playwright/.playwright-mcp");
+    let snapshots: Vec<String> = std::fs::read_dir(&out)
+        .unwrap_or_else(|e| panic!("{}: {e}", out.display()))
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect();
+    assert!(
+        snapshots
+            .iter()
+            .any(|s| s.contains("Driven through plughost")),
+        "{snapshots:?}"
+    );
+    // Granted only the page's host: the unix sockets are refused, and
+    // the refusal is named with the grant that allows them.
+    let host = format!("network:127.0.0.1:{port}");
+    let mut add = vec![
+        "add",
+        "npm:@playwright/mcp@0.0.83",
+        "--name",
+        "narrow",
+        "--grant",
+        &host,
+        "--yes",
+    ];
+    add.extend(browser);
+    let out = run(&sandbox, &add);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = call(&sandbox, "narrow_browser_navigate", json!({"url": url}));
+    let said = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert!(
+        said.contains(
+            "permission error connecting to a unix socket, which its grants do not reach"
+        ) && said.contains("grant \"network\""),
+        "{said}"
+    );
+    drop(page);
 }
 
 /// Context7 needs its host: added with no grant, its tools are listed and

@@ -155,6 +155,11 @@ def one(op, *args):
         subprocess.Popen(["/bin/sh", "-c", 'while :; do echo x >> "$0"; sleep 0.02; done',
                           path(args[0])], start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elif op == "dgram":
+        # A datagram to a unix socket by its path, through a socket pair.
+        import socket
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        a.sendto(b"sent through a socket pair", path(args[0]))
     elif op == "status":
         with open("/proc/self/status") as f:
             return caps(f.read())
@@ -1239,6 +1244,48 @@ fn a_worker_s_children_read_their_own_proc_and_no_other() {
             assert_eq!(got[1] == "ok", own, "a child's own descriptors ({what})");
             assert_ne!(got[2], "ok", "a child reads another process ({what})");
             assert_ne!(got[3], "ok", "the plugin reads another process ({what})");
+        }
+    });
+}
+
+/// A local daemon's datagram socket (the system log's `/dev/log`, here one
+/// of the test's) gets nothing from a plugin without `network`, not even
+/// through a socket pair, whose datagram end sends to any address it is
+/// given: the sandbox makes stream and seqpacket pairs only. Without the
+/// sandbox the datagram arrives.
+#[test]
+fn a_socket_pair_sends_no_datagram_to_a_local_daemon() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::UnixDatagram;
+    at_every_level(|lab, level| {
+        let daemon = lab.root().join("daemon.sock");
+        let _ = std::fs::remove_file(&daemon);
+        let socket = UnixDatagram::bind(&daemon).unwrap();
+        socket.set_nonblocking(true).unwrap();
+        std::fs::set_permissions(&daemon, std::fs::Permissions::from_mode(0o777)).unwrap();
+        // How many datagrams arrived since the last look.
+        let got = || {
+            let mut buf = [0u8; 64];
+            std::iter::from_fn(|| socket.recv(&mut buf).ok()).count()
+        };
+        let cases = [case(
+            "a datagram to a local daemon",
+            json!(["dgram", daemon.display().to_string()]),
+            Want::RefusedWith(&["EACCES"]),
+            Some(Want::Ok),
+        )];
+        for (name, grants) in [
+            ("pairs", &[][..]),
+            ("pairs-host", &["network:127.0.0.1:9"][..]),
+        ] {
+            lab.install(name, grants);
+            if !grants.is_empty() {
+                lab.approve(name);
+            }
+            lab.confined(level, name, &cases, false);
+            assert_eq!(got(), 0, "{name}, {level:?}, {:?}", lab.user);
+            lab.unconfined(name, &cases);
+            assert!(got() > 0, "without the sandbox nothing arrived");
         }
     });
 }

@@ -19,7 +19,8 @@
 //! - [`Sockets::None`] (no `network`): `socket(2)` fails with `EACCES`,
 //!   whatever the family: UDP, raw and packet sockets, netlink, and unix
 //!   sockets (local daemons such as `ssh-agent` or `docker.sock` are network
-//!   too). `socketpair(2)` stays allowed, so a plugin can still talk to its
+//!   too). `socketpair(2)` stays allowed for unix stream and seqpacket pairs
+//!   (not datagram ones: [`connected_pairs`]), so a plugin can still talk to its
 //!   own children;
 //! - [`Sockets::TcpOnly`] (host grants, `network:HOST`): `socket(2)` is
 //!   allowed for TCP over IPv4 and IPv6 (`SOCK_STREAM`, protocol 0 or
@@ -450,6 +451,9 @@ pub(crate) fn program(sockets: Sockets) -> Option<Vec<sock_filter>> {
         body.push((JUMP_EQ, d.nr as u32, answer, Go::Next));
     }
     checks(&mut body, CHECKED);
+    if sockets != Sockets::Any {
+        body.extend(connected_pairs());
+    }
     match sockets {
         Sockets::Any => {}
         Sockets::None => body.push((JUMP_EQ, libc::SYS_socket as u32, Go::Eacces, Go::Next)),
@@ -467,6 +471,25 @@ pub(crate) fn program(sockets: Sockets) -> Option<Vec<sock_filter>> {
         ]),
     }
     Some(assemble(body))
+}
+
+/// `socketpair(2)` without `network`: unix stream and seqpacket pairs only.
+/// A datagram socket, connected to its pair or not, still sends to any
+/// address it is given (`sendto`, `sendmsg`): a pair's datagram end would
+/// reach every local daemon listening on a unix datagram socket (the
+/// system log's `/dev/log`, `/run/systemd/notify`), which Landlock does not
+/// see. A stream socket refuses an address (`EISCONN`), and a seqpacket one
+/// ignores it.
+fn connected_pairs() -> Vec<Step> {
+    vec![
+        (JUMP_EQ, libc::SYS_socketpair as u32, Go::Next, Go::Skip(6)),
+        (LOAD_WORD, OFFSET_ARG0, Go::Next, Go::Next),
+        (JUMP_EQ, libc::AF_UNIX as u32, Go::Next, Go::Eacces),
+        (LOAD_WORD, OFFSET_ARG1, Go::Next, Go::Next),
+        (AND, SOCK_TYPE_MASK, Go::Next, Go::Next),
+        (JUMP_EQ, libc::SOCK_STREAM as u32, Go::Allow, Go::Next),
+        (JUMP_EQ, libc::SOCK_SEQPACKET as u32, Go::Allow, Go::Eacces),
+    ]
 }
 
 /// The program that refuses making and joining namespaces ([`NAMESPACES`]),
@@ -667,7 +690,6 @@ mod tests {
                 libc::SYS_openat,
                 libc::SYS_execve,
                 libc::SYS_kill,
-                libc::SYS_socketpair,
                 libc::SYS_connect,
                 libc::SYS_getrlimit,
             ] {
@@ -675,6 +697,34 @@ mod tests {
             }
             assert_eq!(call(&p, X32_SYSCALL_BIT as libc::c_long | 41, [0; 3]), KILL);
             assert_eq!(run(&p, 0x4000_0003, 102, [0; 3]), KILL);
+        }
+    }
+
+    #[test]
+    fn without_network_a_socket_pair_is_a_stream_or_seqpacket_one() {
+        let unix = libc::AF_UNIX as u32;
+        let flags = (libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK) as u32;
+        for sockets in [Sockets::Any, Sockets::None, Sockets::TcpOnly] {
+            let p = program(sockets).unwrap();
+            let pair = |domain: u32, kind: i32| {
+                call(&p, libc::SYS_socketpair, [domain, kind as u32 | flags, 0])
+            };
+            assert_eq!(pair(unix, libc::SOCK_STREAM), ALLOW);
+            assert_eq!(pair(unix, libc::SOCK_SEQPACKET), ALLOW);
+            let datagrams = if sockets == Sockets::Any {
+                ALLOW
+            } else {
+                EACCES
+            };
+            assert_eq!(pair(unix, libc::SOCK_DGRAM), datagrams, "{sockets:?}");
+            // TIPC's pairs: a network protocol's.
+            assert_eq!(
+                pair(libc::AF_TIPC as u32, libc::SOCK_SEQPACKET),
+                datagrams,
+                "{sockets:?}"
+            );
+            // The rest of the program still runs after the check.
+            assert_eq!(call(&p, libc::SYS_read, [0; 3]), ALLOW);
         }
     }
 
