@@ -387,7 +387,7 @@ static FILTERED_SPAWNERS: Mutex<Vec<(usize, Option<&'static FilteredSpawner>)>> 
 /// installs the program itself (no program, or no spawner thread here).
 fn filtered_spawner(plan: &mut Plan) -> Option<&'static FilteredSpawner> {
     let steps = plan.sandbox.as_mut()?;
-    if steps.own_proc && plan.init.as_ref().is_some_and(|i| i.pid_namespace) {
+    if steps.own_proc {
         // Its init mounts a `/proc`, which the spawner threads' program
         // refuses: the child installs the program itself, after the mount.
         return None;
