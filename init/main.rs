@@ -18,14 +18,6 @@
 //! - exits when descriptor 4, the read end of a pipe only the host writes to,
 //!   reports that the host is gone, so that nothing outlives the host either.
 //!
-//! Where there is no PID namespace (no user namespaces: Landlock alone),
-//! the executor starts it the same way with a third argument, `tree`, as a
-//! child subreaper of the host's namespace: what the plugin leaves, even a
-//! process that left its session, becomes this process's child, and before
-//! it reports the plugin's end or exits it ends them all itself
-//! ([`end_tree`]). The host asks it to end the call with [`END_TREE`], never
-//! with `SIGKILL`, which would orphan the tree.
-//!
 //! `argv[1]` is the plugin's pid, in the namespace. It has no libc: raw
 //! system calls on a static binary of a few kilobytes, built by `build.rs`
 //! and run from memory, so that starting it costs one small `exec`.
@@ -40,16 +32,6 @@ const STATUS_FD: usize = 3;
 const LIFELINE_FD: usize = 4;
 
 const SIGCHLD: u32 = 17;
-const SIGKILL: usize = 9;
-/// In `tree` mode, the host's request to end the call: every process below
-/// this one is killed, then this one reports and exits. `SIGRTMAX`, which
-/// nothing else sends a plugin's init (`spawn_linux.rs` names it too).
-const END_TREE: u32 = 64;
-const ECHILD: isize = 10;
-const O_RDONLY_CLOEXEC: usize = 0o2000000;
-const AT_FDCWD: isize = -100;
-/// Lists the calling thread's children, space-separated.
-const CHILDREN: &[u8] = b"/proc/thread-self/children\0";
 const SIG_BLOCK: usize = 0;
 const WNOHANG: usize = 1;
 const EINTR: isize = 4;
@@ -68,8 +50,6 @@ const HOST_GONE: usize = 124;
 mod nr {
     pub const READ: usize = 0;
     pub const WRITE: usize = 1;
-    pub const CLOSE: usize = 3;
-    pub const OPENAT: usize = 257;
     pub const RT_SIGPROCMASK: usize = 14;
     pub const WAIT4: usize = 61;
     pub const KILL: usize = 62;
@@ -82,8 +62,6 @@ mod nr {
 mod nr {
     pub const READ: usize = 63;
     pub const WRITE: usize = 64;
-    pub const CLOSE: usize = 57;
-    pub const OPENAT: usize = 56;
     pub const RT_SIGPROCMASK: usize = 135;
     pub const WAIT4: usize = 260;
     pub const KILL: usize = 129;
@@ -191,11 +169,10 @@ struct PollFd {
 /// Called once, by `_start`, with the initial stack pointer.
 unsafe extern "C" fn start(sp: *const usize) -> ! {
     // SAFETY: the kernel's initial stack: argc, then argc pointers.
-    let (child, tree) = unsafe {
+    let child = unsafe {
         let argc = *sp;
         let argv = sp.add(1).cast::<*const u8>();
-        let child = if argc < 2 { 0 } else { parse_pid(*argv.add(1)) };
-        (child, argc >= 3)
+        if argc < 2 { 0 } else { parse_pid(*argv.add(1)) }
     };
     if child < 2 {
         exit(BAD_ARGUMENTS);
@@ -230,7 +207,7 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
         // SAFETY: wait4 writes the status into a valid local.
         let pid = unsafe { syscall(nr::WAIT4, child, (&raw mut status) as usize, WNOHANG, 0) };
         if pid == child as isize && ended(status) {
-            finish(tree, child, Some(status));
+            report(status);
         }
         if pid < 0 && pid != -EINTR {
             // The plugin is not a child here: nothing to wait for.
@@ -253,7 +230,7 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
                 )
             };
             if pid == child as isize && ended(status) {
-                finish(tree, child, Some(status));
+                report(status);
             }
             if pid <= 0 && pid != -EINTR {
                 break;
@@ -282,9 +259,6 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
         }
         if fds[1].revents != 0 {
             // End of file, an error, or not open at all: no host to answer to.
-            if tree {
-                end_tree(child);
-            }
             exit(HOST_GONE);
         }
         loop {
@@ -294,9 +268,6 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
                 break;
             }
             let signal = info[0];
-            if tree && signal == END_TREE {
-                finish(tree, child, None);
-            }
             if signal != SIGCHLD {
                 // SAFETY: kill takes integers; to the plugin's group, or the
                 // plugin alone if it left its group.
@@ -322,121 +293,6 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
 fn ended(status: i32) -> bool {
     // A stop (and a continuation) has 0x7f in its low seven bits.
     status & 0x7f != 0x7f
-}
-
-/// The plugin has ended (`status`), or the host asked for the end (`None`):
-/// in `tree` mode every process below this one is ended first, and the
-/// plugin's status is the one it had then.
-fn finish(tree: bool, child: usize, status: Option<i32>) -> ! {
-    let status = if tree {
-        end_tree(child).or(status)
-    } else {
-        status
-    };
-    match status {
-        Some(status) => report(status),
-        None => exit(0),
-    }
-}
-
-/// Kills every process below this one and reaps them: the children
-/// `/proc/thread-self/children` lists, killed and reaped one at a time,
-/// listed again after each, since what a killed process leaves becomes a
-/// child of this one (a subreaper). A child's pid cannot go to another
-/// process before this one reaps it, so no stranger is signalled. Returns
-/// the plugin's status if it was reaped here.
-///
-/// Where the list cannot be read (a kernel without it, no `/proc`), the
-/// plugin's group is killed and what has ended is reaped, no more.
-fn end_tree(child: usize) -> Option<i32> {
-    let mut plugin = None;
-    loop {
-        if !kill_children() {
-            // SAFETY: kill takes integers.
-            unsafe {
-                syscall(nr::KILL, (child as isize).wrapping_neg() as usize, SIGKILL, 0, 0);
-                syscall(nr::KILL, child, SIGKILL, 0, 0);
-            }
-            loop {
-                let mut status: i32 = 0;
-                // SAFETY: wait4 writes the status into a valid local.
-                let pid = unsafe {
-                    syscall(nr::WAIT4, usize::MAX, (&raw mut status) as usize, WNOHANG, 0)
-                };
-                if pid == child as isize && ended(status) {
-                    plugin = Some(status);
-                }
-                if pid <= 0 && pid != -EINTR {
-                    return plugin;
-                }
-            }
-        }
-        let mut status: i32 = 0;
-        // SAFETY: wait4 writes the status into a valid local.
-        let pid = unsafe { syscall(nr::WAIT4, usize::MAX, (&raw mut status) as usize, 0, 0) };
-        if pid == child as isize && ended(status) {
-            plugin = Some(status);
-        }
-        if pid == -ECHILD {
-            return plugin;
-        }
-    }
-}
-
-/// Sends `SIGKILL` to every child `/proc/thread-self/children` lists;
-/// false if the list cannot be read.
-fn kill_children() -> bool {
-    // SAFETY: a NUL-terminated path; openat returns a descriptor or -errno.
-    let fd = unsafe {
-        syscall(
-            nr::OPENAT,
-            AT_FDCWD as usize,
-            CHILDREN.as_ptr() as usize,
-            O_RDONLY_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return false;
-    }
-    // Small, like `info` in `start`: a larger zeroed array would need
-    // `memset`, which this binary has not.
-    let mut buf = [0u8; 128];
-    let mut pid: usize = 0;
-    let mut ok = true;
-    loop {
-        // SAFETY: reads into a valid local buffer.
-        let n = unsafe { syscall(nr::READ, fd as usize, (&raw mut buf) as usize, buf.len(), 0) };
-        if n == -EINTR {
-            continue;
-        }
-        if n < 0 {
-            ok = false;
-            break;
-        }
-        if n == 0 {
-            break;
-        }
-        for &c in buf.iter().take(n as usize) {
-            if c.is_ascii_digit() {
-                pid = pid.saturating_mul(10).saturating_add(usize::from(c - b'0'));
-            } else {
-                kill_one(pid);
-                pid = 0;
-            }
-        }
-    }
-    kill_one(pid);
-    // SAFETY: closes the descriptor opened above.
-    unsafe { syscall(nr::CLOSE, fd as usize, 0, 0, 0) };
-    ok
-}
-
-fn kill_one(pid: usize) {
-    if pid > 1 && pid < (1 << 22) {
-        // SAFETY: kill takes integers; `pid` is a child of this process.
-        unsafe { syscall(nr::KILL, pid, SIGKILL, 0, 0) };
-    }
 }
 
 /// Writes the plugin's wait status for the host and ends the namespace.

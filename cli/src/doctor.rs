@@ -161,10 +161,8 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     );
     say!(
         "  processes a plugin leaves behind                   {}",
-        if support.processes_contained && support.user_namespaces {
+        if support.processes_contained {
             "killed with the call, even one that left its session, and when plughost exits (a PID namespace per process)"
-        } else if support.processes_contained {
-            "killed with the call, even one that left its session, and when plughost exits (plughost-init is each process's subreaper)"
         } else {
             "killed with its process group; NOT held: one that leaves its session (setsid) outlives the call, and plughost"
         }

@@ -81,12 +81,9 @@ enum Reaper {
         expect(dead_code, reason = "Linux's spawn only")
     )]
     Pid {
-        /// The leader is the plugin's init: the plugin's own status comes
-        /// on this pipe (see `spawn_linux.rs`).
+        /// The leader is a PID namespace's init: the plugin's own status
+        /// comes on this pipe (see `spawn_linux.rs`).
         status: Option<std::os::fd::OwnedFd>,
-        /// The init ends the plugin's tree itself when asked (no PID
-        /// namespace): asked again, then killed, if it takes too long.
-        ends_tree: bool,
     },
     /// The runtime does (the standard library's spawn).
     Runtime(tokio::process::Child),
@@ -141,9 +138,6 @@ impl Process {
     #[cfg(target_os = "linux")]
     fn adopt(s: super::spawn_linux::Spawned) -> io::Result<Process> {
         // Guarded first: if a pipe cannot be registered, the child dies.
-        if s.ends_tree {
-            unix::tree::register(s.pid);
-        }
         let guard = GroupGuard::new(s.pid);
         let watch = ExitWatch::from_pidfd(s.pid, s.pidfd);
         Ok(Process {
@@ -155,10 +149,7 @@ impl Process {
             group: Group {
                 pgid: s.pid,
                 pid: s.plugin_pid,
-                reaper: Reaper::Pid {
-                    status: s.status,
-                    ends_tree: s.ends_tree,
-                },
+                reaper: Reaper::Pid { status: s.status },
                 watch,
                 guard,
             },
@@ -247,20 +238,7 @@ impl Leader for Group {
     async fn reap(&mut self) -> io::Result<ExitStatus> {
         match &mut self.reaper {
             Reaper::Runtime(child) => child.wait().await,
-            Reaper::Pid { status, ends_tree } => {
-                #[cfg(target_os = "linux")]
-                if *ends_tree {
-                    // Asked by the kill before this; past its grace this
-                    // kills it.
-                    while tokio::time::timeout(unix::tree::GRACE, self.watch.exited())
-                        .await
-                        .is_err()
-                    {
-                        unix::signal_group(self.pgid, SIGKILL);
-                    }
-                }
-                #[cfg(not(target_os = "linux"))]
-                let _ = ends_tree;
+            Reaper::Pid { status } => {
                 self.watch.exited().await;
                 let own = unix::reap_exited(self.pgid).await?;
                 // The plugin's status when its init reported it; the init's

@@ -30,12 +30,6 @@
 //! its first process as the host's child (`CLONE_PARENT`), which clones the
 //! plugin, then `exec`s `plughost-init` (see `init.rs`). The host watches and
 //! signals that first process; the plugin's status comes back on a pipe.
-//!
-//! Where the sandbox has no user namespace (Landlock alone), the same init
-//! starts the plugin without a PID namespace, as a child subreaper: what the
-//! plugin leaves becomes the init's child, and the init kills it all before
-//! it reports (`plughost-init`'s `tree` mode). The host then ends such a
-//! call with [`END_TREE`] to the init rather than `SIGKILL` (see `unix.rs`).
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -54,10 +48,6 @@ use crate::run::sandbox::{self, ChildSteps, init};
 /// The child's stack. It runs a few dozen system calls in one frame.
 const CHILD_STACK: usize = 64 * 1024;
 
-/// The signal that asks an init in `tree` mode to end its plugin's whole
-/// tree and exit (`SIGRTMAX`; `init/main.rs` names it too).
-pub(super) const END_TREE: c_int = 64;
-
 /// Set once the kernel refused `CLONE_PIDFD`: every later spawn falls back.
 static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
 
@@ -73,12 +63,9 @@ pub(super) struct Spawned {
     pub stdin: OwnedFd,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
-    /// Under an init, `pid` is the init: this pipe brings the plugin's wait
-    /// status (4 bytes, written as the plugin ends).
+    /// In a PID namespace, `pid` is the namespace's init: this pipe brings
+    /// the plugin's wait status (4 bytes, written as the plugin ends).
     pub status: Option<OwnedFd>,
-    /// The init is a subreaper without a PID namespace: it is asked to end
-    /// the call with [`END_TREE`], never killed first.
-    pub ends_tree: bool,
 }
 
 /// What the child does, built by the parent before `clone`. It owns what
@@ -110,9 +97,6 @@ struct InitPlan {
     lifeline: RawFd,
     /// The write end of the status pipe, which the init gets as descriptor 3.
     status: OwnedFd,
-    /// A PID namespace (user namespaces work); otherwise the init is a child
-    /// subreaper in the host's, and ends the plugin's tree itself.
-    pid_namespace: bool,
 }
 
 // SAFETY: the raw pointers in `argv` and `envp` point into heap buffers the
@@ -247,7 +231,7 @@ pub(super) async fn spawn(
         .and_then(|s| s.joins)
         .is_some_and(|joins| joins.user >= 0);
     let (status, init) = match init::get() {
-        Ok(init) if steps.is_some() => {
+        Ok(init) if joins_user => {
             let (read, write) = pipe()?;
             // Read once the init has exited, without waiting: one killed
             // before it wrote leaves nothing, and a child another spawn is
@@ -260,7 +244,6 @@ pub(super) async fn spawn(
                 image: init.image(),
                 lifeline: init.lifeline(),
                 status: write,
-                pid_namespace: joins_user,
             };
             (Some(read), Some(plan))
         }
@@ -282,7 +265,6 @@ pub(super) async fn spawn(
         _confinement: confinement,
         init,
     };
-    let ends_tree = plan.init.as_ref().is_some_and(|i| !i.pid_namespace);
     let spawned = match filtered_spawner(&mut plan) {
         Some(spawner) => spawner.run(plan).await?,
         None => clone_and_exec(&plan)?,
@@ -303,7 +285,6 @@ pub(super) async fn spawn(
         stdout,
         stderr,
         status,
-        ends_tree,
     }))
 }
 
@@ -866,9 +847,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         // A PID namespace (this process stays in the host's; its children
         // are made in the new one). Its first process must be this one's
         // sibling, a child of the host (CLONE_PARENT): this one exits below.
-        // Without one, the same init, a subreaper in the host's namespace.
-        let pid_namespace = plan.init.as_ref().is_some_and(|i| i.pid_namespace);
-        if pid_namespace && libc::unshare(libc::CLONE_NEWPID) != 0 {
+        if libc::unshare(libc::CLONE_NEWPID) != 0 {
             fail(shared, Step::PidNamespace, errno());
         }
         let init = libc::clone(
@@ -905,12 +884,7 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
         if libc::setsid() < 0 {
             fail(shared, Step::ProcessGroup, errno());
         }
-        // Without a PID namespace, what the plugin leaves comes to this
-        // process rather than to the host or the system's init.
-        if !init.pid_namespace && libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
-            fail(shared, Step::Init, errno());
-        }
-        if init.pid_namespace && plan.sandbox.is_some_and(|steps| steps.own_proc) {
+        if plan.sandbox.is_some_and(|steps| steps.own_proc) {
             ptr::write_volatile(&raw mut (*shared).own_proc, sandbox::mount_own_proc());
         }
         // The confinement of every process of the namespace, taken once
@@ -971,15 +945,9 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
                 break;
             }
         }
-        // A third argument, `tree`, without a PID namespace.
         let argv = [
             c"plughost-init".as_ptr(),
             digits[start..].as_ptr().cast(),
-            if init.pid_namespace {
-                ptr::null()
-            } else {
-                c"tree".as_ptr()
-            },
             ptr::null(),
         ];
         let envp = [ptr::null::<libc::c_char>()];

@@ -47,15 +47,8 @@ pub(crate) fn kill_group(pgid: u32) {
 }
 
 /// Sends `signal` to every process in group `pgid`. Returns false when the group
-/// no longer exists. `SIGKILL` to an init that ends its plugin's tree itself
-/// is a request to do so first ([`tree::ask_end`]).
+/// no longer exists.
 pub(super) fn signal_group(pgid: u32, signal: i32) -> bool {
-    #[cfg(target_os = "linux")]
-    if signal == SIGKILL
-        && let Some(exists) = tree::ask_end(pgid)
-    {
-        return exists;
-    }
     // SAFETY: killpg takes plain integers and has no memory effects.
     let rc = unsafe { libc::killpg(pgid as libc::pid_t, signal) };
     rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
@@ -72,11 +65,7 @@ pub(super) fn reap_group(pgid: u32) -> bool {
         let pid = unsafe { libc::waitpid(-(pgid as libc::pid_t), &mut status, libc::WNOHANG) };
         match pid {
             0 => return true,
-            p if p > 0 => {
-                #[cfg(target_os = "linux")]
-                tree::forget(p as u32);
-                continue;
-            }
+            p if p > 0 => continue,
             _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
             _ => return false,
         }
@@ -131,8 +120,6 @@ pub(super) async fn reap_exited(pid: u32) -> io::Result<std::process::ExitStatus
         // SAFETY: waitpid writes only into `status`, a valid local.
         let rc = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
         if rc > 0 {
-            #[cfg(target_os = "linux")]
-            tree::forget(pid);
             return Ok(std::process::ExitStatus::from_raw(status));
         }
         if rc < 0 {
@@ -298,52 +285,5 @@ impl WaitThread {
     /// Whether the process has exited already.
     pub(super) fn has_exited(&self) -> bool {
         *self.exited.borrow()
-    }
-}
-
-/// Inits that end their plugin's tree themselves (`tree` mode, where there
-/// is no PID namespace: see `spawn_linux.rs`). `SIGKILL` would kill only
-/// the init and orphan the rest, so a kill asks with `END_TREE` instead;
-/// an init that has not ended [`GRACE`] after the first ask is killed.
-#[cfg(target_os = "linux")]
-pub(super) mod tree {
-    use std::sync::Mutex;
-    use std::time::{Duration, Instant};
-
-    use super::super::spawn_linux::END_TREE;
-
-    /// How long an asked init may take to end its tree: one kill and one
-    /// reap per process, milliseconds unless a process is stuck in the kernel.
-    pub(in super::super) const GRACE: Duration = Duration::from_secs(2);
-
-    /// The inits in `tree` mode not yet reaped, and when each was first asked.
-    static INITS: Mutex<Vec<(u32, Option<Instant>)>> = Mutex::new(Vec::new());
-
-    fn inits() -> std::sync::MutexGuard<'static, Vec<(u32, Option<Instant>)>> {
-        INITS.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// `pid`, a child of this process not yet reaped, is such an init.
-    pub(in super::super) fn register(pid: u32) {
-        inits().push((pid, None));
-    }
-
-    /// `pid` was reaped: its number may go to another process.
-    pub(super) fn forget(pid: u32) {
-        inits().retain(|(p, _)| *p != pid);
-    }
-
-    /// Asks init `pid` to end its tree, if it is one and its grace has not
-    /// run out: `Some(whether it still exists)`. `None`: kill it as usual.
-    pub(super) fn ask_end(pid: u32) -> Option<bool> {
-        let mut inits = inits();
-        let (_, asked) = inits.iter_mut().find(|(p, _)| *p == pid)?;
-        if asked.get_or_insert_with(Instant::now).elapsed() >= GRACE {
-            return None;
-        }
-        // SAFETY: kill takes plain integers; `pid` is an unreaped child of
-        // this process (it is forgotten when reaped), so no stranger.
-        let rc = unsafe { libc::kill(pid as libc::pid_t, END_TREE) };
-        Some(rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH))
     }
 }

@@ -413,9 +413,7 @@ impl Confinement {
         // one that needs no other namespace), for the task limit it counts
         // (`cgroup::PLUGIN_TASKS`) and a PID namespace of its own.
         let in_user_namespace = policy.namespaces && namespace::user().is_ok();
-        enforcement.processes_contained = super::init::available().is_ok()
-            && (in_user_namespace
-                || super::support::ends_trees_without_namespaces(scoped.contains(Scope::Signal)));
+        enforcement.processes_contained = in_user_namespace && super::init::available().is_ok();
         let namespaces = (mnt.is_some() || net.is_some() || in_user_namespace)
             .then(|| Arc::new(Namespaces { mnt, net }));
         Ok(Confinement {

@@ -121,15 +121,16 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
     } else {
         NetLevel::Advisory
     };
-    let processes_contained = match super::init::available() {
-        Ok(()) => user_namespaces || ends_trees_without_namespaces(v >= 6),
-        Err(why) => {
-            notes.push(format!(
-                "{why}: a process a plugin starts that leaves its session outlives the call"
-            ));
-            false
-        }
-    };
+    let processes_contained = user_namespaces
+        && match super::init::available() {
+            Ok(()) => true,
+            Err(why) => {
+                notes.push(format!(
+                    "{why}: a process a plugin starts that leaves its session outlives the call"
+                ));
+                false
+            }
+        };
     // SAFETY: geteuid takes nothing and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     // RLIMIT_NPROC in plughost's user namespace, else its pids cgroup.
@@ -187,12 +188,4 @@ pub(super) fn seccomp_available() -> bool {
             };
             rc == 0
         })
-}
-
-/// Whether `plughost-init` ends a plugin's whole tree where there is no PID
-/// namespace (Landlock alone): as the plugin's subreaper it lists its
-/// children in `/proc/thread-self/children`, and the plugin cannot kill it
-/// first, which takes Landlock's signal scope (ABI 6): `signals_scoped`.
-pub(crate) fn ends_trees_without_namespaces(signals_scoped: bool) -> bool {
-    signals_scoped && std::path::Path::new("/proc/thread-self/children").exists()
 }
