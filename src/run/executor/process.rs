@@ -71,10 +71,6 @@ pub(crate) struct Group {
     reaper: Reaper,
     watch: ExitWatch,
     guard: GroupGuard,
-    /// The plugin is its PID namespace's first process (a per-call plugin,
-    /// see `spawn_linux.rs`), which ignores the signals it has no handler
-    /// for, even the host's.
-    first_process: bool,
 }
 
 /// Who reaps the leader.
@@ -156,7 +152,6 @@ impl Process {
                 reaper: Reaper::Pid { status: s.status },
                 watch,
                 guard,
-                first_process: s.first_process,
             },
         })
     }
@@ -196,7 +191,6 @@ impl Process {
             reaper: Reaper::Runtime(child),
             watch: ExitWatch::new(pgid),
             guard,
-            first_process: false,
         };
         Ok(Process {
             pipes: Pipes {
@@ -238,16 +232,7 @@ impl Leader for Group {
     }
 
     fn signal_group(&self, signal: i32) -> bool {
-        let exists = unix::signal_group(self.pgid, signal);
-        // A first process without a handler for SIGTERM ignores it; its
-        // default would have ended it, and with it its namespace, the
-        // group included: so that is what they get. Unreaped, it keeps
-        // its pid and its group's id.
-        if exists && signal == SIGTERM && self.first_process && unix::by_default(self.pid, SIGTERM)
-        {
-            unix::signal_group(self.pgid, SIGKILL);
-        }
-        exists
+        unix::signal_group(self.pgid, signal)
     }
 
     async fn reap(&mut self) -> io::Result<ExitStatus> {

@@ -31,11 +31,9 @@
 //! and signals that first process. It is one of two:
 //! - **A per-call plugin is that first process itself.** When it exits, the
 //!   kernel kills whatever it left in the namespace before the host can reap
-//!   it. It dies with the host by `PR_SET_PDEATHSIG` (sent when its parent,
-//!   a spawner thread that lives as long as the host, goes), and by the
-//!   host's guard (`init.rs`), which a thread's `exec` cannot shake off. What
-//!   it leaves is not reaped until the call ends, which a call does not
-//!   notice. Without a guard, it runs under `plughost-init` too.
+//!   it, and it dies with the host (`PR_SET_PDEATHSIG`, sent when its parent,
+//!   a spawner thread that lives as long as the host, goes). What it leaves
+//!   is not reaped until the call ends, which a call does not notice.
 //! - **A long-lived process (a worker, an MCP server) runs under
 //!   `plughost-init`** (see `init.rs`): the first process clones the plugin,
 //!   then `exec`s the init, which reaps what the plugin leaves for as long as
@@ -77,8 +75,6 @@ pub(super) struct Spawned {
     /// In a PID namespace, `pid` is the namespace's init: this pipe brings
     /// the plugin's wait status (4 bytes, written as the plugin ends).
     pub status: Option<OwnedFd>,
-    /// The plugin is its PID namespace's first process (no init).
-    pub first_process: bool,
 }
 
 /// What the child does, built by the parent before `clone`. It owns what
@@ -101,18 +97,15 @@ struct Plan {
     _confinement: Option<sandbox::Prepared>,
     /// A PID namespace of its own, and what its first process is.
     pid_namespace: Option<PidNamespace>,
-    /// The host's pidfd, for a plugin that dies with the host by its
-    /// parent-death signal: a per-call one cloned by a spawner thread,
-    /// which lives as long as the host.
-    die_with_host: Option<RawFd>,
 }
 
 /// The first process of the plugin's PID namespace (see the module docs).
 enum PidNamespace {
     /// `plughost-init`, which starts the plugin (a long-lived process).
     Init(InitPlan),
-    /// The plugin itself (a per-call process).
-    Plugin,
+    /// The plugin itself (a per-call process). `host` is the host's pidfd,
+    /// checked once the plugin has asked to die with the host.
+    Plugin { host: RawFd },
 }
 
 /// What the namespace's first process needs: descriptors that stay open
@@ -273,18 +266,15 @@ pub(super) async fn spawn(
         _child_ends: [stdin_child, stdout_child, stderr_child],
         _confinement: confinement,
         pid_namespace: None,
-        die_with_host: None,
     };
     let spawner = filtered_spawner(&mut plan);
     let long_lived = steps.is_some_and(|s| s.long_lived);
-    // Only from a spawner thread, which never exits: the parent-death
-    // signal comes when the parent thread goes.
-    if !long_lived && spawner.is_some() {
-        plan.die_with_host = init::get().ok().and_then(|init| init.host());
-    }
     let status = match init::get() {
-        Ok(init) if joins_user && plan.die_with_host.is_some() && init.guarded() => {
-            plan.pid_namespace = Some(PidNamespace::Plugin);
+        // Only from a spawner thread, which never exits: the plugin's
+        // parent-death signal is its parent thread's.
+        Ok(init) if joins_user && !long_lived && spawner.is_some() && init.host().is_some() => {
+            let host = init.host().unwrap_or(-1);
+            plan.pid_namespace = Some(PidNamespace::Plugin { host });
             None
         }
         Ok(init) if joins_user => {
@@ -305,7 +295,6 @@ pub(super) async fn spawn(
         }
         _ => None,
     };
-    let first_process = matches!(plan.pid_namespace, Some(PidNamespace::Plugin));
     let spawned = match spawner {
         Some(spawner) => spawner.run(plan).await?,
         None => clone_and_exec(&plan)?,
@@ -326,7 +315,6 @@ pub(super) async fn spawn(
         stdout,
         stderr,
         status,
-        first_process,
     }))
 }
 
@@ -605,7 +593,7 @@ fn clone_and_exec(plan: &Plan) -> io::Result<Option<(u32, OwnedFd)>> {
     // until the child has exec'd), so the stacks are free again on return.
     let stacks = match plan.pid_namespace {
         Some(PidNamespace::Init(_)) => 3,
-        Some(PidNamespace::Plugin) => 2,
+        Some(PidNamespace::Plugin { .. }) => 2,
         None => 1,
     };
     let mut spare = SPARE_STACKS.try_with(Cell::take).unwrap_or_default();
@@ -889,7 +877,6 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         }
         let init_stack = (*shared).init_stack;
         if init_stack.is_null() {
-            die_with_host(shared);
             confine_and_exec(shared, plan.sandbox);
         }
         // A PID namespace (this process stays in the host's; its children
@@ -899,7 +886,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
             fail(shared, Step::PidNamespace, errno());
         }
         let first = match plan.pid_namespace {
-            Some(PidNamespace::Plugin) => first_plugin_main,
+            Some(PidNamespace::Plugin { .. }) => first_plugin_main,
             _ => init_main,
         };
         let init = libc::clone(
@@ -1026,28 +1013,14 @@ extern "C" fn first_plugin_main(arg: *mut c_void) -> c_int {
     // the plan and on locals of this frame.
     unsafe {
         let plan = (*shared).plan;
+        let Some(PidNamespace::Plugin { host }) = plan.pid_namespace else {
+            fail(shared, Step::DieWithHost, libc::EINVAL)
+        };
         if libc::setsid() < 0 {
             fail(shared, Step::ProcessGroup, errno());
         }
-        die_with_host(shared);
-        confine_and_exec(shared, plan.sandbox)
-    }
-}
-
-/// Asks for `SIGKILL` when the parent, a spawner thread, goes: when the
-/// host does (a first process of a namespace gets it too: it comes from
-/// outside). A host that went before that sent nothing: its pidfd says so.
-/// Nothing when the plan has no host pidfd.
-///
-/// # Safety
-/// Only in the child, with `shared` the parent's [`Shared`].
-unsafe fn die_with_host(shared: *mut Shared<'_>) {
-    // SAFETY: as in `child_main`: libc wrappers of single system calls on
-    // the parent's live plan and locals of this frame.
-    unsafe {
-        let Some(host) = (*shared).plan.die_with_host else {
-            return;
-        };
+        // Killed when its parent, the spawner thread, goes: with the host.
+        // Sent from outside the namespace, so it reaches its first process.
         if libc::prctl(
             libc::PR_SET_PDEATHSIG,
             libc::SIGKILL as libc::c_ulong,
@@ -1058,6 +1031,7 @@ unsafe fn die_with_host(shared: *mut Shared<'_>) {
         {
             fail(shared, Step::DieWithHost, errno());
         }
+        // A host that went before that sent nothing: its pidfd says so.
         let mut gone = libc::pollfd {
             fd: host,
             events: libc::POLLIN,
@@ -1066,6 +1040,7 @@ unsafe fn die_with_host(shared: *mut Shared<'_>) {
         if libc::poll(&mut gone, 1, 0) != 0 {
             fail(shared, Step::DieWithHost, libc::ESRCH);
         }
+        confine_and_exec(shared, plan.sandbox)
     }
 }
 

@@ -46,26 +46,6 @@ pub(crate) fn kill_group(pgid: u32) {
     signal_group(pgid, SIGKILL);
 }
 
-/// Whether process `pid` leaves `signal` to its default action (it neither
-/// catches nor ignores it), from `/proc/PID/status`; false if that cannot be
-/// read.
-pub(super) fn by_default(pid: u32, signal: i32) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return false;
-    };
-    let mask = |field: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-    };
-    let bit = 1u64 << (signal - 1);
-    match (mask("SigCgt:"), mask("SigIgn:")) {
-        (Some(caught), Some(ignored)) => (caught | ignored) & bit == 0,
-        _ => false,
-    }
-}
-
 /// Sends `signal` to every process in group `pgid`. Returns false when the group
 /// no longer exists.
 pub(super) fn signal_group(pgid: u32, signal: i32) -> bool {

@@ -1,14 +1,12 @@
-//! `plughost-init`, the first process of a long-lived plugin's PID
-//! namespace and the host's guard (see `init/main.rs` and `spawn_linux.rs`):
-//! its image in memory, and the host's lifeline, which tells each one when
-//! the host is gone.
+//! `plughost-init`, the first process of a confined plugin's PID namespace
+//! (see `init/main.rs` and `spawn_linux.rs`): its image in memory, and the
+//! host's lifeline, which tells each one when the host is gone.
 //!
 //! Both are made once per host process and live as long as it: the image is
 //! a sealed memfd the child `exec`s without a path (nothing on disk a plugin
 //! could swap), and the lifeline is a pipe the host never writes to, whose
-//! read end every init and the guard hold; when the host exits, for whatever
-//! reason, the write end closes with it: every init ends its namespace, and
-//! the guard kills every process of the host's user namespace.
+//! read end every init holds; when the host exits, for whatever reason, the
+//! write end closes with it and every init ends its namespace.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -50,26 +48,6 @@ impl Init {
     /// The host's own pidfd, where the kernel has them.
     pub(crate) fn host(&self) -> Option<RawFd> {
         self.host.as_ref().map(AsRawFd::as_raw_fd)
-    }
-
-    /// Whether the host's guard runs, started on first use: `plughost-init
-    /// guard`, which kills every process of the host's user namespace once
-    /// the host is gone. A per-call plugin, the first process of its PID
-    /// namespace with no init above it, relies on it to die with the host
-    /// (its parent-death signal alone it could lose: a thread's `exec`
-    /// leaves the process without one).
-    pub(crate) fn guarded(&self) -> bool {
-        static GUARD: OnceLock<Option<OwnedFd>> = OnceLock::new();
-        let Some(guard) = GUARD.get_or_init(|| start_guard(self).ok()) else {
-            return false;
-        };
-        let mut exited = libc::pollfd {
-            fd: guard.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, no wait.
-        unsafe { libc::poll(&mut exited, 1, 0) == 0 }
     }
 }
 
@@ -113,48 +91,6 @@ fn make() -> Result<Init, String> {
         _lifeline_host: lifeline_host,
         host,
     })
-}
-
-/// Starts the guard, outside every namespace of the plugins, with the
-/// host's user namespace as descriptor 3 and the lifeline as 4; its pidfd.
-fn start_guard(init: &Init) -> io::Result<OwnedFd> {
-    use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
-    let user = super::namespace::user()?;
-    let lifeline = init.lifeline();
-    let mut command = Command::new(format!("/proc/self/fd/{}", init.image()));
-    command
-        .arg("guard")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: the hook makes only async-signal-safe calls (fcntl, dup2,
-    // setsid, chdir) on descriptors the host keeps open and a static path.
-    unsafe {
-        command.pre_exec(move || {
-            // Copied above 4 first: either may be at 3 or 4 already.
-            let u = libc::fcntl(user, libc::F_DUPFD_CLOEXEC, 5);
-            let l = libc::fcntl(lifeline, libc::F_DUPFD_CLOEXEC, 5);
-            if u < 0 || l < 0 || libc::dup2(u, 3) < 0 || libc::dup2(l, 4) < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // Not in the host's session: a terminal's Ctrl-C is not for it,
-            // and it holds no folder busy.
-            if libc::setsid() < 0 || libc::chdir(c"/".as_ptr()) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let child = command.spawn()?;
-    // SAFETY: pidfd_open takes a pid and flags; the child is unreaped, so
-    // its pid is its own.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
-    if raw < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(raw as RawFd) })
 }
 
 /// A sealed, executable memfd holding [`IMAGE`].
