@@ -11,9 +11,8 @@
 //!   profiles) and what they add for a process that holds no capability.
 //!   Each entry says why;
 //! - the calls in [`CHECKED`] are refused for some arguments only: typing
-//!   into a terminal (`TIOCSTI`, `TIOCLINUX`), making device files,
-//!   changing the limits or the scheduling of another process, and a
-//!   parent-death signal other than `SIGKILL`.
+//!   into a terminal (`TIOCSTI`, `TIOCLINUX`), making device files, and
+//!   changing the limits or the scheduling of another process.
 //!
 //! Then the sockets:
 //! - [`Sockets::Any`] (`network` granted): nothing more;
@@ -337,19 +336,6 @@ const CHECKED: &[Checked] = &[
             ]
         },
         why: "changes the I/O priority of another process or of every process of the user",
-    },
-    Checked {
-        nr: libc::SYS_prctl,
-        name: "SYS_prctl",
-        steps: || {
-            vec![
-                (LOAD_WORD, OFFSET_ARG0, Go::Next, Go::Next),
-                (JUMP_EQ, libc::PR_SET_PDEATHSIG as u32, Go::Next, Go::Allow),
-                (LOAD_WORD, OFFSET_ARG1, Go::Next, Go::Next),
-                (JUMP_EQ, libc::SIGKILL as u32, Go::Allow, Go::Eperm),
-            ]
-        },
-        why: "a per-call plugin dies with plughost by its parent-death signal, SIGKILL: clearing or changing it would let it outlive plughost",
     },
     Checked {
         nr: libc::SYS_sched_setaffinity,
