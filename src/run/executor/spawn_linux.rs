@@ -27,18 +27,9 @@
 //! Where the sandbox joins a user namespace, the plugin also gets a PID
 //! namespace of its own, so that nothing it starts outlives it (not even a
 //! process that left its session): the child makes the namespace and clones
-//! its first process as the host's child (`CLONE_PARENT`). The host watches
-//! and signals that first process. It is one of two:
-//! - **A per-call plugin is that first process itself.** When it exits, the
-//!   kernel kills whatever it left in the namespace before the host can reap
-//!   it, and it dies with the host (`PR_SET_PDEATHSIG`, sent when its parent,
-//!   a spawner thread that lives as long as the host, goes). What it leaves
-//!   is not reaped until the call ends, which a call does not notice.
-//! - **A long-lived process (a worker, an MCP server) runs under
-//!   `plughost-init`** (see `init.rs`): the first process clones the plugin,
-//!   then `exec`s the init, which reaps what the plugin leaves for as long as
-//!   it runs and ends the namespace when the host is gone. The plugin's
-//!   status comes back on a pipe.
+//! its first process as the host's child (`CLONE_PARENT`), which clones the
+//! plugin, then `exec`s `plughost-init` (see `init.rs`). The host watches and
+//! signals that first process; the plugin's status comes back on a pipe.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -95,17 +86,8 @@ struct Plan {
     _child_ends: [OwnedFd; 3],
     /// Keeps the ruleset and namespace descriptors `sandbox` names open.
     _confinement: Option<sandbox::Prepared>,
-    /// A PID namespace of its own, and what its first process is.
-    pid_namespace: Option<PidNamespace>,
-}
-
-/// The first process of the plugin's PID namespace (see the module docs).
-enum PidNamespace {
-    /// `plughost-init`, which starts the plugin (a long-lived process).
-    Init(InitPlan),
-    /// The plugin itself (a per-call process). `host` is the host's pidfd,
-    /// checked once the plugin has asked to die with the host.
-    Plugin { host: RawFd },
+    /// A PID namespace of its own, under `plughost-init`.
+    init: Option<InitPlan>,
 }
 
 /// What the namespace's first process needs: descriptors that stay open
@@ -137,7 +119,6 @@ enum Step {
     Exec,
     PidNamespace,
     Init,
-    DieWithHost,
 }
 
 impl Step {
@@ -152,7 +133,6 @@ impl Step {
             7 => Step::Sandbox,
             9 => Step::PidNamespace,
             10 => Step::Init,
-            11 => Step::DieWithHost,
             _ => Step::Exec,
         }
     }
@@ -169,7 +149,6 @@ impl Step {
             Step::Exec => "cannot run the plugin",
             Step::PidNamespace => "cannot give the plugin a PID namespace of its own",
             Step::Init => "cannot start plughost-init in the plugin's PID namespace",
-            Step::DieWithHost => "cannot tie the plugin's life to plughost's",
         }
     }
 }
@@ -251,6 +230,25 @@ pub(super) async fn spawn(
     let joins_user = steps
         .and_then(|s| s.joins)
         .is_some_and(|joins| joins.user >= 0);
+    let (status, init) = match init::get() {
+        Ok(init) if joins_user => {
+            let (read, write) = pipe()?;
+            // Read once the init has exited, without waiting: one killed
+            // before it wrote leaves nothing, and a child another spawn is
+            // cloning may hold a copy of the write end for an instant.
+            // SAFETY: F_SETFL sets flags on a descriptor we own.
+            if unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let plan = InitPlan {
+                image: init.image(),
+                lifeline: init.lifeline(),
+                status: write,
+            };
+            (Some(read), Some(plan))
+        }
+        _ => (None, None),
+    };
     let mut plan = Plan {
         program,
         argv,
@@ -265,37 +263,9 @@ pub(super) async fn spawn(
         _strings: strings,
         _child_ends: [stdin_child, stdout_child, stderr_child],
         _confinement: confinement,
-        pid_namespace: None,
+        init,
     };
-    let spawner = filtered_spawner(&mut plan);
-    let long_lived = steps.is_some_and(|s| s.long_lived);
-    let status = match init::get() {
-        // Only from a spawner thread, which never exits: the plugin's
-        // parent-death signal is its parent thread's.
-        Ok(init) if joins_user && !long_lived && spawner.is_some() && init.host().is_some() => {
-            let host = init.host().unwrap_or(-1);
-            plan.pid_namespace = Some(PidNamespace::Plugin { host });
-            None
-        }
-        Ok(init) if joins_user => {
-            let (read, write) = pipe()?;
-            // Read once the init has exited, without waiting: one killed
-            // before it wrote leaves nothing, and a child another spawn is
-            // cloning may hold a copy of the write end for an instant.
-            // SAFETY: F_SETFL sets flags on a descriptor we own.
-            if unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            plan.pid_namespace = Some(PidNamespace::Init(InitPlan {
-                image: init.image(),
-                lifeline: init.lifeline(),
-                status: write,
-            }));
-            Some(read)
-        }
-        _ => None,
-    };
-    let spawned = match spawner {
+    let spawned = match filtered_spawner(&mut plan) {
         Some(spawner) => spawner.run(plan).await?,
         None => clone_and_exec(&plan)?,
     };
@@ -448,7 +418,6 @@ impl FilteredSpawner {
                         ruleset: None,
                         proc_self: 0,
                         own_proc: false,
-                        long_lived: false,
                         proc_whole: false,
                         seccomp: Some(program),
                         seccomp_namespaces: None,
@@ -591,11 +560,7 @@ fn clone_and_exec(plan: &Plan) -> io::Result<Option<(u32, OwnedFd)>> {
     // one per spawn costs page faults and, in a multi-threaded host, a TLB
     // shootdown on every CPU. A thread spawns one child at a time (it waits
     // until the child has exec'd), so the stacks are free again on return.
-    let stacks = match plan.pid_namespace {
-        Some(PidNamespace::Init(_)) => 3,
-        Some(PidNamespace::Plugin { .. }) => 2,
-        None => 1,
-    };
+    let stacks = if plan.init.is_some() { 3 } else { 1 };
     let mut spare = SPARE_STACKS.try_with(Cell::take).unwrap_or_default();
     while spare.len() < stacks {
         spare.push(Stack::new()?);
@@ -609,12 +574,12 @@ thread_local! {
     static SPARE_STACKS: Cell<Vec<Stack>> = const { Cell::new(Vec::new()) };
 }
 
-/// Clones the child on `stacks[0]`. With a PID namespace, the child makes
-/// the namespace and clones its first process on `stacks[1]` as a child of
-/// this process (`CLONE_PARENT`): the plugin, or the init, which clones the
-/// plugin on `stacks[2]`. The child exits once the first process has
-/// exec'd. What is returned is that first process; the child is reaped
-/// here.
+/// Clones the child on `stacks[0]`. With three stacks (a PID namespace), the
+/// child makes the namespace, clones its first process on `stacks[1]` as a
+/// child of this process (`CLONE_PARENT`), which clones the plugin on
+/// `stacks[2]`; the child exits once the first process has exec'd
+/// `plughost-init`. What is returned is that first process; the child is
+/// reaped here.
 fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<(u32, OwnedFd)>> {
     let mut shared = Shared {
         plan,
@@ -675,7 +640,7 @@ fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<(u32, OwnedFd)>>
             ptr::read_volatile(&raw const shared.init_pid),
         )
     };
-    if plan.pid_namespace.is_some() {
+    if plan.init.is_some() {
         // The child only made the namespace and its first process, and
         // exited; that process is ours (CLONE_PARENT).
         drop(pidfd);
@@ -885,12 +850,8 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         if libc::unshare(libc::CLONE_NEWPID) != 0 {
             fail(shared, Step::PidNamespace, errno());
         }
-        let first = match plan.pid_namespace {
-            Some(PidNamespace::Plugin { .. }) => first_plugin_main,
-            _ => init_main,
-        };
         let init = libc::clone(
-            first,
+            init_main,
             init_stack,
             libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PARENT | libc::SIGCHLD,
             arg,
@@ -917,7 +878,7 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
     // locals of this frame.
     unsafe {
         let plan = (*shared).plan;
-        let Some(PidNamespace::Init(init)) = &plan.pid_namespace else {
+        let Some(init) = &plan.init else {
             fail(shared, Step::Init, libc::EINVAL)
         };
         if libc::setsid() < 0 {
@@ -999,48 +960,6 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
             libc::AT_EMPTY_PATH,
         );
         fail(shared, Step::Init, errno())
-    }
-}
-
-/// A per-call plugin as the first process of its PID namespace, cloned by
-/// [`child_main`]: a session of its own, death with the host, the whole
-/// confinement, `exec`.
-extern "C" fn first_plugin_main(arg: *mut c_void) -> c_int {
-    let shared = arg.cast::<Shared<'_>>();
-    // SAFETY: as in `init_main`: the host's `shared`, valid while the host
-    // thread is suspended (until `child_main`'s process exits, after this
-    // one has exec'd or exited); libc wrappers of single system calls on
-    // the plan and on locals of this frame.
-    unsafe {
-        let plan = (*shared).plan;
-        let Some(PidNamespace::Plugin { host }) = plan.pid_namespace else {
-            fail(shared, Step::DieWithHost, libc::EINVAL)
-        };
-        if libc::setsid() < 0 {
-            fail(shared, Step::ProcessGroup, errno());
-        }
-        // Killed when its parent, the spawner thread, goes: with the host.
-        // Sent from outside the namespace, so it reaches its first process.
-        if libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        ) != 0
-        {
-            fail(shared, Step::DieWithHost, errno());
-        }
-        // A host that went before that sent nothing: its pidfd says so.
-        let mut gone = libc::pollfd {
-            fd: host,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        if libc::poll(&mut gone, 1, 0) != 0 {
-            fail(shared, Step::DieWithHost, libc::ESRCH);
-        }
-        confine_and_exec(shared, plan.sandbox)
     }
 }
 

@@ -31,10 +31,6 @@ pub(crate) struct ChildSteps {
     /// Whether the init of the process's PID namespace mounts a `/proc` of
     /// that namespace (see [`mount_own_proc`]).
     pub own_proc: bool,
-    /// A long-lived process (a worker, an MCP server): in a PID namespace
-    /// it runs under `plughost-init`, which reaps what it leaves; a
-    /// per-call process is the namespace's first process itself.
-    pub long_lived: bool,
     /// Set only by [`Self::after_init`], for a plugin whose init mounted
     /// one: its `/proc` rights reach all of that `/proc` (its own processes
     /// alone) rather than its own `/proc/PID`.

@@ -27,11 +27,6 @@ pub(crate) struct Init {
     lifeline: OwnedFd,
     /// Never written; closed only when the host exits.
     _lifeline_host: OwnedFd,
-    /// A pidfd of the host itself, which reads as ended once it has exited:
-    /// a per-call plugin, the first process of its PID namespace, checks it
-    /// after asking to die with the host (see `spawn_linux.rs`). `None`
-    /// before Linux 5.3.
-    host: Option<OwnedFd>,
 }
 
 impl Init {
@@ -43,11 +38,6 @@ impl Init {
     /// The read end of the host's lifeline.
     pub(crate) fn lifeline(&self) -> RawFd {
         self.lifeline.as_raw_fd()
-    }
-
-    /// The host's own pidfd, where the kernel has them.
-    pub(crate) fn host(&self) -> Option<RawFd> {
-        self.host.as_ref().map(AsRawFd::as_raw_fd)
     }
 }
 
@@ -79,17 +69,10 @@ fn make() -> Result<Init, String> {
     // SAFETY: pipe2 returned two new descriptors that nothing else owns.
     let (lifeline, lifeline_host) =
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: pidfd_open takes a pid and flags and returns a new
-    // descriptor or -1; getpid cannot fail.
-    let host = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
-    // SAFETY: a new descriptor that nothing else owns (close-on-exec, as
-    // every pidfd is).
-    let host = (host >= 0).then(|| unsafe { OwnedFd::from_raw_fd(host as RawFd) });
     Ok(Init {
         image,
         lifeline,
         _lifeline_host: lifeline_host,
-        host,
     })
 }
 

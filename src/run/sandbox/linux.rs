@@ -558,7 +558,6 @@ impl Prepared {
             ruleset: self.ruleset.as_deref().map(AsRawFd::as_raw_fd),
             proc_self: self.proc_self,
             own_proc: self.own_proc && self.proc_self != 0,
-            long_lived: self.own_proc,
             proc_whole: false,
             seccomp: self.seccomp,
             seccomp_namespaces: self.seccomp.and(NAMESPACES_PROGRAM.as_deref()),
