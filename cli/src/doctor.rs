@@ -164,7 +164,15 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
         if support.processes_contained {
             "killed with the call, even one that left its session, and when plughost exits (a PID namespace per process)"
         } else {
-            "killed with its process group; NOT held: one that leaves its session (setsid) outlives the call, and plughost"
+            "killed with its process group when the call ends; NOT held: one that leaves its session (setsid) outlives the call, and every one outlives plughost killed (SIGKILL) mid-call"
+        }
+    );
+    say!(
+        "  mode, owner and times of files it may not write    {}",
+        if support.metadata_confined {
+            "unchangeable (every other mount read-only in its mount namespace)"
+        } else {
+            "NOT protected: Landlock has no right for chmod, chown, utime or setxattr, so a plugin can change them on any file its user owns (no user namespaces)"
         }
     );
     say!(

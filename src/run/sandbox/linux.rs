@@ -348,14 +348,25 @@ impl Confinement {
         // Landlock rules around them.
         let mounts = policy.namespaces && namespace::available().is_ok();
         let mut files = FileRules::of(policy, mounts, read, write, handled_fs)?;
-        let mut mnt = mount_namespace(&files);
+        // Landlock has no right for a file's mode, owner, times or extended
+        // attributes: every mount but what the plugin may write is made
+        // read-only, so that it cannot change them elsewhere either.
+        let whole = mounts && handle_writes;
+        let mut mnt = mount_namespace(&files, whole);
+        if let (Err(why), true) = (&mnt, whole) {
+            enforcement.not_enforced.push(format!(
+                "the mode, owner and times of files outside the plugin's writes are NOT protected: every other mount could not be made read-only ({why})"
+            ));
+            mnt = mount_namespace(&files, false);
+        }
         if mnt.is_err() && !files.mounted.is_empty() {
             files = FileRules::of(policy, false, read, write, handled_fs)?;
-            mnt = mount_namespace(&files);
+            mnt = mount_namespace(&files, false);
         }
         let (mnt, read_only) = match mnt {
-            Ok(Some((ns, seen))) => {
+            Ok(Some((ns, seen, whole))) => {
                 enforcement.projects_read_only = true;
+                enforcement.metadata_confined = whole;
                 (Some(ns), seen)
             }
             Ok(None) => (None, Vec::new()),
@@ -712,12 +723,17 @@ fn held_at(egress: &Egress, abi: Option<i32>, seccomp_ok: bool) -> NetLevel {
     }
 }
 
-/// The mount namespace `files` needs: its project files and protected
-/// paths read-only, the folders above them pinned, the plugin's own folders
+/// The mount namespace `files` needs: with `whole`, every mount read-only
+/// but what the plugin may write; its project files and protected paths
+/// read-only, the folders above them pinned, the plugin's own folders
 /// inside them writable. `None` when it needs none; the error says why one
-/// could not be made.
-fn mount_namespace(files: &FileRules) -> Result<Option<(OwnedFd, Mounted)>, String> {
-    if files.read_only.is_empty() && files.mounted.is_empty() {
+/// could not be made. The flag says whether `whole` held.
+fn mount_namespace(
+    files: &FileRules,
+    whole: bool,
+) -> Result<Option<(OwnedFd, Mounted, bool)>, String> {
+    let granted = whole.then(|| granted_mounts(&files.reach)).flatten();
+    if granted.is_none() && files.read_only.is_empty() && files.mounted.is_empty() {
         return Ok(None);
     }
     if !files.namespaces {
@@ -736,9 +752,34 @@ fn mount_namespace(files: &FileRules) -> Result<Option<(OwnedFd, Mounted)>, Stri
             Some((p.clone(), m.dev(), m.ino()))
         })
         .collect();
-    namespace::mounts(&read_only, &pinned, &files.writable)
-        .map(|ns| Some((ns, seen)))
+    let whole = granted.is_some();
+    namespace::mounts(granted.as_deref(), &read_only, &pinned, &files.writable)
+        .map(|ns| Some((ns, seen, whole)))
         .map_err(|e| e.to_string())
+}
+
+/// The paths a read-only mount tree keeps writable: each folder or file
+/// the plugin may write (`reach`, real paths), outer first, without those
+/// a folder above covers. Devices (`/dev/null`) need none: writing to a
+/// device changes no file. `None` when a write reaches `/` itself, which
+/// leaves nothing to make read-only.
+fn granted_mounts(reach: &[(PathBuf, bool, bool)]) -> Option<Vec<PathBuf>> {
+    let mut granted: Vec<PathBuf> = reach
+        .iter()
+        .filter(|(_, _, write)| *write)
+        .filter(|(path, _, _)| {
+            std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir() || m.is_file())
+        })
+        .map(|(path, _, _)| path.clone())
+        .collect();
+    if granted.iter().any(|p| p.parent().is_none()) {
+        return None;
+    }
+    granted.sort_by_key(|p| p.components().count());
+    granted.dedup();
+    let outer = granted.clone();
+    granted.retain(|p| !outer.iter().any(|o| o != p && p.starts_with(o)));
+    Some(granted)
 }
 
 /// The paths a mount namespace keeps read-only, and who each was (device,

@@ -264,6 +264,11 @@ pub(crate) struct Enforcement {
     /// Its processes are in a PID namespace of their own, so nothing it
     /// starts outlives it (user namespaces and `plughost-init`).
     pub processes_contained: bool,
+    /// The mode, owner, times and extended attributes of files it may not
+    /// write cannot be changed either: every mount but its write grants,
+    /// data and temp folders is read-only in its mount namespace (Landlock
+    /// has no right for them).
+    pub metadata_confined: bool,
     /// What was wanted but could not be enforced here, in words.
     pub not_enforced: Vec<String>,
 }
@@ -319,6 +324,9 @@ pub struct SandboxSupport {
     /// call starts ends with it, even what left its session, and also when
     /// the host exits.
     pub processes_contained: bool,
+    /// A plugin cannot change the mode, owner, times or extended attributes
+    /// of files outside what it may write (a read-only mount tree).
+    pub metadata_confined: bool,
     /// The most processes and threads all plugins of one host may have
     /// together: counted in its user namespace (`RLIMIT_NPROC`), or where
     /// that does not hold (root, Landlock alone) in a pids cgroup of its

@@ -14,11 +14,14 @@
 //!   namespace and handed to the host, whose proxy accepts on it. A plugin
 //!   there reaches the proxy and nothing else, whatever it does with its
 //!   sockets. No forwarder process, no second hop;
-//! - a **mount namespace** in which the project files that run code later
-//!   are bind-mounted read-only onto themselves, and the folders holding
-//!   them (`.git`, `.vscode`…) bind-mounted onto themselves, so that they
-//!   cannot be renamed away and replaced (a mount point cannot be renamed
-//!   or removed in its namespace).
+//! - a **mount namespace** in which every mount is read-only but what the
+//!   plugin may write (bind-mounted writable onto itself): Landlock has no
+//!   right for a file's mode, owner, times or extended attributes, which a
+//!   read-only mount refuses to change. In it, too, the project files that
+//!   run code later are bind-mounted read-only onto themselves, and the
+//!   folders holding them (`.git`, `.vscode`…) bind-mounted onto themselves,
+//!   so that they cannot be renamed away and replaced (a mount point cannot
+//!   be renamed or removed in its namespace).
 //!
 //! # How they are made, and held
 //!
@@ -88,6 +91,8 @@ static USER: LazyLock<Result<OwnedFd, String>> = LazyLock::new(|| {
         join_user: None,
         unshare: libc::CLONE_NEWUSER,
         network: false,
+        whole_read_only: false,
+        granted: Vec::new(),
         pinned: Vec::new(),
         read_only: Vec::new(),
         writable: Vec::new(),
@@ -114,6 +119,8 @@ pub(crate) fn network() -> io::Result<(OwnedFd, std::net::TcpListener)> {
         join_user: Some(user),
         unshare: libc::CLONE_NEWNET,
         network: true,
+        whole_read_only: false,
+        granted: Vec::new(),
         pinned: Vec::new(),
         read_only: Vec::new(),
         writable: Vec::new(),
@@ -124,10 +131,13 @@ pub(crate) fn network() -> io::Result<(OwnedFd, std::net::TcpListener)> {
     Ok((ns, std::net::TcpListener::from(listener)))
 }
 
-/// A new mount namespace in which `pinned` (folders) are mounted onto
-/// themselves, then `read_only` read-only onto themselves, outer paths
-/// first, then `writable` (folders inside those) writable again.
+/// A new mount namespace in which, with `granted`, every mount is made
+/// read-only and then `granted` (outer paths first) mounted writable onto
+/// themselves; then `pinned` (folders) are mounted onto themselves, then
+/// `read_only` read-only onto themselves, outer paths first, then
+/// `writable` (folders inside those) writable again.
 pub(crate) fn mounts(
+    granted: Option<&[PathBuf]>,
     read_only: &[PathBuf],
     pinned: &[PathBuf],
     writable: &[PathBuf],
@@ -141,6 +151,12 @@ pub(crate) fn mounts(
         join_user: Some(user),
         unshare: libc::CLONE_NEWNS,
         network: false,
+        whole_read_only: granted.is_some(),
+        granted: granted
+            .unwrap_or_default()
+            .iter()
+            .map(c)
+            .collect::<io::Result<_>>()?,
         pinned: pinned.iter().map(c).collect::<io::Result<_>>()?,
         read_only: read_only.iter().map(c).collect::<io::Result<_>>()?,
         writable: writable.iter().map(c).collect::<io::Result<_>>()?,
@@ -204,6 +220,13 @@ struct Job {
     unshare: libc::c_int,
     /// Bring `lo` up and listen on `127.0.0.1`.
     network: bool,
+    /// Make every mount read-only, then `granted` writable again: what
+    /// the plugin may write (Landlock decides the rest) is all it can change
+    /// the mode, owner, times or extended attributes of.
+    whole_read_only: bool,
+    /// Files and folders bind-mounted onto themselves, writable, after the
+    /// whole tree was made read-only.
+    granted: Vec<CString>,
     /// Folders bind-mounted onto themselves.
     pinned: Vec<CString>,
     /// Files and folders bind-mounted onto themselves, read-only.
@@ -229,6 +252,8 @@ enum Step {
     Listen,
     Open,
     Send,
+    Root,
+    Granted,
 }
 
 impl Step {
@@ -244,7 +269,9 @@ impl Step {
             8 => "bring up the loopback interface",
             9 => "listen on 127.0.0.1",
             10 => "open the namespace",
-            _ => "send it to the host",
+            11 => "send it to the host",
+            12 => "make every mount read-only",
+            _ => "make a granted path writable",
         }
     }
 }
@@ -469,6 +496,17 @@ fn preparer(job: &Job, sock: RawFd) -> ! {
             ) != 0
             {
                 fail(Step::Private);
+            }
+            if job.whole_read_only && read_only(c"/".as_ptr()) != 0 {
+                fail(Step::Root);
+            }
+            for path in &job.granted {
+                let p = path.as_ptr();
+                if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0
+                    || writable(p) != 0
+                {
+                    fail(Step::Granted);
+                }
             }
             for path in &job.pinned {
                 let p = path.as_ptr();
@@ -766,6 +804,6 @@ mod tests {
 
     #[test]
     fn the_path_of_a_file_is_a_c_string() {
-        assert!(mounts(&[PathBuf::from("/a\0b")], &[], &[]).is_err());
+        assert!(mounts(None, &[PathBuf::from("/a\0b")], &[], &[]).is_err());
     }
 }

@@ -102,6 +102,7 @@ pub(crate) fn support(_namespaces: bool) -> SandboxSupport {
         host_grants: NetLevel::Advisory,
         projects_read_only: false,
         processes_contained: false,
+        metadata_confined: false,
         plugin_tasks: None,
         notes: vec!["no sandbox on this platform: every permission is advisory".into()],
     }

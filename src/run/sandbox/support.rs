@@ -28,6 +28,7 @@ pub(super) fn expected(
         network_level: None,
         projects_read_only: false,
         processes_contained: false,
+        metadata_confined: false,
         not_enforced: Vec::new(),
     };
     if v == 0 {
@@ -148,6 +149,7 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
         host_grants,
         projects_read_only: user_namespaces,
         processes_contained,
+        metadata_confined: user_namespaces,
         plugin_tasks,
         notes,
     }
