@@ -150,6 +150,9 @@ def one(op, *args):
         os.utime(path(args[0]), (0, 0))
     elif op == "chown":
         os.chown(path(args[0]), os.getuid(), os.getgid())
+    elif op == "sleep":
+        import time
+        time.sleep(args[0])
     elif op == "setxattr":
         os.setxattr(path(args[0]), "user.plughost", b"set by a plugin")
     elif op == "threads":
@@ -1211,6 +1214,76 @@ fn a_plugin_changes_no_file_s_mode_owner_or_times_outside_its_writes() {
             );
         }
     });
+}
+
+/// A file system the host mounts after a plugin's mount namespace was made
+/// does not arrive in it writable: the namespace is private. plughost runs
+/// in a mount namespace whose mounts are shared (as `/` is on a systemd
+/// host), and a folder is bind-mounted there while the plugin sleeps; the
+/// plugin then tries to change its file. Root only (the mount).
+#[test]
+fn a_mount_made_on_the_host_later_does_not_arrive_writable() {
+    if !landlock()
+        || !util::is_root()
+        || !levels().contains(&Level::Namespaces)
+        || !util::prerequisite(
+            "unshare (util-linux), for a mount namespace with shared mounts",
+            Command::new("unshare")
+                .args(["-m", "--propagation", "shared", "true"])
+                .status()
+                .is_ok_and(|s| s.success()),
+        )
+    {
+        return;
+    }
+    for user in users() {
+        let lab = Lab::new(user);
+        let home = lab.root();
+        let (victim, at) = (home.join("victim"), home.join("later"));
+        for dir in [&victim, &at] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let file = victim.join("f");
+        std::fs::write(&file, "the user's file\n").unwrap();
+        std::fs::set_permissions(&file, PermissionsExt::from_mode(0o600)).unwrap();
+        lab.install("late", &[]);
+        let target = at.join("f");
+        let target = target.to_str().unwrap();
+        let ops = json!({"ops": [["sleep", 3], ["chmod", target, 0o666], ["utime", target]]});
+        let inner = lab.command(
+            Level::Namespaces,
+            &["--json", "call", "late", &ops.to_string()],
+            false,
+        );
+        let mut c = Command::new("unshare");
+        c.args(["-m", "--propagation", "shared", "sh", "-c"])
+            .arg(
+                r#"(sleep 1.5; mount --bind "$VICTIM" "$AT") & "$@"; s=$?; wait; umount "$AT"; exit $s"#,
+            )
+            .arg("sh")
+            .arg(inner.get_program())
+            .args(inner.get_args())
+            .env("VICTIM", &victim)
+            .env("AT", &at)
+            .stdin(Stdio::null());
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        let got = results(&util::run(c));
+        assert_eq!(got.len(), 3, "{user:?}: {got:?}");
+        assert_eq!(got[0], "ok", "{user:?}: {got:?}");
+        for r in &got[1..] {
+            assert!(
+                !r.starts_with("ok"),
+                "{user:?}: changed a later mount: {got:?}"
+            );
+        }
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o600, "{user:?}");
+    }
 }
 
 /// No new namespaces: `unshare -U`, `clone(CLONE_NEWUSER)` and `clone3`

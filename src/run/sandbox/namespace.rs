@@ -44,7 +44,11 @@
 //! every set, before `exec`.
 //!
 //! # Caveats
-//! - The mount namespace is a copy of the host's at the time it was made;
+//! - The mount namespace is a copy of the host's at the time it was made.
+//!   Where it is read-only but for the plugin's writes (the namespace
+//!   level's default), it is private: later mounts of the host never reach
+//!   it, since they would arrive writable; a plugin sees a file system
+//!   mounted since only once its confinement is prepared again. Otherwise
 //!   later mounts reach it as slave mounts (propagation from the host).
 //! - A project file that did not exist when the namespace was made (a new
 //!   `.mcp.json`) is not read-only until the confinement is prepared again.
@@ -487,11 +491,19 @@ fn preparer(job: &Job, sock: RawFd) -> ! {
         }
         if job.unshare & libc::CLONE_NEWNS != 0 {
             let none = ptr::null::<libc::c_char>();
+            // A read-only tree is private: a mount the host makes later
+            // would arrive here writable (a USB drive, an sshfs folder, an
+            // automount the plugin triggers), so none arrives at all.
+            let propagation = if job.whole_read_only {
+                libc::MS_PRIVATE
+            } else {
+                libc::MS_SLAVE
+            };
             if libc::mount(
                 none,
                 c"/".as_ptr(),
                 none,
-                libc::MS_REC | libc::MS_SLAVE,
+                libc::MS_REC | propagation,
                 ptr::null(),
             ) != 0
             {
