@@ -509,37 +509,28 @@ fn preparer(job: &Job, sock: RawFd) -> ! {
             {
                 fail(Step::Private);
             }
-            if job.whole_read_only && read_only(c"/".as_ptr()) != 0 {
+            if job.whole_read_only && set_read_only(c"/".as_ptr(), true) != 0 {
                 fail(Step::Root);
             }
-            for path in &job.granted {
-                let p = path.as_ptr();
-                if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0
-                    || writable(p) != 0
-                {
-                    fail(Step::Granted);
-                }
-            }
-            for path in &job.pinned {
-                let p = path.as_ptr();
-                if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0 {
-                    fail(Step::Pin);
-                }
-            }
-            for path in &job.read_only {
-                let p = path.as_ptr();
-                if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0
-                    || read_only(p) != 0
-                {
-                    fail(Step::ReadOnly);
-                }
-            }
-            for path in &job.writable {
-                let p = path.as_ptr();
-                if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0
-                    || writable(p) != 0
-                {
-                    fail(Step::Writable);
+            // Each path bind-mounted onto itself, then made writable
+            // (`Some(false)`), read-only (`Some(true)`) or left as it is.
+            let phases: [(&[CString], Option<bool>, Step); 4] = [
+                (&job.granted, Some(false), Step::Granted),
+                (&job.pinned, None, Step::Pin),
+                (&job.read_only, Some(true), Step::ReadOnly),
+                (&job.writable, Some(false), Step::Writable),
+            ];
+            for (paths, read_only, step) in phases {
+                for path in paths {
+                    let p = path.as_ptr();
+                    if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0 {
+                        fail(step);
+                    }
+                    if let Some(on) = read_only
+                        && set_read_only(p, on) != 0
+                    {
+                        fail(step);
+                    }
                 }
             }
         }
@@ -564,24 +555,6 @@ fn preparer(job: &Job, sock: RawFd) -> ! {
         }
         libc::_exit(0)
     }
-}
-
-/// Makes the mount at `path` (and those below it) read-only; 0 or -1.
-///
-/// # Safety
-/// `path` is a NUL-terminated string.
-unsafe fn read_only(path: *const libc::c_char) -> libc::c_int {
-    // SAFETY: the caller's promise.
-    unsafe { set_read_only(path, true) }
-}
-
-/// Makes the mount at `path` (alone) writable again; 0 or -1.
-///
-/// # Safety
-/// `path` is a NUL-terminated string.
-unsafe fn writable(path: *const libc::c_char) -> libc::c_int {
-    // SAFETY: the caller's promise.
-    unsafe { set_read_only(path, false) }
 }
 
 /// Sets (with the mounts below) or clears (the mount alone) the read-only
