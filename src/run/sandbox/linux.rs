@@ -764,7 +764,7 @@ fn mount_namespace(
 /// device changes no file. `None` when a write reaches `/` itself, which
 /// leaves nothing to make read-only.
 fn granted_mounts(reach: &[(PathBuf, bool, bool)]) -> Option<Vec<PathBuf>> {
-    let mut granted: Vec<PathBuf> = reach
+    let granted: Vec<PathBuf> = reach
         .iter()
         .filter(|(_, _, write)| *write)
         .filter(|(path, _, _)| {
@@ -775,11 +775,7 @@ fn granted_mounts(reach: &[(PathBuf, bool, bool)]) -> Option<Vec<PathBuf>> {
     if granted.iter().any(|p| p.parent().is_none()) {
         return None;
     }
-    granted.sort_by_key(|p| p.components().count());
-    granted.dedup();
-    let outer = granted.clone();
-    granted.retain(|p| !outer.iter().any(|o| o != p && p.starts_with(o)));
-    Some(granted)
+    Some(namespace::outer_first(granted, Vec::new()).0)
 }
 
 /// The paths a mount namespace keeps read-only, and who each was (device,
