@@ -153,6 +153,10 @@ def one(op, *args):
     elif op == "sleep":
         import time
         time.sleep(args[0])
+    elif op == "relink":
+        # The folder replaced by a link to another.
+        os.rmdir(path(args[0]))
+        os.symlink(path(args[1]), path(args[0]))
     elif op == "setxattr":
         os.setxattr(path(args[0]), "user.plughost", b"set by a plugin")
     elif op == "threads":
@@ -1213,6 +1217,56 @@ fn a_plugin_changes_no_file_s_mode_owner_or_times_outside_its_writes() {
                 "the controls ran"
             );
         }
+    });
+}
+
+/// A grant nested in another write grant cannot be pointed elsewhere: the
+/// plugin replaces the inner folder with a link to one it was never granted,
+/// and its next confinement refuses the grant, naming the link, rather than
+/// granting (and mounting writable) wherever the link leads. The victim's
+/// mode and contents are checked on disk.
+#[test]
+fn a_nested_grant_cannot_be_pointed_elsewhere_by_a_link() {
+    at_every_level(|lab, level| {
+        let home = lab.root();
+        let (inner, victim) = (home.join("w/inner"), home.join("victim"));
+        std::fs::create_dir_all(&inner).unwrap();
+        std::fs::create_dir_all(&victim).unwrap();
+        let file = victim.join("f");
+        std::fs::write(&file, "the user's file\n").unwrap();
+        std::fs::set_permissions(&file, PermissionsExt::from_mode(0o600)).unwrap();
+        lab.install(
+            "nest",
+            &["filesystem:write:~/w", "filesystem:write:~/w/inner"],
+        );
+        lab.approve("nest");
+        let relink = json!(["relink", inner.to_str().unwrap(), victim.to_str().unwrap()]);
+        let input = json!({ "ops": [relink] }).to_string();
+        let out = util::run(lab.command(level, &["--json", "call", "nest", &input], false));
+        assert_eq!(
+            results(&out),
+            ["ok"],
+            "the swap ({level:?}, {:?})",
+            lab.user
+        );
+        assert!(inner.is_symlink());
+        let file = file.to_str().unwrap();
+        let input = json!({ "ops": [["chmod", file, 0o666], ["append", file]] }).to_string();
+        for tool in ["nest", "nest_w"] {
+            let out = util::run(lab.command(level, &["call", tool, &input], false));
+            let err = util::stderr(&out);
+            assert!(
+                !out.status.success()
+                    && err.contains("symbolic link")
+                    && err.contains(inner.to_str().unwrap()),
+                "{tool} ({level:?}, {:?}) ran through the swapped grant: {}{err}",
+                lab.user,
+                util::stdout(&out)
+            );
+        }
+        let meta = std::fs::metadata(file).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{level:?}");
+        assert_eq!(std::fs::read_to_string(file).unwrap(), "the user's file\n");
     });
 }
 

@@ -809,6 +809,9 @@ impl FileRules {
         handled_fs: BitFlags<AccessFs>,
     ) -> Result<FileRules, SandboxError> {
         let allowed = paths::allowed(policy, mounts);
+        if let Some((grant, link)) = allowed.changeable.first().cloned() {
+            return Err(SandboxError::ChangeableLink { grant, link });
+        }
         let mut out = FileRules {
             rules: Vec::new(),
             checks: Vec::new(),
@@ -881,6 +884,17 @@ impl FileRules {
                 Err(source) if required => return Err(SandboxError::Path { path, source }),
                 Err(_) => continue,
             };
+            // The path was judged with its links resolved (it names no
+            // link); what was opened must still be there, not what a link
+            // swapped in since leads to.
+            if !paths::own(policy, &path)
+                && let Some(now) = moved(&folder, &path)
+            {
+                if required {
+                    return Err(SandboxError::Moved { path, now });
+                }
+                continue;
+            }
             // Rights that only make sense on a folder are invalid on a file.
             if !folder.is_dir {
                 access &= AccessFs::from_file(FS_ABI);
@@ -906,6 +920,18 @@ impl FileRules {
             }
         }
         Ok(out)
+    }
+}
+
+/// Where `folder` is now when that is not `path`, which had no link on its
+/// way when judged. A path the kernel cannot name (`/proc/self/fd` gives
+/// none) counts as moved.
+fn moved(folder: &Opened, path: &Path) -> Option<PathBuf> {
+    let link = format!("/proc/self/fd/{}", folder.fd.as_raw_fd());
+    match std::fs::read_link(link) {
+        Ok(now) if now == path => None,
+        Ok(now) => Some(now),
+        Err(_) => Some(PathBuf::from("(unknown)")),
     }
 }
 

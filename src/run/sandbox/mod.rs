@@ -368,6 +368,16 @@ pub(crate) enum SandboxError {
         #[source]
         source: std::io::Error,
     },
+    /// A grant is reached through a symbolic link the plugin may replace.
+    #[error(
+        "the granted {} is reached through the symbolic link {}, in a folder the plugin may write, so the plugin could point it anywhere: replace the link with the folder it names, or grant that folder instead",
+        grant.display(),
+        link.display()
+    )]
+    ChangeableLink { grant: PathBuf, link: PathBuf },
+    /// A folder changed between being judged and being opened.
+    #[error("{} changed while its sandbox was prepared (it now leads to {}); try again, and if it keeps changing, something is swapping it", path.display(), now.display())]
+    Moved { path: PathBuf, now: PathBuf },
     /// The kernel refused the ruleset.
     #[error("cannot build the Landlock ruleset: {0}")]
     Landlock(String),

@@ -61,6 +61,10 @@ pub(crate) struct Allowed {
     /// The plugin's own data and temp folders when they are inside a path
     /// in `mounted` (the state folder): mounted writable again.
     pub writable: Vec<PathBuf>,
+    /// Grants reached through a symbolic link in a folder the plugin may
+    /// write, each with that link: the plugin could point the grant
+    /// anywhere before its next confinement, so the call is refused.
+    pub changeable: Vec<(PathBuf, PathBuf)>,
 }
 
 /// System folders a plugin may always read and execute from.
@@ -290,6 +294,7 @@ pub(crate) fn allowed(policy: &Policy<'_>, mounts: bool) -> Allowed {
     let wanted = wanted(policy);
     let exclusions = Exclusions::of(policy, &wanted, home, mounts);
     let mut out = Allowed {
+        changeable: changeable_grants(policy, home),
         protected: exclusions.protected.clone(),
         read_only: exclusions.projects.clone(),
         project_roots: exclusions.roots.clone(),
@@ -299,11 +304,7 @@ pub(crate) fn allowed(policy: &Policy<'_>, mounts: bool) -> Allowed {
         ..Allowed::default()
     };
     for a in wanted {
-        let own = a.path == policy.data_dir
-            || a.path == policy.tmp_dir
-            || policy.also_read.contains(&a.path)
-            || always_allowed(&a.path);
-        if own {
+        if own(policy, &a.path) {
             out.rules.push(a);
             continue;
         }
@@ -316,6 +317,17 @@ pub(crate) fn allowed(policy: &Policy<'_>, mounts: bool) -> Allowed {
     }
     out.rules = without_covered(out.rules);
     out
+}
+
+/// Whether `path` is the plugin's own (its data and temp folders, the files
+/// it was given, the devices every process may use): allowed as named,
+/// where no link on the way is the plugin's to change. Every other rule's
+/// path is real (its links resolved when judged).
+pub(crate) fn own(policy: &Policy<'_>, path: &Path) -> bool {
+    path == policy.data_dir
+        || path == policy.tmp_dir
+        || policy.also_read.iter().any(|f| f == path)
+        || always_allowed(path)
 }
 
 /// `rules` less those a rule on a folder above already covers (`/dev/null`
@@ -537,6 +549,86 @@ impl ReadOnlyMounts {
             .collect();
         (self.mounted, self.pinned, writable)
     }
+}
+
+/// The scoped grants of `policy` whose way passes a symbolic link in a
+/// folder the plugin may write, each with the first such link. Approval
+/// named a path, and the user meant where it led then: a link the plugin
+/// can replace (a grant nested in another write grant, one inside its data
+/// folder) would let it move the grant anywhere for its next confinement.
+/// With `filesystem:write` everywhere there is nothing more to gain.
+fn changeable_grants(policy: &Policy<'_>, home: Option<&Path>) -> Vec<(PathBuf, PathBuf)> {
+    if policy.grants(Permission::FilesystemWrite) {
+        return Vec::new();
+    }
+    let scoped = || {
+        policy
+            .permissions
+            .iter()
+            .filter_map(|p| Some((p, p.folder(home)?)))
+    };
+    let writable: Vec<PathBuf> = [policy.data_dir, policy.tmp_dir]
+        .into_iter()
+        .map(real)
+        .chain(scoped().filter(|(p, _)| p.writes()).map(|(_, f)| real(&f)))
+        .collect();
+    scoped()
+        .filter_map(|(_, folder)| {
+            let link = link_on_the_way(&folder, &writable)?;
+            Some((folder, link))
+        })
+        .collect()
+}
+
+/// The first symbolic link met resolving `path` that sits in one of
+/// `writable` (real paths), or `None` when none does. Resolves as the
+/// kernel does, component by component; a missing part ends the walk (it
+/// holds no link yet, and the rule that needs it fails on its own).
+pub(crate) fn link_on_the_way(path: &Path, writable: &[PathBuf]) -> Option<PathBuf> {
+    // The names still to resolve, the next one last.
+    let mut todo = Vec::new();
+    push_names(&mut todo, path);
+    let mut at = PathBuf::from("/");
+    // The kernel's own limit on links followed in one lookup.
+    let mut links = 40;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        let Ok(meta) = std::fs::symlink_metadata(&next) else {
+            return None;
+        };
+        if !meta.file_type().is_symlink() {
+            at = next;
+            continue;
+        }
+        if writable.iter().any(|w| at.starts_with(w)) {
+            return Some(next);
+        }
+        links -= 1;
+        let Ok(target) = std::fs::read_link(&next) else {
+            return None;
+        };
+        if links == 0 {
+            return None;
+        }
+        if target.is_absolute() {
+            at = PathBuf::from("/");
+        }
+        push_names(&mut todo, &target);
+    }
+    None
+}
+
+/// Pushes the names of `path` onto `todo` so that its first is popped first.
+fn push_names(todo: &mut Vec<OsString>, path: &Path) {
+    todo.extend(path.components().rev().filter_map(|c| match c {
+        Component::Normal(n) => Some(n.to_owned()),
+        Component::ParentDir => Some("..".into()),
+        _ => None,
+    }));
 }
 
 /// `path` with its symbolic links resolved as far as it exists: a protected
@@ -914,5 +1006,44 @@ mod tests {
         assert!(too_broad(Path::new("relative/dir"), home));
         assert!(!too_broad(Path::new("/home/u/.pyenv"), home));
         assert!(!too_broad(Path::new("/opt/python"), None));
+    }
+
+    #[test]
+    fn a_link_is_found_only_where_the_plugin_may_write() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let (w, elsewhere) = (root.join("w"), root.join("elsewhere"));
+        std::fs::create_dir_all(w.join("real")).unwrap();
+        std::fs::create_dir_all(elsewhere.join("deep")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, w.join("abs")).unwrap();
+        std::os::unix::fs::symlink("real", w.join("rel")).unwrap();
+        std::os::unix::fs::symlink(&w, root.join("to-w")).unwrap();
+        let writable = std::slice::from_ref(&w);
+        // In the writable folder, absolute or relative, whole or on the way.
+        assert_eq!(
+            link_on_the_way(&w.join("abs"), writable),
+            Some(w.join("abs"))
+        );
+        assert_eq!(
+            link_on_the_way(&w.join("rel"), writable),
+            Some(w.join("rel"))
+        );
+        assert_eq!(
+            link_on_the_way(&w.join("abs/deep"), writable),
+            Some(w.join("abs"))
+        );
+        // Reached through a link the plugin cannot change, into one it can.
+        assert_eq!(
+            link_on_the_way(&root.join("to-w/abs"), writable),
+            Some(w.join("abs"))
+        );
+        // No link, a link outside, and a path that does not exist yet.
+        assert_eq!(link_on_the_way(&w.join("real"), writable), None);
+        assert_eq!(link_on_the_way(&root.join("to-w/real"), writable), None);
+        assert_eq!(link_on_the_way(&w.join("missing/abs"), writable), None);
+        assert_eq!(
+            link_on_the_way(&w.join("real/../abs"), writable),
+            Some(w.join("abs"))
+        );
     }
 }
