@@ -767,10 +767,11 @@ fn granted_mounts(reach: &[(PathBuf, bool, bool)]) -> Option<Vec<PathBuf>> {
     let granted: Vec<PathBuf> = reach
         .iter()
         .filter(|(_, _, write)| *write)
-        .filter(|(path, _, _)| {
-            std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir() || m.is_file())
-        })
-        .map(|(path, _, _)| path.clone())
+        // Real paths: the plugin's own folders are named as they are (a
+        // home folder behind a link), and each is opened with no link on
+        // the way (see `namespace::mounts`).
+        .map(|(path, _, _)| paths::real(path))
+        .filter(|path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir() || m.is_file()))
         .collect();
     if granted.iter().any(|p| p.parent().is_none()) {
         return None;

@@ -74,6 +74,18 @@ struct MountAttr {
 }
 
 const MOUNT_ATTR_RDONLY: u64 = 1;
+/// `struct open_how` of openat2(2) (the libc crate's cannot be built).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+// The new mount API's flags (linux/mount.h; not all in the libc crate).
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x04;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 const SIOCGIFFLAGS: libc::c_ulong = 0x8913;
 const SIOCSIFFLAGS: libc::c_ulong = 0x8914;
 
@@ -523,6 +535,13 @@ fn preparer(job: &Job, sock: RawFd) -> ! {
             for (paths, read_only, step) in phases {
                 for path in paths {
                     let p = path.as_ptr();
+                    if matches!(step, Step::Granted) {
+                        match bind_writable(p) {
+                            0 => continue,
+                            _ if errno() == libc::ENOSYS => {}
+                            _ => fail(step),
+                        }
+                    }
                     if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0 {
                         fail(step);
                     }
@@ -554,6 +573,83 @@ fn preparer(job: &Job, sock: RawFd) -> ! {
             fail(Step::Send);
         }
         libc::_exit(0)
+    }
+}
+
+/// Bind-mounts `path` writable onto itself through one descriptor, opened
+/// with no symbolic link on the way: the plugin may be running and may
+/// swap a folder it can write for a link after the path was judged, and a
+/// bind by path would then make wherever the link leads writable. 0, or -1
+/// with `ENOSYS` before Linux 5.12 (the caller binds by path), or another
+/// error.
+///
+/// # Safety
+/// `path` is a NUL-terminated string.
+unsafe fn bind_writable(path: *const libc::c_char) -> libc::c_int {
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_NO_SYMLINKS,
+    };
+    // SAFETY: `how` is a valid open_how of the size passed; `path` is a
+    // NUL-terminated string (the caller's promise).
+    let at = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            path,
+            &how as *const OpenHow,
+            size_of::<OpenHow>(),
+        )
+    } as libc::c_int;
+    if at < 0 {
+        return -1;
+    }
+    let attr = MountAttr {
+        attr_set: 0,
+        attr_clr: MOUNT_ATTR_RDONLY,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: system calls on `at`, a descriptor this function owns and
+    // closes, the detached tree it clones (closed too), empty C strings
+    // and `attr`, a valid mount_attr of the size passed.
+    unsafe {
+        let empty = c"".as_ptr();
+        let tree = libc::syscall(
+            libc::SYS_open_tree,
+            at,
+            empty,
+            OPEN_TREE_CLONE
+                | libc::O_CLOEXEC as libc::c_uint
+                | libc::AT_EMPTY_PATH as libc::c_uint
+                | libc::AT_RECURSIVE as libc::c_uint,
+        ) as libc::c_int;
+        let made = tree >= 0
+            && libc::syscall(
+                libc::SYS_mount_setattr,
+                tree,
+                empty,
+                libc::AT_EMPTY_PATH,
+                &attr as *const MountAttr,
+                size_of::<MountAttr>(),
+            ) == 0
+            && libc::syscall(
+                libc::SYS_move_mount,
+                tree,
+                empty,
+                at,
+                empty,
+                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+            ) == 0;
+        let rc = if made { 0 } else { -1 };
+        let e = errno();
+        if tree >= 0 {
+            libc::close(tree);
+        }
+        libc::close(at);
+        *libc::__errno_location() = e;
+        rc
     }
 }
 
@@ -785,6 +881,23 @@ mod tests {
             ]
         );
         assert_eq!(pinned, [p("/w/site/.git"), p("/w/site/.vscode")]);
+    }
+
+    /// A folder made writable in a read-only tree is opened with no link on
+    /// the way: bound by path, a link the plugin swapped in would make
+    /// wherever it leads writable.
+    #[test]
+    fn a_writable_bind_never_follows_a_link() {
+        if !crate::test_support::prerequisite("user namespaces", available().is_ok()) {
+            return;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let (real, link) = (root.join("real"), root.join("link"));
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(mounts(Some(&[real]), &[], &[], &[]).is_ok());
+        assert!(mounts(Some(&[link]), &[], &[], &[]).is_err());
     }
 
     #[test]
