@@ -213,6 +213,41 @@ else:
     print(json.dumps(answer(json.load(sys.stdin))))
 "#;
 
+/// The probe as an MCP server (newline-delimited JSON-RPC on stdio) with
+/// one tool, `go`, that takes the same ops.
+const MCP_MAIN: &str = r#"for line in sys.stdin:
+    if not line.strip():
+        continue
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, r = m.get("method"), None
+    if method == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "probe", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": [{"name": "go", "description": "Runs the ops.",
+                        "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        results = [attempt(op) for op in m["params"]["arguments"]["ops"]]
+        r = {"content": [{"type": "text", "text": json.dumps(results)}],
+             "structuredContent": {"results": results}}
+    reply = {"jsonrpc": "2.0", "id": m["id"]}
+    if r is None:
+        reply["error"] = {"code": -32601, "message": "unknown method"}
+    else:
+        reply["result"] = r
+    print(json.dumps(reply), flush=True)
+"#;
+
+/// The probe's text as an MCP server.
+fn mcp_probe() -> String {
+    let main = PROBE
+        .find("if os.environ.get(\"PLUGHOST_PERSISTENT\")")
+        .unwrap();
+    format!("{}{MCP_MAIN}", &PROBE[..main])
+}
+
 /// What an op must give.
 #[derive(Clone, Copy, Debug)]
 enum Want {
@@ -390,6 +425,22 @@ impl Lab {
         }
     }
 
+    /// Installs the probe as an MCP server, `name-m`, with `permissions`;
+    /// its tool is `name_m_go`.
+    fn install_server(&self, name: &str, permissions: &[&str]) {
+        let folder = format!("{name}-m");
+        let m = json!({"name": folder, "version": "1.0.0", "description": "The probe, served.",
+                       "entrypoint": "main.py", "protocol": "mcp",
+                       "tool_prefix": format!("{}_", folder.replace('-', "_")),
+                       "permissions": permissions});
+        let dir = self.sandbox.plugins().join(&folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("plugin.json"), m.to_string()).unwrap();
+        util::write_executable(&dir.join("main.py"), &mcp_probe());
+        let out = util::run(self.command(Level::Namespaces, &["approve", &folder, "--yes"], false));
+        assert!(out.status.success(), "{}", util::stderr(&out));
+    }
+
     /// `plughost approve` for both of `name`'s plugins.
     fn approve(&self, name: &str) {
         for folder in [name.to_owned(), format!("{name}-w")] {
@@ -442,6 +493,28 @@ impl Lab {
                     c.confined
                 );
             }
+        }
+    }
+
+    /// Each case through `name`'s MCP server (see `install_server`) at
+    /// `level`.
+    fn confined_server(&self, level: Level, name: &str, cases: &[Case]) {
+        let ops: Vec<Value> = cases.iter().map(|c| c.op.clone()).collect();
+        let input = json!({ "ops": ops }).to_string();
+        let tool = format!("{}_m_go", name.replace('-', "_"));
+        let got = results(&util::run(self.command(
+            level,
+            &["--json", "call", &tool, &input],
+            false,
+        )));
+        for (c, r) in cases.iter().zip(&got) {
+            assert!(
+                c.confined.holds(r),
+                "{} ({name}, MCP server, {level:?}, {:?}): want {:?}, got {r:?}; all: {got:?}",
+                c.what,
+                self.user,
+                c.confined
+            );
         }
     }
 
@@ -1195,6 +1268,11 @@ fn a_plugin_changes_no_file_s_mode_owner_or_times_outside_its_writes() {
             ]);
         }
         lab.confined(level, "meta", &cases, false);
+        lab.install_server(
+            "meta",
+            &["filesystem:read:~/docs", "filesystem:write:~/work"],
+        );
+        lab.confined_server(level, "meta", &cases);
         let meta = std::fs::metadata(victim).unwrap();
         assert_eq!(
             meta.permissions().mode() & 0o7777,
@@ -1235,11 +1313,10 @@ fn a_nested_grant_cannot_be_pointed_elsewhere_by_a_link() {
         let file = victim.join("f");
         std::fs::write(&file, "the user's file\n").unwrap();
         std::fs::set_permissions(&file, PermissionsExt::from_mode(0o600)).unwrap();
-        lab.install(
-            "nest",
-            &["filesystem:write:~/w", "filesystem:write:~/w/inner"],
-        );
+        let grants = ["filesystem:write:~/w", "filesystem:write:~/w/inner"];
+        lab.install("nest", &grants);
         lab.approve("nest");
+        lab.install_server("nest", &grants);
         let relink = json!(["relink", inner.to_str().unwrap(), victim.to_str().unwrap()]);
         let input = json!({ "ops": [relink] }).to_string();
         let out = util::run(lab.command(level, &["--json", "call", "nest", &input], false));
@@ -1252,7 +1329,7 @@ fn a_nested_grant_cannot_be_pointed_elsewhere_by_a_link() {
         assert!(inner.is_symlink());
         let file = file.to_str().unwrap();
         let input = json!({ "ops": [["chmod", file, 0o666], ["append", file]] }).to_string();
-        for tool in ["nest", "nest_w"] {
+        for tool in ["nest", "nest_w", "nest_m_go"] {
             let out = util::run(lab.command(level, &["call", tool, &input], false));
             let err = util::stderr(&out);
             assert!(

@@ -767,10 +767,8 @@ fn granted_mounts(reach: &[(PathBuf, bool, bool)]) -> Option<Vec<PathBuf>> {
     let granted: Vec<PathBuf> = reach
         .iter()
         .filter(|(_, _, write)| *write)
-        // Real paths: the plugin's own folders are named as they are (a
-        // home folder behind a link), and each is opened with no link on
-        // the way (see `namespace::mounts`).
-        .map(|(path, _, _)| paths::real(path))
+        // Each is opened with no link on the way (see `namespace::mounts`).
+        .map(|(path, _, _)| path.clone())
         .filter(|path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir() || m.is_file()))
         .collect();
     if granted.iter().any(|p| p.parent().is_none()) {
@@ -818,11 +816,22 @@ impl FileRules {
             checks: Vec::new(),
             enumerated: Vec::new(),
             protected: allowed.protected,
+            // Real paths: the plugin's own are named as they are (a home
+            // folder behind a link), every other was resolved once, by
+            // `paths::allowed`, and is not looked up again.
             reach: allowed
                 .rules
                 .iter()
                 .filter(|a| !a.list_only)
-                .map(|a| (a.path.clone(), a.read, a.write))
+                .map(|a| {
+                    let own = paths::own(policy, &a.path);
+                    let path = if own {
+                        paths::real(&a.path)
+                    } else {
+                        a.path.clone()
+                    };
+                    (path, a.read, a.write)
+                })
                 .collect(),
             read_only: allowed
                 .read_only

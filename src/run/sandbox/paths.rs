@@ -178,24 +178,46 @@ const MANAGERS: &[(Option<&str>, &str)] = &[
 
 /// What the plugin described by `policy` asks for, before the protected
 /// paths are kept out of it.
-fn wanted(policy: &Policy<'_>) -> Vec<Allow> {
-    let mut out = Vec::new();
-    let mut push = |path: PathBuf, read: bool, write: bool, required: bool| match out
-        .iter_mut()
-        .find(|a: &&mut Allow| a.path == path)
-    {
-        Some(a) => {
-            a.read |= read;
-            a.write |= write;
-            a.required |= required;
+///
+/// Every path but the plugin's own is resolved here, once (see
+/// [`resolve`]): a required one (a grant) reached through a link the
+/// plugin may change goes to `changeable` instead, any other is left out.
+/// Nothing after this looks the path up again but to open it, and that
+/// open is checked against this path (`linux::moved`).
+fn wanted(
+    policy: &Policy<'_>,
+    writable: &[PathBuf],
+    changeable: &mut Vec<(PathBuf, PathBuf)>,
+) -> Vec<Allow> {
+    let mut out: Vec<Allow> = Vec::new();
+    let mut push = |path: PathBuf, read: bool, write: bool, required: bool| {
+        let path = if own(policy, &path) {
+            path
+        } else {
+            match resolve(&path, writable) {
+                Ok(real) => real,
+                Err(link) => {
+                    if required {
+                        changeable.push((path, link));
+                    }
+                    return;
+                }
+            }
+        };
+        match out.iter_mut().find(|a| a.path == path) {
+            Some(a) => {
+                a.read |= read;
+                a.write |= write;
+                a.required |= required;
+            }
+            None => out.push(Allow {
+                path,
+                read,
+                write,
+                list_only: false,
+                required,
+            }),
         }
-        None => out.push(Allow {
-            path,
-            read,
-            write,
-            list_only: false,
-            required,
-        }),
     };
     push(policy.data_dir.into(), true, true, true);
     push(policy.tmp_dir.into(), true, true, true);
@@ -216,7 +238,7 @@ fn wanted(policy: &Policy<'_>) -> Vec<Allow> {
         // /proc shows a plugin its own process and the machine's files,
         // whatever a grant names: a grant in it gives the global files it
         // names (judged where the grant resolves).
-        let resolved = real(&folder);
+        let resolved = resolve(&folder, writable).unwrap_or_else(|_| folder.clone());
         if resolved.starts_with("/proc") {
             for file in PROC_GLOBAL.iter().map(Path::new) {
                 if file.starts_with(&resolved) {
@@ -291,10 +313,11 @@ fn wanted(policy: &Policy<'_>) -> Vec<Allow> {
 pub(crate) fn allowed(policy: &Policy<'_>, mounts: bool) -> Allowed {
     let home = var(policy, "HOME").map(PathBuf::from);
     let home = home.as_deref();
-    let wanted = wanted(policy);
+    let mut changeable = Vec::new();
+    let wanted = wanted(policy, &writable_roots(policy, home), &mut changeable);
     let exclusions = Exclusions::of(policy, &wanted, home, mounts);
     let mut out = Allowed {
-        changeable: changeable_grants(policy, home),
+        changeable,
         protected: exclusions.protected.clone(),
         read_only: exclusions.projects.clone(),
         project_roots: exclusions.roots.clone(),
@@ -551,40 +574,35 @@ impl ReadOnlyMounts {
     }
 }
 
-/// The scoped grants of `policy` whose way passes a symbolic link in a
-/// folder the plugin may write, each with the first such link. Approval
-/// named a path, and the user meant where it led then: a link the plugin
-/// can replace (a grant nested in another write grant, one inside its data
-/// folder) would let it move the grant anywhere for its next confinement.
-/// With `filesystem:write` everywhere there is nothing more to gain.
-fn changeable_grants(policy: &Policy<'_>, home: Option<&Path>) -> Vec<(PathBuf, PathBuf)> {
+/// The real paths of the folders the plugin may write, where a link it
+/// makes could move a grant: its data and temp folders and its write
+/// grants. None with `filesystem:write` everywhere, where there is nothing
+/// more to gain.
+fn writable_roots(policy: &Policy<'_>, home: Option<&Path>) -> Vec<PathBuf> {
     if policy.grants(Permission::FilesystemWrite) {
         return Vec::new();
     }
-    let scoped = || {
-        policy
-            .permissions
-            .iter()
-            .filter_map(|p| Some((p, p.folder(home)?)))
-    };
-    let writable: Vec<PathBuf> = [policy.data_dir, policy.tmp_dir]
+    let grants = policy
+        .permissions
+        .iter()
+        .filter(|p| p.writes())
+        .filter_map(|p| p.folder(home));
+    [policy.data_dir.to_path_buf(), policy.tmp_dir.to_path_buf()]
         .into_iter()
-        .map(real)
-        .chain(scoped().filter(|(p, _)| p.writes()).map(|(_, f)| real(&f)))
-        .collect();
-    scoped()
-        .filter_map(|(_, folder)| {
-            let link = link_on_the_way(&folder, &writable)?;
-            Some((folder, link))
-        })
+        .chain(grants)
+        .map(|p| real(&p))
         .collect()
 }
 
-/// The first symbolic link met resolving `path` that sits in one of
-/// `writable` (real paths), or `None` when none does. Resolves as the
-/// kernel does, component by component; a missing part ends the walk (it
-/// holds no link yet, and the rule that needs it fails on its own).
-pub(crate) fn link_on_the_way(path: &Path, writable: &[PathBuf]) -> Option<PathBuf> {
+/// `path` with its links resolved as the kernel would, component by
+/// component (a missing tail kept as named under its real parent), or the
+/// first link met that sits in one of `writable`: the plugin could have put
+/// it there, and pointed the path anywhere. Approval named a path, and the
+/// user meant where it led then, not where a plugin's link leads it now.
+pub(crate) fn resolve(path: &Path, writable: &[PathBuf]) -> Result<PathBuf, PathBuf> {
+    if !path.is_absolute() {
+        return Ok(real(path));
+    }
     // The names still to resolve, the next one last.
     let mut todo = Vec::new();
     push_names(&mut todo, path);
@@ -597,29 +615,29 @@ pub(crate) fn link_on_the_way(path: &Path, writable: &[PathBuf]) -> Option<PathB
             continue;
         }
         let next = at.join(&name);
-        let Ok(meta) = std::fs::symlink_metadata(&next) else {
-            return None;
+        let link = match std::fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(&next).ok(),
+            _ => None,
         };
-        if !meta.file_type().is_symlink() {
+        let Some(target) = link else {
+            // A folder or file, or nothing yet (what follows is kept as named).
             at = next;
             continue;
-        }
+        };
         if writable.iter().any(|w| at.starts_with(w)) {
-            return Some(next);
+            return Err(next);
         }
         links -= 1;
-        let Ok(target) = std::fs::read_link(&next) else {
-            return None;
-        };
         if links == 0 {
-            return None;
+            // The open fails on its own (ELOOP).
+            return Ok(path.to_path_buf());
         }
         if target.is_absolute() {
             at = PathBuf::from("/");
         }
         push_names(&mut todo, &target);
     }
-    None
+    Ok(at)
 }
 
 /// Pushes the names of `path` onto `todo` so that its first is popped first.
@@ -661,7 +679,8 @@ const MAX_ENUMERATED: usize = 256;
 /// Adds the rules that allow `a` (its read side, or its write side) except
 /// what `excluded` holds.
 fn carve(a: &Allow, write: bool, excluded: &[PathBuf], out: &mut Allowed) {
-    let path = real(&a.path);
+    // Resolved once, by `wanted`.
+    let path = a.path.clone();
     let mut budget = MAX_ENUMERATED;
     carve_in(&path, write, excluded, out, &mut budget, a.required);
 }
@@ -1009,7 +1028,7 @@ mod tests {
     }
 
     #[test]
-    fn a_link_is_found_only_where_the_plugin_may_write() {
+    fn a_path_resolves_unless_a_link_the_plugin_may_change_is_on_the_way() {
         let root = tempfile::tempdir().unwrap();
         let root = root.path().canonicalize().unwrap();
         let (w, elsewhere) = (root.join("w"), root.join("elsewhere"));
@@ -1020,30 +1039,34 @@ mod tests {
         std::os::unix::fs::symlink(&w, root.join("to-w")).unwrap();
         let writable = std::slice::from_ref(&w);
         // In the writable folder, absolute or relative, whole or on the way.
+        assert_eq!(resolve(&w.join("abs"), writable), Err(w.join("abs")));
+        assert_eq!(resolve(&w.join("rel"), writable), Err(w.join("rel")));
+        assert_eq!(resolve(&w.join("abs/deep"), writable), Err(w.join("abs")));
         assert_eq!(
-            link_on_the_way(&w.join("abs"), writable),
-            Some(w.join("abs"))
-        );
-        assert_eq!(
-            link_on_the_way(&w.join("rel"), writable),
-            Some(w.join("rel"))
-        );
-        assert_eq!(
-            link_on_the_way(&w.join("abs/deep"), writable),
-            Some(w.join("abs"))
+            resolve(&w.join("real/../abs"), writable),
+            Err(w.join("abs"))
         );
         // Reached through a link the plugin cannot change, into one it can.
         assert_eq!(
-            link_on_the_way(&root.join("to-w/abs"), writable),
-            Some(w.join("abs"))
+            resolve(&root.join("to-w/abs"), writable),
+            Err(w.join("abs"))
         );
-        // No link, a link outside, and a path that does not exist yet.
-        assert_eq!(link_on_the_way(&w.join("real"), writable), None);
-        assert_eq!(link_on_the_way(&root.join("to-w/real"), writable), None);
-        assert_eq!(link_on_the_way(&w.join("missing/abs"), writable), None);
+        // No link, a link outside, a path that does not exist yet: where
+        // each leads, as the kernel would resolve it.
+        assert_eq!(resolve(&w.join("real"), writable), Ok(w.join("real")));
         assert_eq!(
-            link_on_the_way(&w.join("real/../abs"), writable),
-            Some(w.join("abs"))
+            resolve(&root.join("to-w/real"), writable),
+            Ok(w.join("real"))
         );
+        assert_eq!(
+            resolve(&w.join("missing/abs"), writable),
+            Ok(w.join("missing/abs"))
+        );
+        // With nothing writable, every link is followed.
+        assert_eq!(
+            resolve(&w.join("abs/deep"), &[]),
+            Ok(elsewhere.join("deep"))
+        );
+        assert_eq!(resolve(&w.join("rel"), &[]), Ok(w.join("real")));
     }
 }
