@@ -352,16 +352,21 @@ impl Confinement {
         // attributes: every mount but what the plugin may write is made
         // read-only, so that it cannot change them elsewhere either.
         let whole = mounts && handle_writes;
-        let mut mnt = mount_namespace(&files, whole);
+        let made = |files: &FileRules, whole| match mount_namespace(files, whole) {
+            Ok(made) => Ok(Ok(made)),
+            Err(MountFailure::Unavailable(why)) => Ok(Err(why)),
+            Err(MountFailure::Changed(why)) => Err(SandboxError::Changed(why)),
+        };
+        let mut mnt = made(&files, whole)?;
         if let (Err(why), true) = (&mnt, whole) {
             enforcement.not_enforced.push(format!(
                 "the mode, owner and times of files outside the plugin's writes are NOT protected: every other mount could not be made read-only ({why})"
             ));
-            mnt = mount_namespace(&files, false);
+            mnt = made(&files, false)?;
         }
         if mnt.is_err() && !files.mounted.is_empty() {
             files = FileRules::of(policy, false, read, write, handled_fs)?;
-            mnt = mount_namespace(&files, false);
+            mnt = made(&files, false)?;
         }
         let (mnt, read_only) = match mnt {
             Ok(Some((ns, seen, whole))) => {
@@ -731,15 +736,16 @@ fn held_at(egress: &Egress, abi: Option<i32>, seccomp_ok: bool) -> NetLevel {
 fn mount_namespace(
     files: &FileRules,
     whole: bool,
-) -> Result<Option<(OwnedFd, Mounted, bool)>, String> {
+) -> Result<Option<(OwnedFd, Mounted, bool)>, MountFailure> {
     let granted = whole.then(|| granted_mounts(&files.reach)).flatten();
     if granted.is_none() && files.read_only.is_empty() && files.mounted.is_empty() {
         return Ok(None);
     }
+    let unavailable = MountFailure::Unavailable;
     if !files.namespaces {
-        return Err("namespaces are switched off".to_owned());
+        return Err(unavailable("namespaces are switched off".to_owned()));
     }
-    namespace::available()?;
+    namespace::available().map_err(unavailable)?;
     let (projects, mut pinned) = namespace::layout(&files.read_only, &files.project_roots);
     let mut read_only = projects;
     read_only.extend(files.mounted.iter().cloned());
@@ -755,7 +761,24 @@ fn mount_namespace(
     let whole = granted.is_some();
     namespace::mounts(granted.as_deref(), &read_only, &pinned, &files.writable)
         .map(|ns| Some((ns, seen, whole)))
-        .map_err(|e| e.to_string())
+        .map_err(|e| {
+            // A path that became a link or went away since it was judged:
+            // the plugin may be racing the preparer, to have the tree
+            // given up; the call fails rather than run with less.
+            if namespace::path_changed(&e) {
+                MountFailure::Changed(e.to_string())
+            } else {
+                MountFailure::Unavailable(e.to_string())
+            }
+        })
+}
+
+/// Why a mount namespace was not made.
+enum MountFailure {
+    /// This system cannot make it: run with less, and say so.
+    Unavailable(String),
+    /// A path in it changed while it was made: fail the call.
+    Changed(String),
 }
 
 /// The paths a read-only mount tree keeps writable: each folder or file

@@ -378,6 +378,11 @@ pub(crate) enum SandboxError {
     /// A folder changed between being judged and being opened.
     #[error("{} changed while its sandbox was prepared (it now leads to {}); try again, and if it keeps changing, something is swapping it", path.display(), now.display())]
     Moved { path: PathBuf, now: PathBuf },
+    /// A path the mount namespace binds changed while it was made.
+    #[error(
+        "a folder changed while its sandbox was prepared ({0}); try again, and if it keeps changing, something is swapping it"
+    )]
+    Changed(String),
     /// The kernel refused the ruleset.
     #[error("cannot build the Landlock ruleset: {0}")]
     Landlock(String),

@@ -381,10 +381,35 @@ fn failure(message: &[u8]) -> io::Error {
         [b'e', step, rest @ ..] if rest.len() >= 4 => {
             let errno = i32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]);
             let e = io::Error::from_raw_os_error(errno);
-            io::Error::new(e.kind(), format!("cannot {}: {e}", Step::describe(*step)))
+            let text = format!("cannot {}: {e}", Step::describe(*step));
+            io::Error::new(e.kind(), StepFailed { errno, text })
         }
         _ => io::Error::other("the namespace preparer ended without an answer"),
     }
+}
+
+/// A step of the preparer that failed, with the kernel's errno.
+#[derive(Debug)]
+struct StepFailed {
+    errno: i32,
+    text: String,
+}
+
+impl std::fmt::Display for StepFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for StepFailed {}
+
+/// Whether the preparer failed because a path it mounts became a link
+/// (`ELOOP`), or went away, since it was judged: what a plugin racing it
+/// would cause, not what a system without support gives.
+pub(crate) fn path_changed(e: &io::Error) -> bool {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<StepFailed>())
+        .is_some_and(|f| matches!(f.errno, libc::ELOOP | libc::ENOENT | libc::ENOTDIR))
 }
 
 /// One message from the preparer, with the descriptors it carries (the
@@ -897,7 +922,10 @@ mod tests {
         std::fs::create_dir(&real).unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
         assert!(mounts(Some(&[real]), &[], &[], &[]).is_ok());
-        assert!(mounts(Some(&[link]), &[], &[], &[]).is_err());
+        // Failed, and said to be a path that changed: the call fails
+        // rather than run without the read-only tree.
+        let err = mounts(Some(&[link]), &[], &[], &[]).unwrap_err();
+        assert!(path_changed(&err), "{err}");
     }
 
     #[test]
