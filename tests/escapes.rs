@@ -484,15 +484,20 @@ impl Lab {
     fn confined(&self, level: Level, name: &str, cases: &[Case], terminal: bool) {
         let ops: Vec<Value> = cases.iter().map(|c| c.op.clone()).collect();
         for (how, got) in self.try_ops(level, name, &ops, terminal) {
-            for (c, r) in cases.iter().zip(&got) {
-                assert!(
-                    c.confined.holds(r),
-                    "{} ({name}, {how}, {level:?}, {:?}): want {:?}, got {r:?}; all: {got:?}",
-                    c.what,
-                    self.user,
-                    c.confined
-                );
-            }
+            self.check_confined(level, name, how, cases, &got);
+        }
+    }
+
+    /// `got` from `cases` run through `name` (`how`) at `level`.
+    fn check_confined(&self, level: Level, name: &str, how: &str, cases: &[Case], got: &[String]) {
+        for (c, r) in cases.iter().zip(got) {
+            assert!(
+                c.confined.holds(r),
+                "{} ({name}, {how}, {level:?}, {:?}): want {:?}, got {r:?}; all: {got:?}",
+                c.what,
+                self.user,
+                c.confined
+            );
         }
     }
 
@@ -507,15 +512,7 @@ impl Lab {
             &["--json", "call", &tool, &input],
             false,
         )));
-        for (c, r) in cases.iter().zip(&got) {
-            assert!(
-                c.confined.holds(r),
-                "{} ({name}, MCP server, {level:?}, {:?}): want {:?}, got {r:?}; all: {got:?}",
-                c.what,
-                self.user,
-                c.confined
-            );
-        }
+        self.check_confined(level, name, "MCP server", cases, &got);
     }
 
     /// The cases that show something without the sandbox, through `name`.

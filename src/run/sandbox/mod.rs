@@ -370,9 +370,8 @@ pub(crate) enum SandboxError {
     },
     /// A grant is reached through a symbolic link the plugin may replace.
     #[error(
-        "the granted {} is reached through the symbolic link {}, in a folder the plugin may write, so the plugin could point it anywhere: replace the link with the folder it names, or grant that folder instead",
-        grant.display(),
-        link.display()
+        "{}, in a folder the plugin may write, so the plugin could point it anywhere: replace the link with the folder it names, or grant that folder instead",
+        through_link(grant, link)
     )]
     ChangeableLink { grant: PathBuf, link: PathBuf },
     /// A folder changed between being judged and being opened.
@@ -389,6 +388,19 @@ pub(crate) enum SandboxError {
     /// The egress proxy's socket could not be made.
     #[error("cannot start the egress proxy: {0}")]
     Egress(std::io::Error),
+}
+
+/// How a grant meets a link: it is the link, or the link is on its way.
+fn through_link(grant: &std::path::Path, link: &std::path::Path) -> String {
+    if grant == link {
+        format!("the granted {} is a symbolic link", grant.display())
+    } else {
+        format!(
+            "the granted {} is reached through the symbolic link {}",
+            grant.display(),
+            link.display()
+        )
+    }
 }
 
 /// Builds the sandbox of one process of the plugin `policy` describes. A host
