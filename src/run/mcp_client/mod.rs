@@ -176,6 +176,9 @@ impl McpSession {
             let spoken = match connect.known_legacy {
                 true => probe::Spoken::Legacy,
                 false => {
+                    // Unanswered from the moment it is sent: a server that
+                    // exits on it may be seen gone before the probe gives up.
+                    probe_unanswered.store(true, Ordering::Relaxed);
                     let spoken = probe::probe(&mut stdin, &mut reader, connect.timeout / 2).await;
                     probe_unanswered.store(spoken == probe::Spoken::Legacy, Ordering::Relaxed);
                     spoken
