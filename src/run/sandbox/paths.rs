@@ -599,7 +599,7 @@ fn writable_roots(policy: &Policy<'_>, home: Option<&Path>) -> Vec<PathBuf> {
 /// first link met that sits in one of `writable`: the plugin could have put
 /// it there, and pointed the path anywhere. Approval named a path, and the
 /// user meant where it led then, not where a plugin's link leads it now.
-pub(crate) fn resolve(path: &Path, writable: &[PathBuf]) -> Result<PathBuf, PathBuf> {
+fn resolve(path: &Path, writable: &[PathBuf]) -> Result<PathBuf, PathBuf> {
     if !path.is_absolute() {
         return Ok(real(path));
     }
