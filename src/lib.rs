@@ -128,6 +128,8 @@ pub mod protect;
 pub mod protocol;
 mod random;
 mod remedy;
+#[cfg(feature = "mcp-server")]
+pub mod remote;
 mod run;
 pub mod schemas;
 pub mod search;

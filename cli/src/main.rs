@@ -157,6 +157,13 @@ enum Command {
     Completions(completions::Args),
     /// Print the man page (roff): plughost man | man -l -
     Man,
+    /// The process that stands for a remote MCP server: JSON-RPC lines on
+    /// stdin and stdout, bridged to the server's streamable HTTP at URL.
+    #[command(hide = true)]
+    RemoteBridge {
+        /// The server's URL.
+        url: String,
+    },
 }
 
 /// Parses the command line and runs the command.
@@ -193,6 +200,32 @@ fn quiet_on_closed_stdout() {
     }));
 }
 
+/// The hidden command a remote server's process runs.
+const REMOTE_BRIDGE: &str = "remote-bridge";
+
+/// This program, which runs remote servers' bridges: as the running file
+/// names it, so that a rebuilt binary bridges the next server.
+fn bridge_program() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("plughost"))
+}
+
+/// Bridges stdin and stdout to the remote MCP server at `url` (see
+/// `plughost::remote`), until stdin closes.
+fn remote_bridge(url: &str) -> Result<ExitCode, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start: {e}"))?;
+    runtime
+        .block_on(plughost::remote::bridge(
+            url,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        ))
+        .map_err(|e| e.to_string())?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match &cli.command {
         Command::List => list::run(&cli),
@@ -215,6 +248,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::ParseToolCall => export::run_parse(),
         Command::Completions(args) => completions::run(args),
         Command::Man => completions::run_man(),
+        Command::RemoteBridge { url } => remote_bridge(url),
     }
 }
 
@@ -297,6 +331,7 @@ impl Cli {
         extra: impl FnOnce(PluginHostBuilder) -> PluginHostBuilder,
     ) -> Result<PluginHost, String> {
         let mut builder = PluginHost::builder()
+            .remote_bridge(bridge_program(), [REMOTE_BRIDGE])
             .plugins_dir(self.plugins_dir())
             .state_dir(self.state_dir())
             .inherit_env(self.inherit_env)

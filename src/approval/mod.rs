@@ -162,7 +162,7 @@ impl Grant {
     /// A grant of exactly what `manifest` asks for now.
     pub(crate) fn of(manifest: &Manifest, granted_at: u64) -> Grant {
         Grant {
-            permissions: manifest.permissions.iter().cloned().collect(),
+            permissions: manifest.granted().into_iter().collect(),
             env: manifest.env.iter().cloned().collect(),
             secrets: bindings(manifest),
             plugin_version: manifest.version.clone(),
@@ -406,10 +406,9 @@ pub(crate) fn state(manifest: &Manifest, grant: Option<&Grant>) -> ApprovalState
             || (p.host_grant().is_some() && grant.permissions.contains(&Permission::Network))
     };
     let mut new_permissions: Vec<Permission> = manifest
-        .permissions
-        .iter()
+        .granted()
+        .into_iter()
         .filter(|p| !covered(p))
-        .cloned()
         .collect();
     new_permissions.sort();
     new_permissions.dedup();

@@ -147,6 +147,14 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
                 );
             }
         }
+        (Protocol::Mcp, _) if manifest.remote.is_some() => {
+            let url = manifest.remote.as_deref().unwrap_or_default();
+            let _ = writeln!(
+                t,
+                "  This plugin is the remote MCP server at {}. plughost connects to it once\n  you approve, and its tools are listed then; a tool it later adds or changes\n  waits for your approval again.",
+                one_line(url, MAX_TOOL_LINE)
+            );
+        }
         (Protocol::Mcp, _) => {
             let command = std::iter::once(manifest.entrypoint.as_str())
                 .chain(manifest.args.iter().map(String::as_str))
@@ -166,7 +174,7 @@ pub(crate) fn text(manifest: &Manifest, state: &ApprovalState) -> String {
         }
     }
 
-    let mut permissions = manifest.permissions.clone();
+    let mut permissions = manifest.granted();
     permissions.sort();
     permissions.dedup();
     let _ = writeln!(t, "\nPermissions:");

@@ -17,7 +17,7 @@ pub(crate) fn refusal(manifest: &Manifest, state: &ApprovalState) -> Option<Refu
             return None;
         }
         ApprovalState::NeedsApproval => {
-            let mut permissions = manifest.permissions.clone();
+            let mut permissions = manifest.granted();
             permissions.sort();
             permissions.dedup();
             let mut env = manifest.env.clone();

@@ -46,6 +46,9 @@ pub struct PluginHostBuilder {
     approvals_file: Option<(PathBuf, bool)>,
     /// Makes a span of every call (feature `otel`).
     pub(super) tracing: Option<Tracing>,
+    /// The program a remote server's process runs, and its arguments before
+    /// the server's URL.
+    pub(super) remote_bridge: Option<(PathBuf, Vec<std::ffi::OsString>)>,
     /// Where the host's Prometheus metrics go, and under which tenant.
     #[cfg(feature = "prometheus")]
     prometheus: Vec<(Arc<crate::observe::Prometheus>, String)>,
@@ -71,6 +74,7 @@ impl Default for PluginHostBuilder {
             private: Vec::new(),
             approvals_file: None,
             tracing: None,
+            remote_bridge: None,
             #[cfg(feature = "prometheus")]
             prometheus: Vec::new(),
         }
@@ -150,6 +154,21 @@ impl PluginHostBuilder {
     /// call fails with `not_allowed` and the command that approves).
     pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.approver = Some(approver);
+        self
+    }
+
+    /// The program that stands for a remote MCP server (a plugin whose
+    /// manifest names a `remote` URL): it is started as `program ARGS… URL`,
+    /// confined as that plugin, and bridges JSON-RPC lines on its stdin and
+    /// stdout to the server's streamable HTTP ([`crate::remote::bridge`] is
+    /// its body, which the `plughost` binary runs). Without one, calls to
+    /// remote servers fail and say so.
+    pub fn remote_bridge(
+        mut self,
+        program: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
+    ) -> Self {
+        self.remote_bridge = Some((program.into(), args.into_iter().map(Into::into).collect()));
         self
     }
 

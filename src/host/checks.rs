@@ -168,11 +168,16 @@ impl Inner {
         }
         let (trust, private) = self.protected_by_host();
         let permissions = plugin.manifest.effective_permissions();
+        // A remote server's process is the bridge: its program is what runs.
+        let entrypoint = match &plugin.manifest.remote {
+            Some(_) => self.config.remote_bridge.as_ref().map(|(p, _)| p.as_path()),
+            None => None,
+        };
         let fresh = Arc::new(sandbox::Confinement::new(&sandbox::Policy {
             plugin_dir: &plugin.dir,
             data_dir,
             tmp_dir: tmp_root,
-            entrypoint: &plugin.entrypoint,
+            entrypoint: entrypoint.unwrap_or(&plugin.entrypoint),
             permissions: &permissions,
             trust: &trust,
             private: &private,

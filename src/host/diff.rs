@@ -104,7 +104,7 @@ fn changes(a: &Plugin, b: &Plugin) -> Vec<String> {
         (!both.is_empty()).then(|| format!("{field} ({})", both.join(", ")))
     };
     let perms = |m: &crate::plugins::manifest::Manifest| {
-        m.permissions.iter().map(ToString::to_string).collect()
+        m.granted().iter().map(ToString::to_string).collect()
     };
     out.extend(list("permissions", perms(ma), perms(mb)));
     let env = |m: &crate::plugins::manifest::Manifest| m.env.iter().map(|e| e.0.clone()).collect();

@@ -119,7 +119,7 @@ impl Inner {
                         env.push(("TRACESTATE".into(), state.clone().into()));
                     }
                 }
-                Ok(Launch::of(plugin, env, sandbox))
+                self.launch_of(plugin, env, sandbox)
             }
             Role::Worker {
                 plugin,
@@ -133,7 +133,7 @@ impl Inner {
                 let sandbox = self
                     .sandbox_for(plugin, data, &mut env)?
                     .map(sandbox::Prepared::long_lived);
-                Ok(Launch::of(plugin, env, sandbox))
+                self.launch_of(plugin, env, sandbox)
             }
             Role::Code { dir, program, args } => {
                 let mut env = base_env(self.config.inherit_env, &[]);
@@ -201,18 +201,47 @@ impl Inner {
     }
 }
 
-impl Launch {
-    fn of(
+impl Inner {
+    /// `plugin`'s process: its entrypoint, or for a remote server the
+    /// host's bridge to the server's URL.
+    fn launch_of(
+        &self,
         plugin: &Plugin,
         env: Vec<(OsString, OsString)>,
         sandbox: Option<sandbox::Prepared>,
-    ) -> Launch {
-        Launch {
-            program: plugin.entrypoint.clone(),
-            args: plugin.manifest.args.clone(),
+    ) -> Result<Launch, CallError> {
+        let (program, args) = match &plugin.manifest.remote {
+            None => (plugin.entrypoint.clone(), plugin.manifest.args.clone()),
+            Some(url) => {
+                let (program, args) = self.bridge(plugin)?;
+                let mut args: Vec<String> = args
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect();
+                args.push(url.clone());
+                (program.to_owned(), args)
+            }
+        };
+        Ok(Launch {
+            program,
+            args,
             cwd: plugin.dir.clone(),
             env,
             sandbox,
+        })
+    }
+
+    /// The program that runs for a remote server, refused when this host
+    /// has none.
+    pub(super) fn bridge(&self, plugin: &Plugin) -> Result<(&Path, &[OsString]), CallError> {
+        match &self.config.remote_bridge {
+            Some((program, args)) => Ok((program, args)),
+            None => Err(CallError::NotAllowed {
+                refusal: Refusal::SandboxFailed {
+                    plugin: plugin.name().to_owned(),
+                    reason: "it is a remote MCP server, and this host was built without a program to reach one (PluginHostBuilder::remote_bridge)".into(),
+                },
+            }),
         }
     }
 }

@@ -225,10 +225,12 @@ impl PluginHost {
             for note in p.all_notes() {
                 problems.push(Problem::new(format!("{plugin}: {note}")));
             }
-            if let Some(note) = shim_note(&p.entrypoint) {
+            // A remote server runs the host's bridge, not a file of its own.
+            let own = p.manifest.remote.is_none();
+            if let Some(note) = shim_note(&p.entrypoint).filter(|_| own) {
                 problems.push(Problem::new(format!("{plugin}: {note}")));
             }
-            for gone in missing_programs(&p.entrypoint) {
+            for gone in missing_programs(&p.entrypoint).into_iter().filter(|_| own) {
                 problems.push(Problem {
                     text: format!(
                         "{plugin}: its entrypoint {} starts {}, which does not exist any more",
@@ -395,7 +397,7 @@ fn entry(
         description: m.description.clone(),
         author: m.author.clone(),
         dir: p.dir.clone(),
-        permissions: m.permissions.iter().map(ToString::to_string).collect(),
+        permissions: m.granted().iter().map(ToString::to_string).collect(),
         secrets: m
             .secrets
             .iter()

@@ -60,6 +60,8 @@ pub const MANIFEST_FILE: &str = "plugin.json";
     "if" = {"properties": {"protocol": {"const": "mcp"}}, "required": ["protocol"]},
     "else" = {"required": ["tools"]}
 ))]
+// A plugin runs its entrypoint, or stands for a remote server: one of the two.
+#[schemars(extend("oneOf" = [{"required": ["entrypoint"]}, {"required": ["remote"]}]))]
 pub struct Manifest {
     /// Optional URL or path of this schema, for editors.
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
@@ -78,9 +80,18 @@ pub struct Manifest {
     /// Who wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
-    /// Relative path of the executable inside the plugin folder.
+    /// Relative path of the executable inside the plugin folder (not with
+    /// `remote`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(length(min = 1))]
     pub entrypoint: String,
+    /// The URL of a remote MCP server (streamable HTTP) this plugin stands
+    /// for, instead of an entrypoint; with `"protocol": "mcp"`. plughost
+    /// reaches it through its bridge, confined like any plugin, and the
+    /// plugin is granted that host and port (and no other).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^https?://[^/?#]+"), length(max = 2048))]
+    pub remote: Option<String>,
     /// What the plugin may do; `[]` for nothing beyond its own folders.
     pub permissions: Vec<Permission>,
     /// Names of environment variables the plugin needs from the user's environment.
@@ -221,17 +232,46 @@ impl Manifest {
             .iter()
             .filter_map(|p| p.host_grant().cloned())
             .chain(self.secrets.values().flat_map(BrokeredSecret::grants))
+            .chain(self.remote_grant())
             .collect();
         grants.sort();
         grants.dedup();
         grants
     }
 
-    /// The permissions the sandbox holds the plugin to: those listed, and a
-    /// `network:HOST` for each host a brokered secret is bound to.
+    /// The permissions the user approves: those listed, and a remote
+    /// server's host and port (a URL moved to another host asks again).
+    pub fn granted(&self) -> Vec<Permission> {
+        let mut all = self.permissions.clone();
+        if let Some(g) = self.remote_grant().map(Permission::NetworkTo)
+            && !all.contains(&g)
+        {
+            all.push(g);
+        }
+        all
+    }
+
+    /// The host and port of a remote server's URL, as a grant (`None` for a
+    /// plugin with an entrypoint, or a URL the validator refuses).
+    pub fn remote_grant(&self) -> Option<HostGrant> {
+        let url = url::Url::parse(self.remote.as_deref()?).ok()?;
+        let host = url.host_str()?;
+        let port = url.port_or_known_default()?;
+        HostGrant::parse(&format!("{host}:{port}")).ok()
+    }
+
+    /// The permissions the sandbox holds the plugin to: those listed, a
+    /// `network:HOST` for each host a brokered secret is bound to, and a
+    /// remote server's host and port.
     pub fn effective_permissions(&self) -> Vec<Permission> {
         let mut all = self.permissions.clone();
-        for g in self.secrets.values().flat_map(BrokeredSecret::grants) {
+        let remote = self.remote_grant();
+        for g in self
+            .secrets
+            .values()
+            .flat_map(BrokeredSecret::grants)
+            .chain(remote)
+        {
             let p = Permission::NetworkTo(g);
             if !all.contains(&p) {
                 all.push(p);

@@ -124,8 +124,15 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
             )]);
         }
     };
-    let entrypoint = check_entrypoint(&dir, &manifest.entrypoint)
-        .map_err(|m| ManifestError::new("/entrypoint", m));
+    let entrypoint = match &manifest.remote {
+        // A remote server's process is plughost's bridge: the manifest
+        // stands in for an entrypoint of its own.
+        Some(url) => check_remote(url, &manifest)
+            .map(|()| dir.join(MANIFEST_FILE))
+            .map_err(|m| ManifestError::new("/remote", m)),
+        None => check_entrypoint(&dir, &manifest.entrypoint)
+            .map_err(|m| ManifestError::new("/entrypoint", m)),
+    };
     let entrypoint = match entrypoint {
         Ok(p) => Some(p),
         Err(e) => {
@@ -136,7 +143,7 @@ pub(crate) fn check_plugin(dir: &Path) -> Result<CheckedPlugin, Vec<ManifestErro
     // The first line decides how the system runs it: a CRLF or a BOM there
     // never runs; a missing interpreter may be installed later.
     let mut notes = Vec::new();
-    if let Some(path) = &entrypoint {
+    if let Some(path) = entrypoint.as_ref().filter(|_| manifest.remote.is_none()) {
         let first = shebang::first_line(path);
         if let Some(problem) = shebang::explain(&first, &manifest.entrypoint) {
             errors.push(ManifestError::new("/entrypoint", problem));
@@ -440,6 +447,33 @@ fn check_scope(scope: &str) -> Result<(), String> {
     }
     if scope == "/" {
         return Err("\"/\" is every file: use filesystem:read or filesystem:write instead".into());
+    }
+    Ok(())
+}
+
+/// A remote server's URL: `http` or `https`, a host, no credentials (they
+/// would sit in the folder and in every log); spoken to over MCP.
+fn check_remote(url: &str, manifest: &Manifest) -> Result<(), String> {
+    if !manifest.entrypoint.is_empty() {
+        return Err("a plugin has an entrypoint or a remote server, not both: remove \"entrypoint\" or \"remote\"".into());
+    }
+    if manifest.protocol != Protocol::Mcp {
+        return Err("a remote server speaks MCP: add \"protocol\": \"mcp\"".into());
+    }
+    let parsed = url::Url::parse(url).map_err(|e| format!("\"{url}\" is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("\"{url}\" must start with https:// (or http://)"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("\"{url}\" names no host"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("a remote server's URL may not hold a user or password: a credential belongs in the secret store, not in the plugin's folder".into());
+    }
+    if parsed.fragment().is_some() {
+        return Err(format!(
+            "\"{url}\" has a #fragment, which no server sees: remove it"
+        ));
     }
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! Which revision a server speaks, asked before rmcp starts: plughost sends
 //! its own `server/discover` (with an id of its own) and reads the answer.
-//! A server that answers with a result naming 2026-07-28 speaks it; one that
-//! answers with an error, or not within the wait, gets the 2025-11-25
-//! handshake. The answer is kept from rmcp whenever it comes (the [`Wire`] sets it aside), so
+//! A server that answers with a result naming 2026-07-28 speaks it, and so
+//! does one whose error (`-32022`, unsupported version) lists it among the
+//! versions it supports; one that answers with another error, or not within
+//! the wait, gets the 2025-11-25 handshake. The answer is kept from rmcp whenever it comes (the [`Wire`] sets it aside), so
 //! a slow server's late answer never reaches the handshake that followed.
 //!
 //! rmcp's own probe gives up after a fixed 10 seconds and then fails on the
@@ -45,9 +46,16 @@ pub(super) async fn probe(stdin: &mut Stdin, stdout: &mut Wire<Output>, wait: Du
     }
 }
 
-/// Whether a probe answer is a result that names 2026-07-28.
+/// Whether a probe answer is a result that names 2026-07-28, or an error
+/// that lists it as supported.
 fn speaks_2026(answer: &Value) -> bool {
-    answer["result"]["supportedVersions"]
-        .as_array()
-        .is_some_and(|v| v.iter().any(|v| v == "2026-07-28"))
+    [
+        &answer["result"]["supportedVersions"],
+        &answer["error"]["data"]["supported"],
+    ]
+    .iter()
+    .any(|list| {
+        list.as_array()
+            .is_some_and(|v| v.iter().any(|v| v == "2026-07-28"))
+    })
 }

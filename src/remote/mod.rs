@@ -1,0 +1,447 @@
+//! Remote MCP servers: a server reached over streamable HTTP is run as a
+//! plugin whose process is a bridge. The bridge reads the JSON-RPC lines
+//! plughost's client writes on its stdin, posts each to the server, and
+//! writes what the server sends back (an answer, or the events of a stream)
+//! as lines on its stdout; so the gateway, approval, pinning, the call
+//! limits and the sandbox treat a remote server exactly as a local one. Run
+//! confined, the bridge reaches the network only through plughost's egress
+//! proxy, and only the server's host, which the plugin is granted.
+//!
+//! [`bridge`] is that program's body; the `plughost` binary runs it as a
+//! hidden command, and [`crate::PluginHostBuilder::remote_bridge`] tells a
+//! host which program to start.
+
+mod headers;
+mod http;
+mod sse;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use http::Endpoint;
+
+/// The largest message the bridge takes from the server (the host's own,
+/// smaller cap then applies to it as to any server's).
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// How often a stream that ended before its answer is resumed.
+const RESUMES: u32 = 5;
+
+/// The header a streamable HTTP server names its session with.
+const SESSION: &str = "mcp-session-id";
+
+/// The program a host starts for a remote server, with the arguments that
+/// come before the server's URL (`plughost remote-bridge URL`).
+#[derive(Debug, Clone)]
+pub struct BridgeProgram {
+    /// The executable.
+    pub program: PathBuf,
+    /// Its arguments, before the URL.
+    pub args: Vec<OsString>,
+}
+
+/// Why the bridge ended other than by its input closing.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    /// The URL cannot be used.
+    #[error("{0}")]
+    Url(String),
+    /// The server ended the session (`404` to a request that named it): a
+    /// new bridge starts a new one.
+    #[error("the remote MCP server at {0} ended its session; it is started again on the next call")]
+    SessionEnded(String),
+    /// Reading the input or writing the output failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Bridges the MCP server at `url` to `input` and `output` (JSON-RPC, one
+/// message per line), until `input` closes; then ends the server's session.
+pub async fn bridge<R, W>(url: &str, input: R, output: W) -> Result<(), BridgeError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let endpoint = Endpoint::new(url).map_err(BridgeError::Url)?;
+    let (out, rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(write_lines(rx, output));
+    let link = Arc::new(Link {
+        endpoint,
+        session: Mutex::default(),
+        version: Mutex::default(),
+        out,
+        tools: Mutex::default(),
+        ended: CancellationToken::new(),
+        listening: Default::default(),
+    });
+    let mut lines = BufReader::new(input).lines();
+    loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line?,
+            _ = link.ended.cancelled() => break,
+        };
+        let Some(line) = line else { break };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        tokio::spawn(link.clone().post(message));
+    }
+    let ended = link.ended.is_cancelled();
+    link.ended.cancel();
+    link.close().await;
+    drop(link);
+    // What is in flight may never end; what was written has been flushed.
+    let _ = tokio::time::timeout(Duration::from_millis(500), writer).await;
+    match ended {
+        true => Err(BridgeError::SessionEnded(url.to_owned())),
+        false => Ok(()),
+    }
+}
+
+/// What the bridge knows of the connection, shared by its requests.
+struct Link {
+    endpoint: Endpoint,
+    /// The session the server named in its answer to `initialize`.
+    session: Mutex<Option<HeaderValue>>,
+    /// The revision agreed on, sent with every request after it.
+    version: Mutex<Option<HeaderValue>>,
+    out: mpsc::UnboundedSender<Value>,
+    /// The arguments each tool mirrors in headers (`x-mcp-header`), from
+    /// the server's last tool list.
+    tools: Mutex<headers::Mirrored>,
+    /// Cancelled when the bridge ends.
+    ended: CancellationToken,
+    /// Whether the stream of the server's own messages (`GET`) is open.
+    listening: std::sync::atomic::AtomicBool,
+}
+
+impl Link {
+    /// Posts `message`, and passes on what comes back.
+    async fn post(self: Arc<Self>, message: Value) {
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let id = message.get("id").filter(|_| method.is_some()).cloned();
+        if let Some(v) = message
+            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| HeaderValue::from_str(v).ok())
+        {
+            *self.version.lock().expect("version lock") = Some(v);
+        }
+        let body = serde_json::to_vec(&message).expect("a Value serializes");
+        let mut request = self
+            .headers(self.endpoint.request(hyper::Method::POST))
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream");
+        if let Some(m) = method.as_deref().filter(|_| modern(&message)) {
+            let tools = self.tools.lock().expect("tools lock");
+            for (name, value) in headers::for_request(m, &message, &tools) {
+                request = request.header(name, value);
+            }
+        }
+        let request = match request.body(Full::new(Bytes::from(body))) {
+            Ok(r) => r,
+            Err(e) => return self.fail(id, format!("the request cannot be sent: {e}")),
+        };
+        let response = match self.endpoint.send(request).await {
+            Ok(r) => r,
+            Err(e) => {
+                let host = self.endpoint.authority();
+                return self.fail(
+                    id,
+                    format!("cannot reach the remote MCP server {host}: {e}"),
+                );
+            }
+        };
+        let status = response.status();
+        if method.as_deref() == Some("initialize")
+            && status.is_success()
+            && let Some(s) = response.headers().get(SESSION)
+        {
+            *self.session.lock().expect("session lock") = Some(s.clone());
+        }
+        if status == hyper::StatusCode::NOT_FOUND && self.has_session() {
+            self.fail(id, "the remote MCP server ended its session".into());
+            self.ended.cancel();
+            return;
+        }
+        if status == hyper::StatusCode::ACCEPTED || (status.is_success() && id.is_none()) {
+            if method.as_deref() == Some("notifications/initialized") {
+                self.clone().listen();
+            }
+            return;
+        }
+        let streamed = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if status.is_success() && streamed {
+            return self.stream(response.into_body(), id).await;
+        }
+        let bytes = match read_capped(response.into_body()).await {
+            Ok(b) => b,
+            Err(e) => return self.fail(id, e),
+        };
+        match serde_json::from_slice::<Value>(&bytes) {
+            // A JSON-RPC answer, whatever the status: a server's error for
+            // the request is the request's answer.
+            Ok(value) if is_answer(&value) => self.pass(value),
+            _ if status.is_success() && id.is_none() => {}
+            _ => {
+                let text = String::from_utf8_lossy(&bytes);
+                let text: String = text.chars().take(200).collect();
+                self.fail(
+                    id,
+                    format!(
+                        "the remote MCP server answered HTTP {status}: {}",
+                        text.trim()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The session and revision headers every request after the handshake
+    /// carries.
+    fn headers(&self, mut request: hyper::http::request::Builder) -> hyper::http::request::Builder {
+        if let Some(s) = self.session.lock().expect("session lock").clone() {
+            request = request.header(SESSION, s);
+        }
+        if let Some(v) = self.version.lock().expect("version lock").clone() {
+            request = request.header("mcp-protocol-version", v);
+        }
+        request
+    }
+
+    fn has_session(&self) -> bool {
+        self.session.lock().expect("session lock").is_some()
+    }
+
+    /// Passes on the events of a stream; one that ends before the answer to
+    /// `id` is resumed from its last event (`Last-Event-ID`), as often as
+    /// [`RESUMES`] allows, waiting what the server's `retry` asks.
+    async fn stream(&self, body: hyper::body::Incoming, id: Option<Value>) {
+        let mut body = body;
+        let mut last_id = None;
+        let mut retry = Duration::from_secs(1);
+        let mut resumes = 0;
+        loop {
+            let answered = self
+                .read_events(body, id.as_ref(), &mut last_id, &mut retry)
+                .await;
+            if answered || id.is_none() || self.ended.is_cancelled() {
+                return;
+            }
+            let Some(from) = last_id.clone() else {
+                return self.fail(
+                    id,
+                    "the remote MCP server closed the stream before answering".into(),
+                );
+            };
+            if resumes == RESUMES {
+                return self.fail(
+                    id,
+                    format!(
+                        "the remote MCP server's stream ended {RESUMES} times before answering"
+                    ),
+                );
+            }
+            resumes += 1;
+            tokio::time::sleep(retry).await;
+            match self.get(Some(&from)).await {
+                Some(b) => body = b,
+                None => {
+                    return self.fail(
+                        id,
+                        "the remote MCP server's stream could not be resumed".into(),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Reads one stream to its end; `true` once the answer to `id` came.
+    async fn read_events(
+        &self,
+        mut body: hyper::body::Incoming,
+        id: Option<&Value>,
+        last_id: &mut Option<String>,
+        retry: &mut Duration,
+    ) -> bool {
+        let mut events = sse::Events::default();
+        let mut answered = false;
+        loop {
+            let frame = tokio::select! {
+                f = body.frame() => f,
+                _ = self.ended.cancelled() => return answered,
+            };
+            let Some(Ok(frame)) = frame else {
+                return answered;
+            };
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
+            let Ok(got) = events.feed(&chunk, MAX_MESSAGE) else {
+                return answered;
+            };
+            for event in got {
+                if let Some(e) = event.id {
+                    *last_id = Some(e);
+                }
+                if let Some(ms) = event.retry_ms {
+                    *retry = Duration::from_millis(ms.min(60_000));
+                }
+                let Ok(value) = serde_json::from_str::<Value>(&event.data) else {
+                    continue;
+                };
+                if id.is_some() && is_answer(&value) && value.get("id") == id {
+                    answered = true;
+                }
+                self.pass(value);
+            }
+            if answered {
+                return true;
+            }
+        }
+    }
+
+    /// A `GET` stream (resuming after `from`), or `None` when the server
+    /// offers none.
+    async fn get(&self, from: Option<&str>) -> Option<hyper::body::Incoming> {
+        let mut request = self
+            .headers(self.endpoint.request(hyper::Method::GET))
+            .header(ACCEPT, "text/event-stream");
+        if let Some(from) = from {
+            request = request.header("last-event-id", from);
+        }
+        let request = request.body(Full::new(Bytes::new())).ok()?;
+        let response = self.endpoint.send(request).await.ok()?;
+        response.status().is_success().then(|| response.into_body())
+    }
+
+    /// Opens the stream of the server's own messages (requests, notices)
+    /// and keeps it open; a server that offers none is not asked again.
+    fn listen(self: Arc<Self>) {
+        if self
+            .listening
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        tokio::spawn(async move {
+            let mut last_id = None;
+            let mut retry = Duration::from_secs(1);
+            while !self.ended.is_cancelled() {
+                let Some(body) = self.get(last_id.as_deref()).await else {
+                    return;
+                };
+                self.read_events(body, None, &mut last_id, &mut retry).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(retry) => {}
+                    _ = self.ended.cancelled() => return,
+                }
+            }
+        });
+    }
+
+    /// Ends the session, if the server named one.
+    async fn close(&self) {
+        if !self.has_session() {
+            return;
+        }
+        let Ok(request) = self
+            .headers(self.endpoint.request(hyper::Method::DELETE))
+            .body(Full::new(Bytes::new()))
+        else {
+            return;
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.endpoint.send(request)).await;
+    }
+
+    /// Passes a message from the server on, taking the revision agreed on
+    /// from an answer to `initialize`.
+    fn pass(&self, mut value: Value) {
+        if let Some(tools) = value
+            .pointer_mut("/result/tools")
+            .and_then(Value::as_array_mut)
+        {
+            // Pages of one list add up; a tool listed again is learned again.
+            let learned = headers::learn(tools);
+            self.tools.lock().expect("tools lock").extend(learned);
+        }
+        if let Some(v) = value
+            .pointer("/result/protocolVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| HeaderValue::from_str(v).ok())
+        {
+            *self.version.lock().expect("version lock") = Some(v);
+        }
+        let _ = self.out.send(value);
+    }
+
+    /// Answers the request `id` (if it is one) with an error saying `why`.
+    fn fail(&self, id: Option<Value>, why: String) {
+        if let Some(id) = id {
+            let _ = self.out.send(json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": -32603, "message": why},
+            }));
+        }
+    }
+}
+
+/// Whether `message` is spoken at 2026-07-28 or later (its `_meta` names
+/// the revision), whose requests carry the standard headers.
+fn modern(message: &Value) -> bool {
+    message
+        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|v| v >= "2026-07-28")
+}
+
+/// Whether `value` is an answer (a result or an error), or a batch.
+fn is_answer(value: &Value) -> bool {
+    value.is_array() || value.get("result").is_some() || value.get("error").is_some()
+}
+
+/// A body, up to [`MAX_MESSAGE`].
+async fn read_capped(body: hyper::body::Incoming) -> Result<Vec<u8>, String> {
+    let limited = http_body_util::Limited::new(body, MAX_MESSAGE);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes().to_vec()),
+        Err(e) => Err(format!(
+            "the remote MCP server's answer could not be read: {e}"
+        )),
+    }
+}
+
+/// Writes each message as one line.
+async fn write_lines<W: AsyncWrite + Unpin>(mut rx: mpsc::UnboundedReceiver<Value>, mut output: W) {
+    while let Some(value) = rx.recv().await {
+        let values = match value {
+            Value::Array(batch) => batch,
+            one => vec![one],
+        };
+        for v in values {
+            let mut line = serde_json::to_vec(&v).expect("a Value serializes");
+            line.push(b'\n');
+            if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                return;
+            }
+        }
+    }
+}
