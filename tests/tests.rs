@@ -37,6 +37,7 @@ mod net_grants;
 mod observers;
 mod permissions;
 mod protected;
+mod remote;
 mod sdk_plugins;
 mod secrets;
 mod telemetry;

@@ -64,7 +64,7 @@ pub(crate) fn tier(manifest: &Manifest) -> Tier {
 /// variable (it may carry a secret) and any brokered secret needs approval.
 fn grants_tier(manifest: &Manifest) -> Tier {
     let only_read = manifest
-        .permissions
+        .granted()
         .iter()
         .all(|p| p.reads_only() && reaches(p).is_none_or(|r| !r.needs_approval_to_read()));
     if only_read && manifest.env.is_empty() && manifest.secrets.is_empty() {

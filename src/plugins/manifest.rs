@@ -60,8 +60,12 @@ pub const MANIFEST_FILE: &str = "plugin.json";
     "if" = {"properties": {"protocol": {"const": "mcp"}}, "required": ["protocol"]},
     "else" = {"required": ["tools"]}
 ))]
-// A plugin runs its entrypoint, or stands for a remote server: one of the two.
-#[schemars(extend("oneOf" = [{"required": ["entrypoint"]}, {"required": ["remote"]}]))]
+// A plugin runs its entrypoint, or stands for a remote server (which speaks
+// MCP); the validator refuses both at once, in words.
+#[schemars(extend(
+    "anyOf" = [{"required": ["entrypoint"]}, {"required": ["remote"]}],
+    "dependentSchemas" = {"remote": {"required": ["protocol"], "properties": {"protocol": {"const": "mcp"}}}}
+))]
 pub struct Manifest {
     /// Optional URL or path of this schema, for editors.
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
@@ -243,21 +247,36 @@ impl Manifest {
     /// server's host and port (a URL moved to another host asks again).
     pub fn granted(&self) -> Vec<Permission> {
         let mut all = self.permissions.clone();
-        if let Some(g) = self.remote_grant().map(Permission::NetworkTo)
-            && !all.contains(&g)
-        {
-            all.push(g);
+        for g in self.remote_grant().into_iter().map(Permission::NetworkTo) {
+            if !all.contains(&g) {
+                all.push(g);
+            }
         }
         all
     }
 
-    /// The host and port of a remote server's URL, as a grant (`None` for a
-    /// plugin with an entrypoint, or a URL the validator refuses).
-    pub fn remote_grant(&self) -> Option<HostGrant> {
-        let url = url::Url::parse(self.remote.as_deref()?).ok()?;
-        let host = url.host_str()?;
-        let port = url.port_or_known_default()?;
-        HostGrant::parse(&format!("{host}:{port}")).ok()
+    /// The host and port of a remote server's URL, as grants (none for a
+    /// plugin with an entrypoint, or a URL the validator refuses). A name
+    /// that resolves to a loopback or private address reaches it only with
+    /// an address grant too (the egress proxy's rule against rebinding);
+    /// `localhost` is always loopback (RFC 6761), so a server there gets
+    /// the loopback addresses on its port as well.
+    pub fn remote_grant(&self) -> Vec<HostGrant> {
+        let Some(url) = self.remote.as_deref().and_then(|u| url::Url::parse(u).ok()) else {
+            return Vec::new();
+        };
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+            return Vec::new();
+        };
+        let mut hosts = vec![host.to_owned()];
+        let lower = host.to_ascii_lowercase();
+        if lower == "localhost" || lower.ends_with(".localhost") {
+            hosts.extend(["127.0.0.1".to_owned(), "[::1]".to_owned()]);
+        }
+        hosts
+            .iter()
+            .filter_map(|h| HostGrant::parse(&format!("{h}:{port}")).ok())
+            .collect()
     }
 
     /// The permissions the sandbox holds the plugin to: those listed, a

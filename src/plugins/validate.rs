@@ -554,6 +554,7 @@ const MANIFEST_FIELDS: &[&str] = &[
     "source",
     "registry",
     "secrets",
+    "remote",
 ];
 const TOOL_FIELDS: &[&str] = &[
     "name",
@@ -633,6 +634,11 @@ fn explain(e: &jsonschema::ValidationError<'_>) -> Vec<ManifestError> {
             }
             one(m)
         }
+        // The manifest names neither an entrypoint nor a remote server.
+        ValidationErrorKind::AnyOf { .. } if at.is_empty() => vec![ManifestError::new(
+            "/entrypoint",
+            "is required but missing (or \"remote\", the URL of a remote MCP server)",
+        )],
         ValidationErrorKind::MinLength { .. } => one("must not be empty".into()),
         ValidationErrorKind::MaxLength { limit } => {
             one(format!("must be at most {limit} characters"))

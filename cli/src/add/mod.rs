@@ -14,6 +14,9 @@
 //! folder (`PLUGINS/.NAME.adding`, which the loader skips) that is moved into
 //! place whole: a watching host never sees half an install.
 //!
+//! A URL (`plughost add https://…/mcp`) adds a remote server instead
+//! (`remote.rs`): a folder with a manifest alone.
+//!
 //! `update` installs another version the same way and swaps the folders;
 //! the approval stays, and each tool whose description or input schema
 //! changed is withheld until approved again.
@@ -25,6 +28,7 @@ mod install;
 mod npm;
 mod pypi;
 mod registry;
+mod remote;
 
 pub use registry::{SearchArgs, run_search as search};
 mod script;
@@ -106,6 +110,9 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     let Some(spec) = &args.package else {
         return add_command(cli, args, &plugins);
     };
+    if spec.starts_with("https://") || spec.starts_with("http://") {
+        return remote::add(cli, args, &plugins, spec);
+    }
     let given: Vec<String> = args
         .server_args
         .iter()

@@ -59,3 +59,23 @@ fn speaks_2026(answer: &Value) -> bool {
             .is_some_and(|v| v.iter().any(|v| v == "2026-07-28"))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::speaks_2026;
+    use serde_json::json;
+
+    #[test]
+    fn a_server_speaks_2026_when_its_answer_or_its_refusal_names_it() {
+        let result = json!({"result": {"supportedVersions": ["2026-07-28"]}});
+        assert!(speaks_2026(&result));
+        // An unsupported-version error that lists 2026-07-28 as supported.
+        let refused = json!({"error": {"code": -32022, "message": "unsupported",
+            "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}}});
+        assert!(speaks_2026(&refused));
+        let older = json!({"error": {"code": -32601, "message": "Method not found"}});
+        assert!(!speaks_2026(&older));
+        let other = json!({"error": {"code": -32022, "data": {"supported": ["2025-11-25"]}}});
+        assert!(!speaks_2026(&other));
+    }
+}
