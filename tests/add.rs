@@ -574,12 +574,16 @@ fn a_server_added_from_the_registry_by_name() {
     let served = registry::folder(sandbox.root.path());
     let build = sandbox.root.path().join("build");
     registry::publish_notes(&served, &build, "1.0.0");
+    // A remote server on loopback, where nothing listens: it is added,
+    // approved, and then cannot be reached.
+    let remote_port = util::free_port();
+    let remote_url = format!("http://127.0.0.1:{remote_port}/mcp");
     let others = [
         json!({"name": "io.github.example/notes-image", "description": "An image.", "version": "1.0.0",
                "packages": [{"registryType": "oci", "identifier": "ghcr.io/example/notes", "version": "1.0.0",
                              "transport": {"type": "stdio"}}]}),
         json!({"name": "io.github.example/notes-remote", "description": "Remote.", "version": "1.0.0",
-               "remotes": [{"type": "streamable-http", "url": "https://notes.example/mcp"}]}),
+               "remotes": [{"type": "streamable-http", "url": remote_url}]}),
     ];
     for (i, s) in others.iter().enumerate() {
         registry::write_server(&served, &format!("other-{i}"), s);
@@ -698,15 +702,13 @@ fn a_server_added_from_the_registry_by_name() {
         stderr(&out)
     );
 
+    let remote_said = format!("cannot reach the remote MCP server 127.0.0.1:{remote_port}");
     for (name, sentence) in [
         (
             "io.github.example/notes-image",
             "is published as oci only; plughost installs npm and PyPI packages and cannot run it yet",
         ),
-        (
-            "io.github.example/notes-remote",
-            "is a remote server (https://notes.example/mcp)",
-        ),
+        ("io.github.example/notes-remote", remote_said.as_str()),
         (
             "io.github.example/nope",
             "has no server named io.github.example/nope",
@@ -716,6 +718,13 @@ fn a_server_added_from_the_registry_by_name() {
         assert!(!out.status.success(), "{name}");
         assert!(stderr(&out).contains(sentence), "{name}: {}", stderr(&out));
     }
+    // The remote one stays, named as the registry names it, to approve
+    // again once its server is up.
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(sandbox.plugins().join("notes-remote/plugin.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["remote"], json!(remote_url));
 }
 
 /// `add PACKAGE ARGS… --yes`, then one call of `tool` with `input` whose

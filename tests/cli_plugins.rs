@@ -247,15 +247,18 @@ fn cli_schema_manifest_prints_the_schema() {
     assert_eq!(v, SchemaName::Manifest.generate());
     assert_eq!(v["additionalProperties"], false);
     let required = v["required"].as_array().unwrap();
-    for field in [
-        "name",
-        "version",
-        "description",
-        "entrypoint",
-        "permissions",
-    ] {
+    for field in ["name", "version", "description", "permissions"] {
         assert!(required.contains(&json!(field)), "{field} not required");
     }
+    // An entrypoint, or a remote server's URL (which speaks MCP).
+    assert_eq!(
+        v["anyOf"],
+        json!([{"required": ["entrypoint"]}, {"required": ["remote"]}])
+    );
+    assert_eq!(
+        v["dependentSchemas"]["remote"]["properties"]["protocol"],
+        json!({"const": "mcp"})
+    );
     // `tools` is required unless the plugin is an MCP server.
     assert_eq!(v["else"]["required"], json!(["tools"]));
 }

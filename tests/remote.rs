@@ -234,3 +234,99 @@ fn a_remote_manifest_names_a_url_plughost_can_use() {
         );
     }
 }
+
+/// `tests/fixtures/remote/flood.py` on a free port, stopped when dropped.
+struct Flood {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bridge_rss_kb(url: &str) -> Option<u64> {
+    let found = Command::new("pgrep")
+        .args(["-f", &format!("remote-bridge {url}")])
+        .output()
+        .ok()?;
+    let pid = stdout(&found).lines().next()?.trim().to_owned();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flooding_remote_server_is_held_back_and_a_call_it_never_answers_ends_with_its_stream() {
+    let sandbox = Sandbox::new();
+    let log = sandbox.root.path().join("closed.log");
+    let port = util::free_port();
+    let child = Command::new("python3")
+        .arg(util::repo().join("tests/fixtures/remote/flood.py"))
+        .args([&port.to_string(), log.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    let flood = Flood { child, port };
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", flood.port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "flood.py never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let out = run(&sandbox, &["add", &url, "--name", "flood", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let mut serve = tokio::process::Command::new(util::plughost());
+    serve
+        .arg("--plugins-dir")
+        .arg(sandbox.plugins())
+        .arg("--state-dir")
+        .arg(sandbox.state())
+        .args(["--timeout", "3", "serve"]);
+    let session = crate::mcp_client::connect_command(serve, None).await;
+    let call = session
+        .client
+        .call_tool(crate::mcp_client::call("flood", json!({})));
+    let watch = async {
+        // While the server floods the call's stream, the bridge holds what
+        // the host has not read yet to a few messages.
+        let mut peak = 0;
+        for _ in 0..25 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            peak = peak.max(bridge_rss_kb(&url).unwrap_or(0));
+        }
+        peak
+    };
+    let (answer, peak) = tokio::join!(call, watch);
+    let said = match answer {
+        Ok(result) => format!("{result:?}"),
+        Err(e) => e.to_string(),
+    };
+    assert!(said.contains("did not answer within 3s"), "{said}");
+    assert!(peak > 0, "no bridge process was seen");
+    assert!(
+        peak < 150 * 1024,
+        "the bridge grew to {peak} kB under the flood"
+    );
+    // The call's deadline ended its stream, though its server (the bridge)
+    // runs on for the next call.
+    let waited = Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("closed")
+    {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the stream of the ended call is still open"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(bridge_rss_kb(&url).is_some(), "the bridge should still run");
+    session.client.cancel().await.unwrap();
+}

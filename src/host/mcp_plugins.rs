@@ -134,7 +134,12 @@ impl Inner {
             .iter()
             .find(|(k, _)| k == "HOME")
             .map(|(_, v)| std::path::PathBuf::from(v));
-        let roots = Granted::of(&plugin.manifest.permissions, home.as_deref(), Some(data));
+        // A remote server has no use for local folders, and their paths
+        // (the state folder names the user's home) are not its business.
+        let roots = match plugin.manifest.remote {
+            Some(_) => Granted::of(&[], None, None),
+            None => Granted::of(&plugin.manifest.permissions, home.as_deref(), Some(data)),
+        };
         let connect = Connect {
             roots,
             timeout: limits.timeout,

@@ -47,7 +47,8 @@ pub struct PluginListing {
     pub author: Option<String>,
     /// Its folder.
     pub dir: PathBuf,
-    /// The permissions its manifest asks for, as a manifest writes them.
+    /// The permissions its manifest asks for, as a manifest writes them,
+    /// and a remote server's host and port, which approval grants too.
     pub permissions: Vec<String>,
     /// Its brokered secrets, each with the hosts its value goes to.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]

@@ -460,6 +460,9 @@ fn check_remote(url: &str, manifest: &Manifest) -> Result<(), String> {
     if manifest.protocol != Protocol::Mcp {
         return Err("a remote server speaks MCP: add \"protocol\": \"mcp\"".into());
     }
+    if url.chars().any(char::is_control) {
+        return Err("the URL holds a control character (a line break, a NUL): remove it".into());
+    }
     let parsed = url::Url::parse(url).map_err(|e| format!("\"{url}\" is not a URL: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!("\"{url}\" must start with https:// (or http://)"));

@@ -65,8 +65,9 @@ pub(super) fn learn(tools: &mut Vec<Value>) -> Mirrored {
     let mut learned = Mirrored::new();
     tools.retain(|tool| match marks(tool) {
         Some(mirrored) => {
+            // A name listed twice is the first one's, as the host keeps it.
             if let Some(name) = tool["name"].as_str() {
-                learned.insert(name.to_owned(), mirrored);
+                learned.entry(name.to_owned()).or_insert(mirrored);
             }
             true
         }

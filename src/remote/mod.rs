@@ -37,6 +37,11 @@ const MAX_MESSAGE: usize = 64 << 20;
 /// How often a stream that ended before its answer is resumed.
 const RESUMES: u32 = 5;
 
+/// How many messages wait for the host to read them: past that, the bridge
+/// stops reading from the server, whose own sending then slows (a server
+/// that floods is held by TCP, not buffered).
+const WAITING: usize = 64;
+
 /// The header a streamable HTTP server names its session with.
 const SESSION: &str = "mcp-session-id";
 
@@ -73,13 +78,14 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let endpoint = Endpoint::new(url).map_err(BridgeError::Url)?;
-    let (out, rx) = mpsc::unbounded_channel();
+    let (out, rx) = mpsc::channel(WAITING);
     let writer = tokio::spawn(write_lines(rx, output));
     let link = Arc::new(Link {
         endpoint,
         session: Mutex::default(),
         version: Mutex::default(),
         out,
+        in_flight: Mutex::default(),
         tools: Mutex::default(),
         ended: CancellationToken::new(),
         listening: Default::default(),
@@ -94,7 +100,14 @@ where
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        tokio::spawn(link.clone().post(message));
+        link.cancelled(&message);
+        let key = request_key(&message);
+        let task = tokio::spawn(link.clone().post(message));
+        if let Some(key) = key {
+            let mut in_flight = link.in_flight.lock().expect("in-flight lock");
+            in_flight.retain(|_, t| !t.is_finished());
+            in_flight.insert(key, task.abort_handle());
+        }
     }
     let ended = link.ended.is_cancelled();
     link.ended.cancel();
@@ -115,7 +128,10 @@ struct Link {
     session: Mutex<Option<HeaderValue>>,
     /// The revision agreed on, sent with every request after it.
     version: Mutex<Option<HeaderValue>>,
-    out: mpsc::UnboundedSender<Value>,
+    out: mpsc::Sender<Value>,
+    /// The requests being posted, by id: one the host cancels (its deadline,
+    /// its client) stops, and its stream with it.
+    in_flight: Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
     /// The arguments each tool mirrors in headers (`x-mcp-header`), from
     /// the server's last tool list.
     tools: Mutex<headers::Mirrored>,
@@ -153,16 +169,22 @@ impl Link {
         }
         let request = match request.body(Full::new(Bytes::from(body))) {
             Ok(r) => r,
-            Err(e) => return self.fail(id, format!("the request cannot be sent: {e}")),
+            Err(e) => {
+                return self
+                    .fail(id, format!("the request cannot be sent: {e}"))
+                    .await;
+            }
         };
         let response = match self.endpoint.send(request).await {
             Ok(r) => r,
             Err(e) => {
                 let host = self.endpoint.authority();
-                return self.fail(
-                    id,
-                    format!("cannot reach the remote MCP server {host}: {e}"),
-                );
+                return self
+                    .fail(
+                        id,
+                        format!("cannot reach the remote MCP server {host}: {e}"),
+                    )
+                    .await;
             }
         };
         let status = response.status();
@@ -173,7 +195,8 @@ impl Link {
             *self.session.lock().expect("session lock") = Some(s.clone());
         }
         if status == hyper::StatusCode::NOT_FOUND && self.has_session() {
-            self.fail(id, "the remote MCP server ended its session".into());
+            self.fail(id, "the remote MCP server ended its session".into())
+                .await;
             self.ended.cancel();
             return;
         }
@@ -191,25 +214,44 @@ impl Link {
         if status.is_success() && streamed {
             return self.stream(response.into_body(), id).await;
         }
+        let location = response
+            .headers()
+            .get(hyper::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.chars().take(200).collect::<String>());
         let bytes = match read_capped(response.into_body()).await {
             Ok(b) => b,
-            Err(e) => return self.fail(id, e),
+            Err(e) => return self.fail(id, e).await,
         };
         match serde_json::from_slice::<Value>(&bytes) {
             // A JSON-RPC answer, whatever the status: a server's error for
             // the request is the request's answer.
-            Ok(value) if is_answer(&value) => self.pass(value),
+            Ok(value) if is_answer(&value) => self.pass(value).await,
             _ if status.is_success() && id.is_none() => {}
             _ => {
                 let text = String::from_utf8_lossy(&bytes);
                 let text: String = text.chars().take(200).collect();
-                self.fail(
-                    id,
-                    format!(
-                        "the remote MCP server answered HTTP {status}: {}",
+                let host = self.endpoint.authority();
+                let why = match (status.as_u16(), location) {
+                    (401, _) => format!(
+                        "the remote MCP server {host} wants a sign-in (HTTP 401), which plughost cannot do for remote servers yet"
+                    ),
+                    (300..=399, Some(to)) => format!(
+                        "the remote MCP server {host} redirects to {to} (HTTP {status}), which plughost does not follow: put that URL in the plugin's \"remote\""
+                    ),
+                    (200..=299, _) => format!(
+                        "the remote MCP server {host} answered with what is not JSON-RPC: {}",
                         text.trim()
                     ),
-                );
+                    _ if text.trim().is_empty() => {
+                        format!("the remote MCP server {host} answered HTTP {status}")
+                    }
+                    _ => format!(
+                        "the remote MCP server {host} answered HTTP {status}: {}",
+                        text.trim()
+                    ),
+                };
+                self.fail(id, why).await;
             }
         }
     }
@@ -239,64 +281,75 @@ impl Link {
         let mut retry = Duration::from_secs(1);
         let mut resumes = 0;
         loop {
-            let answered = self
+            let answered = match self
                 .read_events(body, id.as_ref(), &mut last_id, &mut retry)
-                .await;
+                .await
+            {
+                Ok(answered) => answered,
+                Err(why) => return self.fail(id, why).await,
+            };
             if answered || id.is_none() || self.ended.is_cancelled() {
                 return;
             }
             let Some(from) = last_id.clone() else {
-                return self.fail(
-                    id,
-                    "the remote MCP server closed the stream before answering".into(),
-                );
+                return self
+                    .fail(
+                        id,
+                        "the remote MCP server closed the stream before answering".into(),
+                    )
+                    .await;
             };
             if resumes == RESUMES {
-                return self.fail(
-                    id,
-                    format!(
-                        "the remote MCP server's stream ended {RESUMES} times before answering"
-                    ),
-                );
+                return self
+                    .fail(
+                        id,
+                        format!(
+                            "the remote MCP server's stream ended {RESUMES} times before answering"
+                        ),
+                    )
+                    .await;
             }
             resumes += 1;
             tokio::time::sleep(retry).await;
             match self.get(Some(&from)).await {
                 Some(b) => body = b,
                 None => {
-                    return self.fail(
-                        id,
-                        "the remote MCP server's stream could not be resumed".into(),
-                    );
+                    return self
+                        .fail(
+                            id,
+                            "the remote MCP server's stream could not be resumed".into(),
+                        )
+                        .await;
                 }
             }
         }
     }
 
-    /// Reads one stream to its end; `true` once the answer to `id` came.
+    /// Reads one stream to its end; `true` once the answer to `id` came,
+    /// and an error for an event over the cap.
     async fn read_events(
         &self,
         mut body: hyper::body::Incoming,
         id: Option<&Value>,
         last_id: &mut Option<String>,
         retry: &mut Duration,
-    ) -> bool {
+    ) -> Result<bool, String> {
         let mut events = sse::Events::default();
         let mut answered = false;
         loop {
             let frame = tokio::select! {
                 f = body.frame() => f,
-                _ = self.ended.cancelled() => return answered,
+                _ = self.ended.cancelled() => return Ok(answered),
             };
             let Some(Ok(frame)) = frame else {
-                return answered;
+                return Ok(answered);
             };
             let Ok(chunk) = frame.into_data() else {
                 continue;
             };
-            let Ok(got) = events.feed(&chunk, MAX_MESSAGE) else {
-                return answered;
-            };
+            let got = events
+                .feed(&chunk, MAX_MESSAGE)
+                .map_err(|e| format!("the remote MCP server sent too much: {e}"))?;
             for event in got {
                 if let Some(e) = event.id {
                     *last_id = Some(e);
@@ -310,10 +363,10 @@ impl Link {
                 if id.is_some() && is_answer(&value) && value.get("id") == id {
                     answered = true;
                 }
-                self.pass(value);
+                self.pass(value).await;
             }
             if answered {
-                return true;
+                return Ok(true);
             }
         }
     }
@@ -348,13 +401,39 @@ impl Link {
                 let Some(body) = self.get(last_id.as_deref()).await else {
                     return;
                 };
-                self.read_events(body, None, &mut last_id, &mut retry).await;
+                // A server that sends past the cap is not listened to again.
+                if self
+                    .read_events(body, None, &mut last_id, &mut retry)
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
                 tokio::select! {
                     _ = tokio::time::sleep(retry) => {}
                     _ = self.ended.cancelled() => return,
                 }
             }
         });
+    }
+
+    /// When the host cancels a request, stops posting it and reading its
+    /// stream (the cancellation itself still goes to the server).
+    fn cancelled(&self, message: &Value) {
+        if message.get("method").and_then(Value::as_str) != Some("notifications/cancelled") {
+            return;
+        }
+        let Some(id) = message.pointer("/params/requestId") else {
+            return;
+        };
+        if let Some(task) = self
+            .in_flight
+            .lock()
+            .expect("in-flight lock")
+            .remove(&id.to_string())
+        {
+            task.abort();
+        }
     }
 
     /// Ends the session, if the server named one.
@@ -373,7 +452,7 @@ impl Link {
 
     /// Passes a message from the server on, taking the revision agreed on
     /// from an answer to `initialize`.
-    fn pass(&self, mut value: Value) {
+    async fn pass(&self, mut value: Value) {
         if let Some(tools) = value
             .pointer_mut("/result/tools")
             .and_then(Value::as_array_mut)
@@ -389,19 +468,28 @@ impl Link {
         {
             *self.version.lock().expect("version lock") = Some(v);
         }
-        let _ = self.out.send(value);
+        let _ = self.out.send(value).await;
     }
 
     /// Answers the request `id` (if it is one) with an error saying `why`.
-    fn fail(&self, id: Option<Value>, why: String) {
+    async fn fail(&self, id: Option<Value>, why: String) {
         if let Some(id) = id {
-            let _ = self.out.send(json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "error": {"code": -32603, "message": why},
-            }));
+            let _ = self
+                .out
+                .send(json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": {"code": -32603, "message": why},
+                }))
+                .await;
         }
     }
+}
+
+/// The id of a request, as a key (`None` for a notification or an answer).
+fn request_key(message: &Value) -> Option<String> {
+    message.get("method")?;
+    message.get("id").map(Value::to_string)
 }
 
 /// Whether `message` is spoken at 2026-07-28 or later (its `_meta` names
@@ -430,7 +518,7 @@ async fn read_capped(body: hyper::body::Incoming) -> Result<Vec<u8>, String> {
 }
 
 /// Writes each message as one line.
-async fn write_lines<W: AsyncWrite + Unpin>(mut rx: mpsc::UnboundedReceiver<Value>, mut output: W) {
+async fn write_lines<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Value>, mut output: W) {
     while let Some(value) = rx.recv().await {
         let values = match value {
             Value::Array(batch) => batch,

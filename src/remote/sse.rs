@@ -14,6 +14,8 @@ pub(super) struct Event {
 #[derive(Default)]
 pub(super) struct Events {
     pending: Vec<u8>,
+    /// How much of `pending` holds no line end: a long line is scanned once.
+    scanned: usize,
     event: Event,
     has_data: bool,
 }
@@ -25,16 +27,20 @@ impl Events {
         self.pending.extend_from_slice(chunk);
         let mut out = Vec::new();
         let mut start = 0;
-        while let Some(end) = memchr::memchr(b'\n', &self.pending[start..]) {
+        let mut from = self.scanned;
+        while let Some(end) = memchr::memchr(b'\n', &self.pending[from..]).map(|e| e + from - start)
+        {
             let line = &self.pending[start..start + end];
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             let line = String::from_utf8_lossy(line).into_owned();
             start += end + 1;
+            from = start;
             if let Some(event) = self.line(&line) {
                 out.push(event);
             }
         }
         self.pending.drain(..start);
+        self.scanned = self.pending.len();
         if self.pending.len() + self.event.data.len() > max {
             return Err(format!("an event of the stream is over {max} bytes"));
         }

@@ -111,7 +111,7 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
         return add_command(cli, args, &plugins);
     };
     if spec.starts_with("https://") || spec.starts_with("http://") {
-        return remote::add(cli, args, &plugins, spec);
+        return remote::add(cli, args, &plugins, spec, None);
     }
     let given: Vec<String> = args
         .server_args
@@ -122,6 +122,11 @@ pub fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, String> {
     let (package, given, exports, from_registry, listed) = if registry::is_name(spec) {
         let base = registry::base(args.registry.as_deref());
         let server = registry::server(&base, spec, None)?;
+        if let Some(url) = registry::remote(&server).transpose()? {
+            say!("{spec} is the remote server {url} (from {base})");
+            let name = spec.rsplit('/').next().unwrap_or(spec);
+            return remote::add(cli, args, &plugins, &url, Some(name));
+        }
         let mut asker = secrets::TerminalAsker {
             store: plughost::secrets::SecretStore::new(cli.state_dir()),
             stdin_used: false,

@@ -175,6 +175,53 @@ pub fn search(base: &str, term: &str) -> Result<Vec<Found>, String> {
         .collect())
 }
 
+/// A server published as a remote one alone (no npm or PyPI package): the
+/// URL of its streamable HTTP endpoint, or why it cannot be added (only
+/// SSE, a URL with variables, headers it requires). `None` when it has a
+/// package to install.
+pub fn remote(server: &Value) -> Option<Result<String, String>> {
+    let name = server["name"].as_str().unwrap_or("the server");
+    let installable = server["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|p| matches!(p["registryType"].as_str(), Some("npm" | "pypi")));
+    let remotes = server["remotes"].as_array().filter(|r| !r.is_empty())?;
+    if installable {
+        return None;
+    }
+    let Some(remote) = remotes
+        .iter()
+        .find(|r| r["type"].as_str() == Some("streamable-http"))
+    else {
+        let kinds: Vec<&str> = remotes.iter().filter_map(|r| r["type"].as_str()).collect();
+        return Some(Err(format!(
+            "{name} is a remote server over {} only; plughost speaks streamable HTTP to remote servers",
+            kinds.join(", ")
+        )));
+    };
+    let url = remote["url"].as_str().unwrap_or_default();
+    if url.contains('{') {
+        return Some(Err(format!(
+            "{name} is the remote server {url}, whose URL has variables to fill in: add it with the URL you were given, plughost add https://…"
+        )));
+    }
+    let required: Vec<&str> = remote["headers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|h| h["isRequired"].as_bool().unwrap_or(false))
+        .filter_map(|h| h["name"].as_str())
+        .collect();
+    if !required.is_empty() {
+        return Some(Err(format!(
+            "{name} is the remote server {url}, which needs the header {} on every request; plughost cannot send a remote server headers of yours yet",
+            required.join(", ")
+        )));
+    }
+    Some(Ok(url.to_owned()))
+}
+
 /// The `server.json` of `name`: its latest version, or `version`.
 pub fn server(base: &str, name: &str, version: Option<&str>) -> Result<Value, String> {
     let url = format!(
@@ -241,10 +288,10 @@ pub fn package(server: &Value) -> Result<(String, &Value), String> {
             .filter_map(|p| p["registryType"].as_str())
             .collect();
         return Err(match (kinds.is_empty(), server["remotes"].as_array()) {
-            (true, Some(r)) if !r.is_empty() => format!(
-                "{name} is a remote server ({}); plughost runs local servers from npm and PyPI and cannot front a remote one yet",
-                r[0]["url"].as_str().unwrap_or("?")
-            ),
+            (true, Some(r)) if !r.is_empty() => match remote(server) {
+                Some(Err(why)) => why,
+                _ => format!("{name} is a remote server"),
+            },
             (true, _) => format!("{name} names no package to install"),
             (false, _) => format!(
                 "{name} is published as {} only; plughost installs npm and PyPI packages and cannot run {} yet",
@@ -420,9 +467,26 @@ mod tests {
         let mut asker = Scripted(vec![], vec![]);
         let e = plan(&server(), &[], &mut asker).unwrap_err();
         assert!(e.contains("needs its argument notes_dir"), "{e}");
-        let remote = json!({"name": "com.example/r", "remotes": [{"type": "streamable-http", "url": "https://r.example/mcp"}]});
-        let e = plan(&remote, &[], &mut asker).unwrap_err();
-        assert!(e.contains("remote server (https://r.example/mcp)"), "{e}");
+        let url = "https://r.example/mcp";
+        let remote_only =
+            json!({"name": "com.example/r", "remotes": [{"type": "streamable-http", "url": url}]});
+        assert_eq!(remote(&remote_only), Some(Ok(url.to_owned())));
+        let sse = json!({"name": "com.example/r", "remotes": [{"type": "sse", "url": url}]});
+        let e = remote(&sse).unwrap().unwrap_err();
+        assert!(e.contains("over sse only"), "{e}");
+        let e = plan(&sse, &[], &mut asker).unwrap_err();
+        assert!(e.contains("over sse only"), "{e}");
+        let templated = json!({"name": "com.example/r", "remotes": [{"type": "streamable-http", "url": "https://{tenant}.r.example/mcp"}]});
+        assert!(
+            remote(&templated)
+                .unwrap()
+                .unwrap_err()
+                .contains("variables")
+        );
+        let headed = json!({"name": "com.example/r", "remotes": [{"type": "streamable-http", "url": url,
+            "headers": [{"name": "X-Api-Key", "isRequired": true}]}]});
+        assert!(remote(&headed).unwrap().unwrap_err().contains("X-Api-Key"));
+        assert_eq!(remote(&server()), None);
         let oci = json!({"name": "com.example/o", "packages": [{"registryType": "oci", "identifier": "x", "version": "1"}]});
         let e = plan(&oci, &[], &mut asker).unwrap_err();
         assert!(e.contains("published as oci only"), "{e}");

@@ -11,13 +11,15 @@ use super::{AddArgs, MANIFEST_FILE, approve, ordered, staged};
 use crate::scaffold;
 use crate::terminal::say;
 
-/// Adds the server at `url` as the plugin `--name` (by default named
-/// after the URL's host), and has it approved and listed.
+/// Adds the server at `url` as the plugin `--name` (by default `named`,
+/// the registry's name for it, or else named after the URL's host), and
+/// has it approved and listed.
 pub(super) fn add(
     cli: &crate::Cli,
     args: &AddArgs,
     plugins: &Path,
     url: &str,
+    named: Option<&str>,
 ) -> Result<ExitCode, String> {
     if !args.server_args.is_empty() || !args.command.is_empty() {
         return Err("a remote server takes no arguments: plughost add URL [--name NAME]".into());
@@ -34,8 +36,8 @@ pub(super) fn add(
     }
     super::check_grants(&args.grants)?;
     let parsed = url::Url::parse(url).map_err(|e| format!("\"{url}\" is not a URL: {e}"))?;
-    let name = match &args.name {
-        Some(n) => n.clone(),
+    let name = match args.name.as_deref().or(named) {
+        Some(n) => n.to_owned(),
         None => name_of(&parsed).ok_or_else(|| {
             format!("cannot name a plugin after \"{url}\": give one with --name NAME")
         })?,
