@@ -330,3 +330,51 @@ async fn a_flooding_remote_server_is_held_back_and_a_call_it_never_answers_ends_
     assert!(bridge_rss_kb(&url).is_some(), "the bridge should still run");
     session.client.cancel().await.unwrap();
 }
+
+#[test]
+fn a_remote_server_is_reached_at_every_sandbox_level_as_root_and_as_nobody() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    let fixture = Fixture::start(&pydeps);
+    let sandbox = Sandbox::new();
+    let out = run(&sandbox, &["add", &fixture.url(), "--name", "fx", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let as_nobody = util::is_root();
+    if as_nobody {
+        sandbox.give_to_nobody();
+    }
+    let users: &[&str] = if as_nobody {
+        &["me", "nobody"]
+    } else {
+        &["me"]
+    };
+    for who in users {
+        let cmd = || match *who {
+            "nobody" => sandbox.cmd_as_nobody(),
+            _ => sandbox.cmd(),
+        };
+        // The namespace level (the bridge in a network namespace of its
+        // own), and Landlock alone (held to the egress proxy's port, with
+        // the proxy's credential in its proxy variables).
+        for no_namespaces in [false, true] {
+            let mut c = cmd();
+            if no_namespaces {
+                c.env("PLUGHOST_NO_NAMESPACES", "1");
+            } else {
+                c.env_remove("PLUGHOST_NO_NAMESPACES");
+            }
+            c.args(["call", "test_simple_text", "{}"]);
+            let out = util::run(c);
+            assert!(
+                out.status.success(),
+                "{who}, no namespaces {no_namespaces}: {}",
+                stderr(&out)
+            );
+            assert_eq!(
+                stdout(&out).trim(),
+                "This is a simple text response for testing."
+            );
+        }
+    }
+}
