@@ -54,6 +54,17 @@ impl Drop for Fixture {
     }
 }
 
+/// The fixture, added as the remote plugin `fx` of a new sandbox (approved);
+/// `None` where the Python SDK is missing (outside CI).
+fn added() -> Option<(Fixture, Sandbox)> {
+    let pydeps = util::python_mcp_sdk()?;
+    let fixture = Fixture::start(&pydeps);
+    let sandbox = Sandbox::new();
+    let out = run(&sandbox, &["add", &fixture.url(), "--name", "fx", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    Some((fixture, sandbox))
+}
+
 fn run(sandbox: &Sandbox, args: &[&str]) -> std::process::Output {
     let mut c = sandbox.cmd();
     c.args(args);
@@ -145,13 +156,9 @@ fn a_remote_server_is_added_by_its_url_and_called_through_its_confined_bridge() 
 
 #[test]
 fn a_remote_server_whose_url_names_another_host_is_approved_again() {
-    let Some(pydeps) = util::python_mcp_sdk() else {
+    let Some((fixture, sandbox)) = added() else {
         return;
     };
-    let fixture = Fixture::start(&pydeps);
-    let sandbox = Sandbox::new();
-    let out = run(&sandbox, &["add", &fixture.url(), "--name", "fx", "--yes"]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let path = sandbox.plugins().join("fx/plugin.json");
     let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     manifest["remote"] = json!(format!("http://localhost:{}/mcp", fixture.port));
@@ -333,13 +340,9 @@ async fn a_flooding_remote_server_is_held_back_and_a_call_it_never_answers_ends_
 
 #[test]
 fn a_remote_server_is_reached_at_every_sandbox_level_as_root_and_as_nobody() {
-    let Some(pydeps) = util::python_mcp_sdk() else {
+    let Some((_fixture, sandbox)) = added() else {
         return;
     };
-    let fixture = Fixture::start(&pydeps);
-    let sandbox = Sandbox::new();
-    let out = run(&sandbox, &["add", &fixture.url(), "--name", "fx", "--yes"]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let as_nobody = util::is_root();
     if as_nobody {
         sandbox.give_to_nobody();

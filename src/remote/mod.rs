@@ -15,8 +15,6 @@ mod headers;
 mod http;
 mod sse;
 
-use std::ffi::OsString;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,16 +42,6 @@ const WAITING: usize = 64;
 
 /// The header a streamable HTTP server names its session with.
 const SESSION: &str = "mcp-session-id";
-
-/// The program a host starts for a remote server, with the arguments that
-/// come before the server's URL (`plughost remote-bridge URL`).
-#[derive(Debug, Clone)]
-pub struct BridgeProgram {
-    /// The executable.
-    pub program: PathBuf,
-    /// Its arguments, before the URL.
-    pub args: Vec<OsString>,
-}
 
 /// Why the bridge ended other than by its input closing.
 #[derive(Debug, thiserror::Error)]
