@@ -24,6 +24,7 @@
 mod approve;
 mod arguments;
 mod confined;
+mod folder;
 mod install;
 mod npm;
 mod pypi;
@@ -44,6 +45,7 @@ use std::process::ExitCode;
 use plughost::manifest::MANIFEST_FILE;
 use serde_json::{Value, json};
 
+use self::folder::{ordered, staged};
 use self::install::Installed;
 use self::script::{export_lines, in_data_folder, say_env, with_lines};
 use self::source::{Ecosystem, Package};
@@ -398,47 +400,12 @@ fn reads_for(programs: &[&Path]) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-/// Runs `fill` on a fresh `stage` folder; on failure the folder is removed.
-fn staged<T>(stage: &Path, fill: impl FnOnce(&Path) -> Result<T, String>) -> Result<T, String> {
-    // A stage left by an install that was cut off.
-    if stage.exists() {
-        std::fs::remove_dir_all(stage).map_err(|e| {
-            format!(
-                "cannot remove the unfinished install {}: {e}",
-                stage.display()
-            )
-        })?;
-    }
-    std::fs::create_dir_all(stage)
-        .map_err(|e| format!("cannot create {}: {e}", stage.display()))?;
-    let done = fill(stage);
-    if done.is_err() {
-        let _ = std::fs::remove_dir_all(stage);
-    }
-    done
-}
-
 /// `server.sh` (and the launcher) and `plugin.json` beside the install.
 fn write_folder(stage: &Path, installed: &Installed, manifest: &str) -> Result<(), String> {
     for (i, (file, text)) in installed.files.iter().enumerate() {
         scaffold::write(&stage.join(file), text, i == 0)?;
     }
     scaffold::write(&stage.join(MANIFEST_FILE), manifest, false)
-}
-
-/// A JSON object with its keys in this order, pretty-printed like
-/// `plughost new` writes manifests.
-fn ordered(fields: &[(&str, Value)]) -> String {
-    let body: Vec<String> = fields
-        .iter()
-        .map(|(k, v)| {
-            let value = serde_json::to_string_pretty(v)
-                .expect("JSON")
-                .replace('\n', "\n  ");
-            format!("  {}: {value}", json!(k))
-        })
-        .collect();
-    format!("{{\n{}\n}}\n", body.join(",\n"))
 }
 
 /// The read grant of the interpreter's install folder, when it is outside

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::{AddArgs, MANIFEST_FILE, approve, ordered, staged};
+use super::folder::{ordered, staged};
+use super::{AddArgs, MANIFEST_FILE, approve};
 use crate::scaffold;
 use crate::terminal::say;
 
