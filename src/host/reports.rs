@@ -228,10 +228,14 @@ impl PluginHost {
             }
             // A remote server runs the host's bridge, not a file of its own.
             let own = p.manifest.remote.is_none();
-            if let Some(note) = shim_note(&p.entrypoint).filter(|_| own) {
+            if let Some(note) = own.then(|| shim_note(&p.entrypoint)).flatten() {
                 problems.push(Problem::new(format!("{plugin}: {note}")));
             }
-            for gone in missing_programs(&p.entrypoint).into_iter().filter(|_| own) {
+            let gone = match own {
+                true => missing_programs(&p.entrypoint),
+                false => Vec::new(),
+            };
+            for gone in gone {
                 problems.push(Problem {
                     text: format!(
                         "{plugin}: its entrypoint {} starts {}, which does not exist any more",

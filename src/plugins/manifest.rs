@@ -279,18 +279,12 @@ impl Manifest {
             .collect()
     }
 
-    /// The permissions the sandbox holds the plugin to: those listed, a
-    /// `network:HOST` for each host a brokered secret is bound to, and a
-    /// remote server's host and port.
+    /// The permissions the sandbox holds the plugin to: those approved
+    /// ([`Self::granted`]), and a `network:HOST` for each host a brokered
+    /// secret is bound to.
     pub fn effective_permissions(&self) -> Vec<Permission> {
-        let mut all = self.permissions.clone();
-        let remote = self.remote_grant();
-        for g in self
-            .secrets
-            .values()
-            .flat_map(BrokeredSecret::grants)
-            .chain(remote)
-        {
+        let mut all = self.granted();
+        for g in self.secrets.values().flat_map(BrokeredSecret::grants) {
             let p = Permission::NetworkTo(g);
             if !all.contains(&p) {
                 all.push(p);
