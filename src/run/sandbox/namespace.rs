@@ -342,7 +342,7 @@ fn talk(job: &Job, host: &OwnedFd, pid: libc::pid_t) -> io::Result<(OwnedFd, Opt
     if job.unshare & libc::CLONE_NEWUSER != 0 {
         let (tag, _, _) = receive(host)?;
         if tag.first() != Some(&b'u') {
-            return Err(failure(&tag));
+            return Err(failure(job, &tag));
         }
         map_user(pid)?;
         send_byte(host, b'g')?;
@@ -350,7 +350,7 @@ fn talk(job: &Job, host: &OwnedFd, pid: libc::pid_t) -> io::Result<(OwnedFd, Opt
     let (tag, ns, socket) = receive(host)?;
     match (tag.first(), ns) {
         (Some(b'k'), Some(ns)) => Ok((ns, socket)),
-        _ => Err(failure(&tag)),
+        _ => Err(failure(job, &tag)),
     }
 }
 
@@ -374,14 +374,26 @@ fn map_user(pid: libc::pid_t) -> io::Result<()> {
     }
 }
 
-/// The error a preparer reported (`e`, step, errno), or that it ended
-/// without a word.
-fn failure(message: &[u8]) -> io::Error {
+/// The error a preparer reported (`e`, step, errno, the index of the path
+/// in that step's list of `job`), or that it ended without a word.
+fn failure(job: &Job, message: &[u8]) -> io::Error {
     match message {
-        [b'e', step, rest @ ..] if rest.len() >= 4 => {
-            let errno = i32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        [b'e', step, e0, e1, e2, e3, i0, i1, i2, i3] => {
+            let errno = i32::from_ne_bytes([*e0, *e1, *e2, *e3]);
             let e = io::Error::from_raw_os_error(errno);
-            let text = format!("cannot {}: {e}", Step::describe(*step));
+            let index = u32::from_ne_bytes([*i0, *i1, *i2, *i3]) as usize;
+            let paths = match *step {
+                s if s == Step::Granted as u8 => &job.granted,
+                s if s == Step::Pin as u8 => &job.pinned,
+                s if s == Step::ReadOnly as u8 => &job.read_only,
+                s if s == Step::Writable as u8 => &job.writable,
+                _ => &Vec::new(),
+            };
+            let path = paths
+                .get(index)
+                .map(|p| format!(" {}", String::from_utf8_lossy(p.as_bytes())))
+                .unwrap_or_default();
+            let text = format!("cannot {}{path}: {e}", Step::describe(*step));
             io::Error::new(e.kind(), StepFailed { errno, text })
         }
         _ => io::Error::other("the namespace preparer ended without an answer"),
@@ -497,15 +509,20 @@ fn reap(pid: libc::pid_t) {
 /// In a forked child of a multi-threaded host: only system calls through
 /// libc on data built before the fork; no allocation, no lock, no unwinding.
 fn preparer(job: &Job, sock: RawFd) -> ! {
-    let fail = |step: Step| -> ! {
+    // The failing step, its errno and which of its paths (`u32::MAX`: none).
+    let fail_at = |step: Step, index: u32| -> ! {
         let e = errno().to_ne_bytes();
-        let message = [b'e', step as u8, e[0], e[1], e[2], e[3]];
+        let i = index.to_ne_bytes();
+        let message = [
+            b'e', step as u8, e[0], e[1], e[2], e[3], i[0], i[1], i[2], i[3],
+        ];
         // SAFETY: sends a local array and exits; nothing is unwound.
         unsafe {
             libc::send(sock, message.as_ptr().cast(), message.len(), 0);
             libc::_exit(1)
         }
     };
+    let fail = |step: Step| -> ! { fail_at(step, u32::MAX) };
     // SAFETY: each call below is a libc wrapper of one system call, given
     // descriptors the child owns, pointers to the job's strings (built
     // before the fork and unchanged since), or locals of this frame.
@@ -558,22 +575,30 @@ fn preparer(job: &Job, sock: RawFd) -> ! {
                 (&job.writable, Some(false), Step::Writable),
             ];
             for (paths, read_only, step) in phases {
-                for path in paths {
+                for (i, path) in (0u32..).zip(paths) {
                     let p = path.as_ptr();
                     if matches!(step, Step::Granted) {
                         match bind_writable(p) {
                             0 => continue,
                             _ if errno() == libc::ENOSYS => {}
-                            _ => fail(step),
+                            // Gone, or now reached through a link, since it
+                            // was judged (a folder beside a protected path
+                            // that someone removed, a folder the plugin
+                            // swapped): it stays read-only with the rest of
+                            // the tree, which gives nobody more.
+                            _ if matches!(errno(), libc::ENOENT | libc::ELOOP | libc::ENOTDIR) => {
+                                continue;
+                            }
+                            _ => fail_at(step, i),
                         }
                     }
                     if libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, ptr::null()) != 0 {
-                        fail(step);
+                        fail_at(step, i);
                     }
                     if let Some(on) = read_only
                         && set_read_only(p, on) != 0
                     {
-                        fail(step);
+                        fail_at(step, i);
                     }
                 }
             }
@@ -921,11 +946,43 @@ mod tests {
         let (real, link) = (root.join("real"), root.join("link"));
         std::fs::create_dir(&real).unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        assert!(mounts(Some(&[real]), &[], &[], &[]).is_ok());
-        // Failed, and said to be a path that changed: the call fails
-        // rather than run without the read-only tree.
-        let err = mounts(Some(&[link]), &[], &[], &[]).unwrap_err();
-        assert!(path_changed(&err), "{err}");
+        assert!(mounts(Some(&[real.clone()]), &[], &[], &[]).is_ok());
+        // Skipped: the link, and wherever it leads, stay read-only with the
+        // rest of the tree; a path gone since it was judged (another
+        // program's folder beside a protected one) is skipped too.
+        let gone = root.join("gone");
+        let ns = mounts(Some(&[link.clone(), gone]), &[], &[], &[]).unwrap();
+        assert!(
+            !writable_in(&ns, &real),
+            "the link's target was made writable"
+        );
+        let ns = mounts(Some(&[real.clone()]), &[], &[], &[]).unwrap();
+        assert!(writable_in(&ns, &real));
+    }
+
+    /// Whether `dir` is writable in the mount namespace `ns`: a child joins
+    /// it (after the host's user namespace) and makes a file there.
+    fn writable_in(ns: &OwnedFd, dir: &std::path::Path) -> bool {
+        use std::os::unix::process::CommandExt;
+        let user = user().unwrap();
+        let mnt = ns.as_raw_fd();
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.args(["-c", "touch \"$1/made\" 2>/dev/null", "sh"])
+            .arg(dir);
+        // SAFETY: the closure makes only setns calls, async-signal-safe, on
+        // descriptors this process keeps open until the child is reaped.
+        unsafe {
+            cmd.pre_exec(move || {
+                let joins = Joins { user, mnt, net: -1 };
+                match join(&joins) {
+                    0 => Ok(()),
+                    e => Err(io::Error::from_raw_os_error(e)),
+                }
+            });
+        }
+        let made = cmd.status().unwrap().success();
+        let _ = std::fs::remove_file(dir.join("made"));
+        made
     }
 
     #[test]
