@@ -946,7 +946,7 @@ mod tests {
         let (real, link) = (root.join("real"), root.join("link"));
         std::fs::create_dir(&real).unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        assert!(mounts(Some(&[real.clone()]), &[], &[], &[]).is_ok());
+        assert!(mounts(Some(std::slice::from_ref(&real)), &[], &[], &[]).is_ok());
         // Skipped: the link, and wherever it leads, stay read-only with the
         // rest of the tree; a path gone since it was judged (another
         // program's folder beside a protected one) is skipped too.
@@ -956,7 +956,7 @@ mod tests {
             !writable_in(&ns, &real),
             "the link's target was made writable"
         );
-        let ns = mounts(Some(&[real.clone()]), &[], &[], &[]).unwrap();
+        let ns = mounts(Some(std::slice::from_ref(&real)), &[], &[], &[]).unwrap();
         assert!(writable_in(&ns, &real));
     }
 
