@@ -335,6 +335,16 @@ pub enum Refusal {
         /// What went wrong.
         reason: String,
     },
+    /// A remote server's sign-in cannot be used (expired and not
+    /// refreshed, damaged, or for another URL): the server is not
+    /// contacted until the user signs in again.
+    #[error("plugin \"{plugin}\" needs a new sign-in to its remote server: {reason}")]
+    SignInNeeded {
+        /// The remote server's plugin.
+        plugin: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// An MCP server's tool differs from what the user approved (or is new):
     /// it is withheld until approved again.
     #[error(

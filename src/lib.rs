@@ -175,6 +175,8 @@ pub mod report {
 mod test_support;
 
 pub use error::{BuildError, CallError, Cause, ErrorKind, Refusal, Requirement};
+#[cfg(feature = "mcp-server")]
+pub use host::SignInError;
 pub use host::{
     CallOptions, CodeToolsError, PluginHost, PluginHostBuilder, Policy, SandboxMode, ToolInfo,
 };

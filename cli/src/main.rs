@@ -10,6 +10,7 @@ mod doctor;
 mod export;
 mod list;
 mod log;
+mod login;
 mod metrics;
 mod new;
 mod otlp_client;
@@ -139,6 +140,11 @@ enum Command {
     Add(add::AddArgs),
     /// Find MCP servers in the MCP Registry by name (add one with plughost add NAME).
     Search(add::SearchArgs),
+    /// Sign in to a remote MCP server's plugin with OAuth, in the browser;
+    /// its tokens are kept in the secret store, for that plugin alone.
+    Login(login::LoginArgs),
+    /// Forget a remote MCP server's sign-in.
+    Logout(login::LogoutArgs),
     /// Keep secrets (API tokens) for plugins: set, list, rm. A plugin that
     /// lists a secret's name in "env" gets its value.
     Secret(secret::Args),
@@ -216,9 +222,13 @@ fn remote_bridge(url: &str) -> Result<ExitCode, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start: {e}"))?;
+    // The sign-in's access token, which the host that started this bridge
+    // gave it (see `plughost::remote::BEARER_VARIABLE`).
+    let bearer = std::env::var(plughost::remote::BEARER_VARIABLE).ok();
     runtime
         .block_on(plughost::remote::bridge(
             url,
+            bearer.as_deref().filter(|b| !b.is_empty()),
             tokio::io::stdin(),
             tokio::io::stdout(),
         ))
@@ -241,6 +251,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Add(args) => add::add(&cli, args),
         Command::Update(args) => add::update(&cli, args),
         Command::Secret(args) => secret::run(&cli, args),
+        Command::Login(args) => login::login(&cli, args),
+        Command::Logout(args) => login::logout(&cli, args),
         Command::Search(args) => add::search(args),
         Command::Connect(args) => connect::run(&cli, args),
         Command::Doctor(args) => doctor::run(&cli, args),

@@ -120,7 +120,7 @@ impl PluginHost {
         Ok(revoked)
     }
 
-    fn loaded(&self, plugin: &str) -> Result<Arc<Plugin>, ApproveError> {
+    pub(super) fn loaded(&self, plugin: &str) -> Result<Arc<Plugin>, ApproveError> {
         let catalog = self.catalog();
         if let Some(p) = catalog.plugin(plugin) {
             return Ok(p.clone());

@@ -207,13 +207,32 @@ impl Inner {
     fn launch_of(
         &self,
         plugin: &Plugin,
-        env: Vec<(OsString, OsString)>,
+        mut env: Vec<(OsString, OsString)>,
         sandbox: Option<sandbox::Prepared>,
     ) -> Result<Launch, CallError> {
         let (program, args) = match &plugin.manifest.remote {
             None => (plugin.entrypoint.clone(), plugin.manifest.args.clone()),
             Some(url) => {
                 let (program, args) = self.bridge(plugin)?;
+                // The sign-in's access token, for the bridge alone: never
+                // in a plugin's own environment (the name is plughost's).
+                #[cfg(feature = "mcp-server")]
+                let bearer = super::sign_in::BEARER_VARIABLE;
+                #[cfg(feature = "mcp-server")]
+                env.retain(|(k, _)| k.as_os_str() != bearer);
+                #[cfg(feature = "mcp-server")]
+                match self.bearer_for(plugin) {
+                    Ok(Some(token)) => env.push((bearer.into(), token.into())),
+                    Ok(None) => {}
+                    Err(reason) => {
+                        return Err(CallError::NotAllowed {
+                            refusal: Refusal::SignInNeeded {
+                                plugin: plugin.name().to_owned(),
+                                reason,
+                            },
+                        });
+                    }
+                }
                 let mut args: Vec<String> = args
                     .iter()
                     .map(|a| a.to_string_lossy().into_owned())

@@ -23,6 +23,8 @@ mod reload;
 mod reports;
 mod revocation;
 mod running;
+#[cfg(feature = "mcp-server")]
+mod sign_in;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -42,6 +44,8 @@ pub use denials::DenialRecord;
 pub use gateway::Offered;
 pub use policy::Policy;
 pub use reports::{Doctor, Listing, PluginListing, Problem, ToolListing, Validation};
+#[cfg(feature = "mcp-server")]
+pub use sign_in::SignInError;
 
 use crate::approval::{ApprovalStore, ApprovalView, Approver};
 use crate::error::CallError;

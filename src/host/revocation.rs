@@ -64,13 +64,28 @@ impl Inner {
 
     /// What a worker of `plugin` runs under: its grant, and the secrets it
     /// is given (a digest under a key of this process), so that a changed,
-    /// removed or rebound secret starts new workers as a changed grant does.
+    /// removed or rebound secret starts new workers as a changed grant does;
+    /// for a remote server, its sign-in too (a new sign-in, a sign-out or a
+    /// refresh starts a new bridge, in this process or another).
     fn worker_key(&self, view: &ApprovalView, plugin: &Plugin) -> Option<String> {
         let grant = view.grant_key(plugin)?;
-        if plugin.manifest.env.is_empty() {
+        #[cfg(feature = "mcp-server")]
+        let sign_in = plugin
+            .manifest
+            .remote
+            .as_ref()
+            .map(|_| super::sign_in::sign_in_secret(plugin.name()));
+        #[cfg(not(feature = "mcp-server"))]
+        let sign_in: Option<String> = None;
+        if plugin.manifest.env.is_empty() && sign_in.is_none() {
             return Some(grant);
         }
-        let wanted = plugin.manifest.env.iter().map(|e| e.0.as_str());
+        let wanted = plugin
+            .manifest
+            .env
+            .iter()
+            .map(|e| e.0.as_str())
+            .chain(sign_in.as_deref());
         let tag = match SecretStore::new(&self.config.state_dir).versions_for(plugin.name(), wanted)
         {
             Ok(secrets) => {

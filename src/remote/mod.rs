@@ -13,6 +13,7 @@
 
 mod headers;
 mod http;
+pub mod oauth;
 mod sse;
 mod streams;
 
@@ -41,6 +42,10 @@ const RESUMES: u32 = 5;
 /// that floods is held by TCP, not buffered).
 const WAITING: usize = 64;
 
+/// The variable a bridge is given its sign-in's access token in, by the
+/// host that starts it (never a plugin's own).
+pub const BEARER_VARIABLE: &str = "PLUGHOST_REMOTE_BEARER";
+
 /// The header a streamable HTTP server names its session with.
 const SESSION: &str = "mcp-session-id";
 
@@ -61,16 +66,33 @@ pub enum BridgeError {
 
 /// Bridges the MCP server at `url` to `input` and `output` (JSON-RPC, one
 /// message per line), until `input` closes; then ends the server's session.
-pub async fn bridge<R, W>(url: &str, input: R, output: W) -> Result<(), BridgeError>
+/// Each request carries `bearer` (an OAuth access token), when given.
+pub async fn bridge<R, W>(
+    url: &str,
+    bearer: Option<&str>,
+    input: R,
+    output: W,
+) -> Result<(), BridgeError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let endpoint = Endpoint::new(url).map_err(BridgeError::Url)?;
+    let bearer = bearer
+        .map(|t| HeaderValue::from_str(&format!("Bearer {t}")))
+        .transpose()
+        .map_err(|_| {
+            BridgeError::Url("the sign-in's access token cannot be sent in a header".into())
+        })?
+        .map(|mut v| {
+            v.set_sensitive(true);
+            v
+        });
     let (out, rx) = mpsc::channel(WAITING);
     let writer = tokio::spawn(write_lines(rx, output));
     let link = Arc::new(Link {
         endpoint,
+        bearer,
         session: Mutex::default(),
         version: Mutex::default(),
         out,
@@ -113,6 +135,8 @@ where
 /// What the bridge knows of the connection, shared by its requests.
 struct Link {
     endpoint: Endpoint,
+    /// `Authorization` of every request, from the sign-in.
+    bearer: Option<HeaderValue>,
     /// The session the server named in its answer to `initialize`.
     session: Mutex<Option<HeaderValue>>,
     /// The revision agreed on, sent with every request after it.
@@ -203,6 +227,16 @@ impl Link {
         if status.is_success() && streamed {
             return self.stream(response.into_body(), id).await;
         }
+        let challenge = response
+            .headers()
+            .get(hyper::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                v.chars()
+                    .filter(|c| !c.is_control())
+                    .take(300)
+                    .collect::<String>()
+            });
         let location = response
             .headers()
             .get(hyper::header::LOCATION)
@@ -222,9 +256,22 @@ impl Link {
                 let text: String = text.chars().take(200).collect();
                 let host = self.endpoint.authority();
                 let why = match (status.as_u16(), location) {
-                    (401, _) => format!(
-                        "the remote MCP server {host} wants a sign-in (HTTP 401), which plughost cannot do for remote servers yet"
+                    (401, _) if self.bearer.is_some() => format!(
+                        "the remote MCP server {host} refused the sign-in (HTTP 401): it expired or was revoked; sign in to the plugin again"
                     ),
+                    (401, _) => format!(
+                        "the remote MCP server {host} wants a sign-in (HTTP 401): sign in to the plugin first"
+                    ),
+                    (403, _)
+                        if challenge
+                            .as_deref()
+                            .is_some_and(|c| c.contains("insufficient_scope")) =>
+                    {
+                        format!(
+                            "the remote MCP server {host} asks for more access than the sign-in gave (HTTP 403, {}): sign in to the plugin again",
+                            challenge.as_deref().unwrap_or_default()
+                        )
+                    }
                     (300..=399, Some(to)) => format!(
                         "the remote MCP server {host} redirects to {to} (HTTP {status}), which plughost does not follow: put that URL in the plugin's \"remote\""
                     ),
@@ -248,6 +295,9 @@ impl Link {
     /// The session and revision headers every request after the handshake
     /// carries.
     fn headers(&self, mut request: hyper::http::request::Builder) -> hyper::http::request::Builder {
+        if let Some(b) = &self.bearer {
+            request = request.header(hyper::header::AUTHORIZATION, b.clone());
+        }
         if let Some(s) = self.session.lock().expect("session lock").clone() {
             request = request.header(SESSION, s);
         }

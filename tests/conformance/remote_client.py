@@ -85,8 +85,19 @@ def main():
     work = tempfile.mkdtemp(prefix="plughost-remote-client-")
     plugins, state = os.path.join(work, "plugins"), os.path.join(work, "state")
     base = [plughost, "--plugins-dir", plugins, "--state-dir", state]
-    added = subprocess.run(base + ["add", url, "--name", "remote", "--yes"],
-                           stdout=sys.stderr, stderr=sys.stderr)
+    # The sign-in's browser follows the authorization server's redirects
+    # back to plughost; a client the scenario registered beforehand, or
+    # plughost's client ID metadata document, where the scenario has them.
+    env = dict(os.environ)
+    env["BROWSER"] = f"{sys.executable} {os.path.join(os.path.dirname(__file__), 'browser.py')}"
+    sign_in = ["--client-metadata-url", "https://conformance-test.local/client-metadata.json"]
+    if CONTEXT.get("client_id"):
+        sign_in = ["--client-id", CONTEXT["client_id"]]
+        if CONTEXT.get("client_secret"):
+            env["CONFORMANCE_CLIENT_SECRET"] = CONTEXT["client_secret"]
+            sign_in += ["--client-secret-env", "CONFORMANCE_CLIENT_SECRET"]
+    added = subprocess.run(base + ["add", url, "--name", "remote", "--yes"] + sign_in,
+                           stdout=sys.stderr, stderr=sys.stderr, env=env)
     if added.returncode != 0:
         sys.exit(f"plughost add {url} failed ({added.returncode})")
     server = StdioServerParameters(command=plughost, args=base[1:] + ["serve"])

@@ -10,7 +10,9 @@ use serde_json::json;
 use super::folder::{ordered, staged};
 use super::{AddArgs, MANIFEST_FILE, approve};
 use crate::scaffold;
-use crate::terminal::say;
+use crate::terminal::{esay, say};
+use plughost::SignInError;
+use plughost::remote::oauth::OAuthError;
 
 /// Adds the server at `url` as the plugin `--name` (by default `named`,
 /// the registry's name for it, or else named after the URL's host), and
@@ -71,6 +73,28 @@ pub(super) fn add(
         "added {name}: the remote MCP server at {url}, in {}",
         dir.display()
     );
+    // A server that wants a sign-in gets it now, before its tools can be
+    // listed and pinned; one that answers without a sign-in, or cannot be
+    // reached (which approval then reports), is left as it is.
+    let host = cli.host()?;
+    match crate::login::sign_in(&host, &name, &args.sign_in)? {
+        Ok(()) => say!("signed in to {name}"),
+        Err(SignInError::OAuth {
+            source: OAuthError::NotNeeded(_) | OAuthError::Unreachable(_),
+            ..
+        }) => {}
+        Err(e) => {
+            esay!("plughost: {e}");
+            say!(
+                "\nthe plugin stays in {}: sign in with {}, then approve it with {}",
+                dir.display(),
+                cli.command_line(&format!("login {name}")),
+                cli.command_line(&format!("approve {name}"))
+            );
+            return Ok(ExitCode::from(1));
+        }
+    }
+    drop(host);
     approve::approve_new(cli, &name, &dir, args.yes, None)
 }
 

@@ -1,0 +1,140 @@
+//! `plughost login NAME` / `logout NAME`: signing in to a remote MCP server
+//! with OAuth (`PluginHost::sign_in`). The URL to approve in is opened with
+//! `$BROWSER` (its first entry; `%s` stands for the URL) or the system's
+//! opener (`xdg-open`, `open`), and always printed, so that on a machine
+//! with no browser it can be opened elsewhere (the browser must then reach
+//! this machine's loopback address, as with an SSH port forward).
+
+use std::process::{Command, ExitCode, Stdio};
+
+use plughost::remote::oauth::ClientIdentity;
+use plughost::{PluginHost, SignInError};
+
+use super::Cli;
+use super::terminal::{esay, say};
+
+#[derive(Debug, clap::Args)]
+pub struct LoginArgs {
+    /// The remote server's plugin.
+    name: String,
+    #[command(flatten)]
+    sign_in: SignInArgs,
+}
+
+/// How plughost identifies itself when it signs in (`login`, `add URL`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SignInArgs {
+    /// A client registered with the server's authorization server
+    /// beforehand, used instead of registering one.
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+    /// The environment variable that holds that client's secret (a
+    /// confidential client); never the secret itself on the command line.
+    #[arg(long, value_name = "VAR", requires = "client_id")]
+    client_secret_env: Option<String>,
+    /// The URL of a client ID metadata document describing plughost, used
+    /// as its client id where the server supports those.
+    #[arg(long, value_name = "URL")]
+    client_metadata_url: Option<String>,
+    /// Print the sign-in URL only; open no browser.
+    #[arg(long)]
+    no_browser: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LogoutArgs {
+    /// The remote server's plugin.
+    name: String,
+}
+
+pub fn login(cli: &Cli, args: &LoginArgs) -> Result<ExitCode, String> {
+    let host = cli.host()?;
+    match sign_in(&host, &args.name, &args.sign_in)? {
+        Ok(()) => {
+            say!("signed in to {}", args.name);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            esay!("plughost: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// Signs in to plugin `name`'s server; the outer error is the command
+/// line's (a variable not set), the inner the sign-in's.
+pub fn sign_in(
+    host: &PluginHost,
+    name: &str,
+    args: &SignInArgs,
+) -> Result<Result<(), SignInError>, String> {
+    let client_secret = match &args.client_secret_env {
+        Some(var) => Some(
+            std::env::var(var)
+                .map_err(|_| format!("--client-secret-env {var}: the variable {var} is not set"))?,
+        ),
+        None => None,
+    };
+    let client = ClientIdentity {
+        client_id: args.client_id.clone(),
+        client_secret,
+        metadata_url: args.client_metadata_url.clone(),
+    };
+    let no_browser = args.no_browser;
+    let open = move |url: &str| {
+        esay!("Open this URL to sign in (it comes back to this machine):\n  {url}");
+        if !no_browser {
+            open_browser(url);
+        }
+    };
+    Ok(super::runtime().block_on(host.sign_in(name, &client, open)))
+}
+
+pub fn logout(cli: &Cli, args: &LogoutArgs) -> Result<ExitCode, String> {
+    let host = cli.host()?;
+    match host.sign_out(&args.name) {
+        Ok(true) => say!("signed out of {}", args.name),
+        Ok(false) => say!("{} had no sign-in", args.name),
+        Err(e) => return Err(e.to_string()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens `url` with `$BROWSER`, else the system's opener; a browser that
+/// cannot be started leaves the printed URL to the user.
+fn open_browser(url: &str) {
+    let browser = std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty());
+    let (program, args): (String, Vec<String>) = match browser {
+        Some(b) => {
+            let first = b.split(':').next().unwrap_or_default().to_owned();
+            let mut words: Vec<String> = first.split_whitespace().map(str::to_owned).collect();
+            if words.is_empty() {
+                return;
+            }
+            let program = words.remove(0);
+            match words.iter().any(|w| w.contains("%s")) {
+                true => {
+                    let args = words.iter().map(|w| w.replace("%s", url)).collect();
+                    (program, args)
+                }
+                false => {
+                    words.push(url.to_owned());
+                    (program, words)
+                }
+            }
+        }
+        None if cfg!(target_os = "macos") => ("open".into(), vec![url.to_owned()]),
+        None => ("xdg-open".into(), vec![url.to_owned()]),
+    };
+    let started = Command::new(&program)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    if let Err(e) = started {
+        esay!("(could not start {program}: {e}; open the URL yourself)");
+    }
+}

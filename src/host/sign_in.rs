@@ -1,0 +1,164 @@
+//! Signing in to remote servers: the tokens of a plugin's sign-in are kept
+//! in the secret store under a name of plughost's own
+//! ([`sign_in_secret`]), bound to that plugin, so no plugin's environment
+//! ever lists it. Only the bridge of that plugin's server is given the
+//! access token ([`Inner::bearer_for`]); an expired one is refreshed first,
+//! and the refreshed tokens are stored again.
+
+use std::time::Duration;
+
+use crate::approval::ApproveError;
+use crate::plugins::catalog::Plugin;
+pub(crate) use crate::remote::BEARER_VARIABLE;
+use crate::remote::oauth::{self, ClientIdentity, OAuthError, Tokens};
+use crate::secrets::{SecretError, SecretStore};
+
+use super::{Inner, PluginHost};
+
+/// How long before its expiry an access token is refreshed.
+const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+
+/// Why a sign-in, or a sign-out, failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignInError {
+    /// No such plugin, or its folder was rejected.
+    #[error(transparent)]
+    Plugin(#[from] ApproveError),
+    /// The plugin is not a remote server.
+    #[error(
+        "plugin \"{0}\" runs on this machine, not on a remote server: there is nothing to sign in to"
+    )]
+    NotRemote(String),
+    /// The sign-in itself failed.
+    #[error("signing in to plugin \"{plugin}\": {source}")]
+    OAuth {
+        /// The plugin.
+        plugin: String,
+        /// What failed.
+        source: OAuthError,
+    },
+    /// The secret store could not keep or give the tokens.
+    #[error(transparent)]
+    Store(#[from] SecretError),
+}
+
+impl PluginHost {
+    /// Signs in to the remote server of plugin `name` with OAuth 2.1
+    /// ([`oauth::sign_in`]: `open` is given the URL to approve in), and
+    /// keeps the tokens in the secret store, for this plugin alone. A
+    /// running bridge of the server is replaced at the next call, in this
+    /// process or another (the sign-in is part of what its worker runs
+    /// under).
+    pub async fn sign_in(
+        &self,
+        name: &str,
+        client: &ClientIdentity,
+        open: impl FnOnce(&str),
+    ) -> Result<(), SignInError> {
+        let plugin = self.loaded(name)?;
+        let Some(url) = plugin.manifest.remote.clone() else {
+            return Err(SignInError::NotRemote(name.to_owned()));
+        };
+        let tokens =
+            oauth::sign_in(&url, client, open)
+                .await
+                .map_err(|source| SignInError::OAuth {
+                    plugin: name.to_owned(),
+                    source,
+                })?;
+        keep(&self.inner, &plugin, &tokens)?;
+        Ok(())
+    }
+
+    /// Forgets the sign-in of plugin `name` (its tokens leave the secret
+    /// store; the authorization server is not told). `false`: there was
+    /// none. A running bridge of its server is replaced at the next call.
+    pub fn sign_out(&self, name: &str) -> Result<bool, SignInError> {
+        Ok(SecretStore::new(&self.inner.config.state_dir).remove(&sign_in_secret(name))?)
+    }
+
+    /// Whether plugin `name` has a sign-in kept.
+    pub fn signed_in(&self, name: &str) -> Result<bool, SignInError> {
+        Ok(SecretStore::new(&self.inner.config.state_dir).has(&sign_in_secret(name))?)
+    }
+}
+
+impl Inner {
+    /// The access token the bridge of `plugin` sends, refreshed first when
+    /// it expires within a minute; `None` when it has no sign-in. A refresh
+    /// that fails is an error naming what to do.
+    pub(super) fn bearer_for(&self, plugin: &Plugin) -> Result<Option<String>, String> {
+        let store = SecretStore::new(&self.config.state_dir);
+        let name = sign_in_secret(plugin.name());
+        let kept = store
+            .for_plugin(plugin.name(), [name.as_str()])
+            .map_err(|e| e.to_string())?;
+        let Some((_, text)) = kept.into_iter().next() else {
+            return Ok(None);
+        };
+        let tokens: Tokens = serde_json::from_str(&text).map_err(|e| {
+            format!("its sign-in in the secret store is damaged ({e}): sign in again")
+        })?;
+        if plugin.manifest.remote.as_deref() != Some(tokens.resource.as_str()) {
+            return Err(format!(
+                "its sign-in is for {}, and its server is now {}: sign in again",
+                tokens.resource,
+                plugin.manifest.remote.as_deref().unwrap_or("none")
+            ));
+        }
+        if !tokens.expires_within(REFRESH_MARGIN) {
+            return Ok(Some(tokens.access_token));
+        }
+        // A thread of its own: this runs inside the host's runtime, which
+        // a nested one may not block.
+        let fresh = std::thread::scope(|s| {
+            s.spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| OAuthError::Unreachable(e.to_string()))?
+                    .block_on(oauth::refresh(&tokens))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(OAuthError::Token("the refresh panicked".into())))
+        })
+        .map_err(|e| format!("its sign-in expired and could not be refreshed: {e}"))?;
+        keep(self, plugin, &fresh).map_err(|e| e.to_string())?;
+        Ok(Some(fresh.access_token))
+    }
+}
+
+/// Keeps `tokens` in the secret store, for `plugin` alone.
+fn keep(inner: &Inner, plugin: &Plugin, tokens: &Tokens) -> Result<(), SecretError> {
+    let text = serde_json::to_string(tokens).expect("tokens serialize");
+    SecretStore::new(&inner.config.state_dir)
+        .set(
+            &sign_in_secret(plugin.name()),
+            &text,
+            &[plugin.name().to_owned()],
+        )
+        .map(|_| ())
+}
+
+/// The secret a plugin's sign-in is kept under: `PLUGHOST_SIGN_IN_` and
+/// the plugin's name, each byte but a letter or digit as `_XX` (so that
+/// two names never share one).
+pub(crate) fn sign_in_secret(plugin: &str) -> String {
+    let mut name = String::from("PLUGHOST_SIGN_IN_");
+    for b in plugin.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => name.push(b as char),
+            _ => name.push_str(&format!("_{b:02X}")),
+        }
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_plugin_has_a_secret_of_its_own() {
+        assert_eq!(super::sign_in_secret("linear"), "PLUGHOST_SIGN_IN_linear");
+        assert_ne!(super::sign_in_secret("a-b"), super::sign_in_secret("a_b"));
+    }
+}
