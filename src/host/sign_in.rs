@@ -99,10 +99,10 @@ impl Inner {
         let tokens: Tokens = serde_json::from_str(&text).map_err(|e| {
             format!("its sign-in in the secret store is damaged ({e}): sign in again")
         })?;
-        if plugin.manifest.remote.as_deref() != Some(tokens.resource.as_str()) {
+        if plugin.manifest.remote.as_deref() != Some(tokens.server.as_str()) {
             return Err(format!(
                 "its sign-in is for {}, and its server is now {}: sign in again",
-                tokens.resource,
+                tokens.server,
                 plugin.manifest.remote.as_deref().unwrap_or("none")
             ));
         }

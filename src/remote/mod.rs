@@ -219,6 +219,12 @@ impl Link {
             }
             return;
         }
+        // A notification or an answer the server refused: nothing waits for
+        // what it says (passed on, an error with no id would be answered
+        // with another, posted back, and so on without end).
+        if id.is_none() {
+            return;
+        }
         let streamed = response
             .headers()
             .get(CONTENT_TYPE)
@@ -246,10 +252,16 @@ impl Link {
             Ok(b) => b,
             Err(e) => return self.fail(id, e).await,
         };
+        let signing_in = status == hyper::StatusCode::UNAUTHORIZED
+            || (status == hyper::StatusCode::FORBIDDEN
+                && challenge
+                    .as_deref()
+                    .is_some_and(|c| c.contains("insufficient_scope")));
         match serde_json::from_slice::<Value>(&bytes) {
             // A JSON-RPC answer, whatever the status: a server's error for
-            // the request is the request's answer.
-            Ok(value) if is_answer(&value) => self.pass(value).await,
+            // the request is the request's answer (but for a sign-in, which
+            // is said in plughost's words, with what to do).
+            Ok(value) if is_answer(&value) && !signing_in => self.pass(value).await,
             _ if status.is_success() && id.is_none() => {}
             _ => {
                 let text = String::from_utf8_lossy(&bytes);

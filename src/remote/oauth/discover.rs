@@ -70,6 +70,9 @@ impl Challenge {
 /// The server's protected resource metadata, where it has one.
 #[derive(Debug, Clone)]
 pub(super) struct Resource {
+    /// The resource identifier, exactly as the document gives it (what the
+    /// authorization and token requests name).
+    pub id: Option<String>,
     /// The authorization server's issuer.
     pub issuer: String,
     pub scopes_supported: Option<Vec<String>>,
@@ -117,6 +120,7 @@ pub(super) async fn resource(
                 ))
             })?;
         return Ok(Some(Resource {
+            id: named.map(str::to_owned),
             issuer: issuer.to_owned(),
             scopes_supported: strings(doc.get("scopes_supported")),
         }));

@@ -55,7 +55,10 @@ pub struct Tokens {
     /// The scopes granted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
-    /// The server the tokens are for (the resource indicator).
+    /// The server's URL, which the tokens are for.
+    pub server: String,
+    /// The resource indicator they were asked for (RFC 8707): the
+    /// server's resource metadata's own identifier, else its URL.
     pub resource: String,
     /// The authorization server that issued them.
     pub issuer: String,
@@ -131,6 +134,11 @@ pub async fn sign_in(
         )));
     }
     let scope = scope_of(challenge.as_ref(), resource.as_ref(), &authority);
+    // Exactly as published: a parser's trailing "/" would name another.
+    let indicator = resource
+        .as_ref()
+        .and_then(|r| r.id.clone())
+        .unwrap_or_else(|| server.to_owned());
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
         .map_err(|e| OAuthError::Authorization(format!("cannot listen on 127.0.0.1: {e}")))?;
@@ -158,7 +166,7 @@ pub async fn sign_in(
             .append_pair("code_challenge", &challenge_text)
             .append_pair("code_challenge_method", "S256")
             .append_pair("state", &state)
-            .append_pair("resource", server);
+            .append_pair("resource", &indicator);
         if let Some(scope) = &scope {
             q.append_pair("scope", scope);
         }
@@ -172,32 +180,61 @@ pub async fn sign_in(
                 SIGN_IN_TIMEOUT.as_secs() / 60
             ))
         })??;
-    token::exchange(&authority, registered, server, &code, &redirect, &verifier).await
-}
-
-/// The challenge the server answers an unsigned request with.
-async fn challenge_of(server: &str) -> Result<Option<discover::Challenge>, OAuthError> {
-    let probe = serde_json::json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "plughost", "version": env!("CARGO_PKG_VERSION")}}
-    });
-    let answer = fetch::send(
-        server,
-        hyper::Method::POST,
-        &[("accept", "application/json, text/event-stream".to_owned())],
-        Some(("application/json", probe.to_string().into_bytes())),
+    let mut tokens = token::exchange(
+        &authority, registered, &indicator, &code, &redirect, &verifier,
     )
     .await?;
-    // Only a 401 asks for a sign-in; any other answer (a server of a
-    // revision that refuses `initialize` included) is the server's own.
-    match answer.status {
-        401 => Ok(answer
-            .challenge
-            .as_deref()
-            .and_then(discover::Challenge::parse)),
-        _ => Err(OAuthError::NotNeeded(server.to_owned())),
+    tokens.server = server.to_owned();
+    Ok(tokens)
+}
+
+/// The challenge the server answers an unsigned request with: an
+/// `initialize` (2025-11-25), then a `server/discover` (2026-07-28; a
+/// server may let a handshake through and guard only what follows it).
+/// Only a `401` asks for a sign-in.
+async fn challenge_of(server: &str) -> Result<Option<discover::Challenge>, OAuthError> {
+    let client = serde_json::json!({"name": "plughost", "version": env!("CARGO_PKG_VERSION")});
+    let probes = [
+        (
+            "2025-11-25",
+            serde_json::json!({
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
+            }),
+        ),
+        (
+            "2026-07-28",
+            serde_json::json!({
+                "jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                "params": {"_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": client,
+                    "io.modelcontextprotocol/clientCapabilities": {}
+                }}
+            }),
+        ),
+    ];
+    for (version, probe) in probes {
+        let mut headers = vec![("accept", "application/json, text/event-stream".to_owned())];
+        if version == "2026-07-28" {
+            headers.push(("mcp-protocol-version", version.to_owned()));
+            headers.push(("mcp-method", "server/discover".to_owned()));
+        }
+        let answer = fetch::send(
+            server,
+            hyper::Method::POST,
+            &headers,
+            Some(("application/json", probe.to_string().into_bytes())),
+        )
+        .await?;
+        if answer.status == 401 {
+            return Ok(answer
+                .challenge
+                .as_deref()
+                .and_then(discover::Challenge::parse));
+        }
     }
+    Err(OAuthError::NotNeeded(server.to_owned()))
 }
 
 /// The scopes to ask for: the challenge's; else every scope the resource
@@ -378,6 +415,7 @@ mod tests {
             ..Default::default()
         };
         let r = discover::Resource {
+            id: None,
             issuer: String::new(),
             scopes_supported: Some(vec!["a".into(), "b".into()]),
         };

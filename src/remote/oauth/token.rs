@@ -136,6 +136,7 @@ pub(super) async fn exchange(
         refresh_token: None,
         expires_at: None,
         scope: None,
+        server: String::new(),
         resource: resource.to_owned(),
         issuer: authority.issuer.clone(),
         token_endpoint: authority.token_endpoint.clone(),
