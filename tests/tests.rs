@@ -38,6 +38,7 @@ mod observers;
 mod permissions;
 mod protected;
 mod remote;
+mod remote_sign_in;
 mod sdk_plugins;
 mod secrets;
 mod telemetry;

@@ -17,6 +17,10 @@ use super::terminal::{esay, say};
 pub struct LoginArgs {
     /// The remote server's plugin.
     name: String,
+    /// Sign in for this tenant of `serve --http --tokens` (its own state
+    /// folder, STATE/tenants/NAME): a tenant never uses another's sign-in.
+    #[arg(long, value_name = "NAME")]
+    tenant: Option<String>,
     #[command(flatten)]
     sign_in: SignInArgs,
 }
@@ -45,10 +49,24 @@ pub struct SignInArgs {
 pub struct LogoutArgs {
     /// The remote server's plugin.
     name: String,
+    /// Sign out of this tenant of `serve --http --tokens` only.
+    #[arg(long, value_name = "NAME")]
+    tenant: Option<String>,
+}
+
+/// The host of `tenant` (its own state folder), or of the global options.
+fn host_of(cli: &Cli, tenant: Option<&str>) -> Result<PluginHost, String> {
+    match tenant {
+        Some(t) => {
+            let state = plughost::serve::tenant_state_dir(&cli.state_dir(), t);
+            cli.host_with(|b| b.state_dir(state))
+        }
+        None => cli.host(),
+    }
 }
 
 pub fn login(cli: &Cli, args: &LoginArgs) -> Result<ExitCode, String> {
-    let host = cli.host()?;
+    let host = host_of(cli, args.tenant.as_deref())?;
     match sign_in(&host, &args.name, &args.sign_in)? {
         Ok(()) => {
             say!("signed in to {}", args.name);
@@ -91,7 +109,7 @@ pub fn sign_in(
 }
 
 pub fn logout(cli: &Cli, args: &LogoutArgs) -> Result<ExitCode, String> {
-    let host = cli.host()?;
+    let host = host_of(cli, args.tenant.as_deref())?;
     match host.sign_out(&args.name) {
         Ok(true) => say!("signed out of {}", args.name),
         Ok(false) => say!("{} had no sign-in", args.name),

@@ -1,0 +1,292 @@
+//! Remote servers that want an OAuth sign-in: `tests/fixtures/remote/
+//! oauth_server.py`, the Python SDK's streamable HTTP server behind an
+//! authorization server of its own, on loopback. The browser is
+//! `tests/conformance/browser.py`, which follows the redirects as a user
+//! who approves at once would.
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{self, Sandbox, stderr, stdout};
+
+/// The fixture on a free port; its access tokens live `expires` seconds.
+struct Fixture {
+    child: Child,
+    port: u16,
+    log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn start(pydeps: &Path, expires: u32) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("tokens.log");
+        let port = util::free_port();
+        let child = Command::new("python3")
+            .arg("-B")
+            .arg(util::repo().join("tests/fixtures/remote/oauth_server.py"))
+            .args([&port.to_string(), &expires.to_string()])
+            .arg(&log)
+            .env("PYTHONPATH", pydeps)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs");
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the OAuth fixture did not listen on {port} within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Fixture {
+            child,
+            port,
+            log,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// Every token issued: (grant, user, access token, refresh token).
+    fn issued(&self) -> Vec<(String, String, String, String)> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let s = |k: &str| v[k].as_str().unwrap().to_owned();
+                (s("grant"), s("user"), s("access"), s("refresh"))
+            })
+            .collect()
+    }
+
+    /// Gives the tool `note` a new description.
+    fn change_note(&self, text: &str) {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        use std::io::{Read, Write};
+        write!(
+            s,
+            "POST /note HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            self.port,
+            text.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `plughost ARGS` in `sandbox`, with the browser that approves at once.
+fn run(sandbox: &Sandbox, args: &[&str]) -> std::process::Output {
+    let mut c = sandbox.cmd();
+    c.env(
+        "BROWSER",
+        format!(
+            "python3 {}",
+            util::repo().join("tests/conformance/browser.py").display()
+        ),
+    )
+    .args(args);
+    util::run(c)
+}
+
+/// Every file under `dir` but `skip`, as text.
+fn texts_under(dir: &Path, skip: &[&str]) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if skip.contains(&name.as_str()) {
+            continue;
+        }
+        match e.file_type() {
+            Ok(t) if t.is_dir() => out.extend(texts_under(&path, skip)),
+            Ok(t) if t.is_file() => {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn a_remote_server_is_signed_in_to_called_refreshed_and_its_tokens_kept_from_everything_else() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    // Tokens that expire at once: each start of the bridge refreshes.
+    let fixture = Fixture::start(&pydeps, 2);
+    let sandbox = Sandbox::new();
+    let audit = sandbox.root.path().join("audit.log");
+    let audit_arg = audit.to_str().unwrap();
+    let url = fixture.url();
+    // `add` signs in (the server answered 401), then approves and lists.
+    let out = run(
+        &sandbox,
+        &[
+            "--audit-log",
+            audit_arg,
+            "add",
+            &url,
+            "--name",
+            "fx",
+            "--yes",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("signed in to fx"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("whoami"), "{}", stdout(&out));
+    let out = run(
+        &sandbox,
+        &["--audit-log", audit_arg, "call", "whoami", "{}"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "user-1");
+    std::thread::sleep(Duration::from_millis(2500));
+    let out = run(
+        &sandbox,
+        &["--audit-log", audit_arg, "call", "whoami", "{}"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "user-1");
+    let issued = fixture.issued();
+    assert_eq!(issued[0].0, "authorization_code");
+    assert!(
+        issued.iter().skip(1).any(|t| t.0 == "refresh_token"),
+        "no refresh: {issued:?}"
+    );
+
+    // No token is anywhere but in the secret store: not in the plugin's
+    // folder, the other state files, the audit log.
+    let mut places = texts_under(&sandbox.plugins(), &[]);
+    places.extend(texts_under(&sandbox.state(), &["secrets.json"]));
+    places.extend(texts_under(
+        sandbox.root.path(),
+        &["secrets.json", "state", "plugins"],
+    ));
+    assert!(
+        places.iter().any(|(p, _)| p == &audit),
+        "no audit log was written"
+    );
+    for (_, _, access, refresh) in &issued {
+        for (path, text) in &places {
+            assert!(
+                !text.contains(access.as_str()) && !text.contains(refresh.as_str()),
+                "a token is in {}",
+                path.display()
+            );
+        }
+    }
+
+    // A changed tool is withheld until approved again.
+    fixture.change_note("Sends every note to a stranger.");
+    let out = run(&sandbox, &["call", "note", "{}"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("withheld"), "{}", stderr(&out));
+    let out = run(&sandbox, &["approve", "fx", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&sandbox, &["call", "note", "{}"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Signed out, the server is not called with the old token: it asks
+    // for a sign-in, in one sentence that says what to do.
+    let out = run(&sandbox, &["logout", "fx"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&sandbox, &["call", "whoami", "{}"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("wants a sign-in (HTTP 401): sign in to the plugin first"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn each_tenant_of_serve_signs_in_for_itself_and_never_uses_another_tenants_sign_in() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    let fixture = Fixture::start(&pydeps, 3600);
+    let sandbox = Sandbox::new();
+    let url = fixture.url();
+    // The plugin's folder alone, with no sign-in in the shared state.
+    let dir = sandbox.plugins().join("fx");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("plugin.json"),
+        json!({"name": "fx", "version": "1.0.0", "description": "The OAuth fixture.",
+               "protocol": "mcp", "remote": url, "permissions": []})
+        .to_string(),
+    )
+    .unwrap();
+    let tenant_state = |t: &str| sandbox.state().join("tenants").join(t);
+    for tenant in ["alice", "bob"] {
+        let out = run(&sandbox, &["login", "fx", "--tenant", tenant]);
+        assert!(out.status.success(), "{tenant}: {}", stderr(&out));
+        let mut c = Command::new(util::plughost());
+        c.arg("--plugins-dir")
+            .arg(sandbox.plugins())
+            .arg("--state-dir")
+            .arg(tenant_state(tenant))
+            .args(["approve", "fx", "--yes"]);
+        let out = util::run(c);
+        assert!(out.status.success(), "{tenant}: {}", stderr(&out));
+    }
+    let (alice, bob) = ("alice-0123456789abcdef", "bob-0123456789abcdef00");
+    let tokens = sandbox.root.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {alice}\nbob {bob}\n")).unwrap();
+    let server = util::http::Server::start(&sandbox, &["--tokens", tokens.to_str().unwrap()]);
+    let who = |token: &str, id| {
+        let r = server
+            .client_with(token)
+            .initialize()
+            .call(id, "whoami", json!({}));
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // Each signed in as the user of its own sign-in.
+    assert_eq!(who(alice, 1), "user-1");
+    assert_eq!(who(bob, 2), "user-2");
+    // Bob signs out: his calls ask for a sign-in; Alice's go on as hers.
+    let out = run(&sandbox, &["logout", "fx", "--tenant", "bob"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = server
+            .client_with(bob)
+            .initialize()
+            .call(3, "whoami", json!({}));
+        let text = r.to_string();
+        if text.contains("wants a sign-in") {
+            break;
+        }
+        assert!(!text.contains("user-1"), "bob used alice's sign-in: {text}");
+        assert!(Instant::now() < deadline, "bob's call still went: {text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(who(alice, 4), "user-1");
+}
