@@ -20,6 +20,10 @@ use crate::plugins::catalog::Plugin;
 use crate::protocol::TraceContext;
 use crate::run::env::{base_env, plugin_env};
 use crate::run::executor::Spawn;
+
+/// The start of the secret names remote servers' sign-ins are kept under
+/// (`sign_in::sign_in_secret`): never given to a plugin as a variable.
+pub(super) const SIGN_IN_PREFIX: &str = "PLUGHOST_SIGN_IN_";
 use crate::run::sandbox;
 use crate::secrets::SecretStore;
 
@@ -80,7 +84,14 @@ impl Inner {
         tmp: &Path,
     ) -> Result<Vec<(OsString, OsString)>, CallError> {
         let mut env = plugin_env(plugin, data, tmp, self.config.inherit_env);
-        let wanted = plugin.manifest.env.iter().map(|e| e.0.as_str());
+        // A remote server's sign-in is never a plugin's variable, whatever
+        // its manifest lists (a local plugin that took a remote one's name).
+        let wanted = plugin
+            .manifest
+            .env
+            .iter()
+            .map(|e| e.0.as_str())
+            .filter(|n| !n.starts_with(SIGN_IN_PREFIX));
         let secrets = SecretStore::new(&self.config.state_dir)
             .for_plugin(plugin.name(), wanted)
             .map_err(|e| CallError::NotAllowed {
@@ -214,25 +225,7 @@ impl Inner {
             None => (plugin.entrypoint.clone(), plugin.manifest.args.clone()),
             Some(url) => {
                 let (program, args) = self.bridge(plugin)?;
-                // The sign-in's access token, for the bridge alone: never
-                // in a plugin's own environment (the name is plughost's).
-                #[cfg(feature = "mcp-server")]
-                let bearer = super::sign_in::BEARER_VARIABLE;
-                #[cfg(feature = "mcp-server")]
-                env.retain(|(k, _)| k.as_os_str() != bearer);
-                #[cfg(feature = "mcp-server")]
-                match self.bearer_for(plugin) {
-                    Ok(Some(token)) => env.push((bearer.into(), token.into())),
-                    Ok(None) => {}
-                    Err(reason) => {
-                        return Err(CallError::NotAllowed {
-                            refusal: Refusal::SignInNeeded {
-                                plugin: plugin.name().to_owned(),
-                                reason,
-                            },
-                        });
-                    }
-                }
+                self.give_sign_in(plugin, &mut env)?;
                 let mut args: Vec<String> = args
                     .iter()
                     .map(|a| a.to_string_lossy().into_owned())
@@ -248,6 +241,41 @@ impl Inner {
             env,
             sandbox,
         })
+    }
+
+    /// Gives the bridge of remote `plugin` the access token of its sign-in,
+    /// if it has one: never a plugin's own variable (the name is plughost's).
+    #[cfg(feature = "mcp-server")]
+    fn give_sign_in(
+        &self,
+        plugin: &Plugin,
+        env: &mut Vec<(OsString, OsString)>,
+    ) -> Result<(), CallError> {
+        let bearer = super::sign_in::BEARER_VARIABLE;
+        env.retain(|(k, _)| k.as_os_str() != bearer);
+        match self.bearer_for(plugin) {
+            Ok(Some(token)) => env.push((bearer.into(), token.into())),
+            Ok(None) => {}
+            Err(reason) => {
+                return Err(CallError::NotAllowed {
+                    refusal: Refusal::SignInNeeded {
+                        plugin: plugin.name().to_owned(),
+                        reason,
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Without MCP, no remote server runs: nothing to give.
+    #[cfg(not(feature = "mcp-server"))]
+    fn give_sign_in(
+        &self,
+        _plugin: &Plugin,
+        _env: &mut Vec<(OsString, OsString)>,
+    ) -> Result<(), CallError> {
+        Ok(())
     }
 
     /// The program that runs for a remote server, refused when this host

@@ -144,7 +144,7 @@ fn keep(inner: &Inner, plugin: &Plugin, tokens: &Tokens) -> Result<(), SecretErr
 /// the plugin's name, each byte but a letter or digit as `_XX` (so that
 /// two names never share one).
 pub(crate) fn sign_in_secret(plugin: &str) -> String {
-    let mut name = String::from("PLUGHOST_SIGN_IN_");
+    let mut name = String::from(super::launch::SIGN_IN_PREFIX);
     for b in plugin.bytes() {
         match b {
             b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => name.push(b as char),
