@@ -188,38 +188,41 @@ pub async fn sign_in(
     Ok(tokens)
 }
 
-/// The challenge the server answers an unsigned request with: an
-/// `initialize` (2025-11-25), then a `server/discover` (2026-07-28; a
-/// server may let a handshake through and guard only what follows it).
+/// The challenge the server answers an unsigned request with: a
+/// `server/discover` (2026-07-28), then an `initialize` (2025-11-25; a
+/// server may let one of them through and guard what follows). Each is
+/// as a client of its revision sends it, headers and `_meta` included.
 /// Only a `401` asks for a sign-in.
 async fn challenge_of(server: &str) -> Result<Option<discover::Challenge>, OAuthError> {
     let client = serde_json::json!({"name": "plughost", "version": env!("CARGO_PKG_VERSION")});
+    let meta = |version: &str| {
+        serde_json::json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientInfo": client,
+            "io.modelcontextprotocol/clientCapabilities": {}
+        })
+    };
     let probes = [
         (
-            "2025-11-25",
-            serde_json::json!({
-                "jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
-            }),
+            "2026-07-28",
+            "server/discover",
+            serde_json::json!({"_meta": meta("2026-07-28")}),
         ),
         (
-            "2026-07-28",
-            serde_json::json!({
-                "jsonrpc": "2.0", "id": 1, "method": "server/discover",
-                "params": {"_meta": {
-                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientInfo": client,
-                    "io.modelcontextprotocol/clientCapabilities": {}
-                }}
-            }),
+            "2025-11-25",
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                               "clientInfo": client, "_meta": meta("2025-11-25")}),
         ),
     ];
-    for (version, probe) in probes {
-        let mut headers = vec![("accept", "application/json, text/event-stream".to_owned())];
-        if version == "2026-07-28" {
-            headers.push(("mcp-protocol-version", version.to_owned()));
-            headers.push(("mcp-method", "server/discover".to_owned()));
-        }
+    for (version, method, params) in probes {
+        let probe =
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let headers = [
+            ("accept", "application/json, text/event-stream".to_owned()),
+            ("mcp-protocol-version", version.to_owned()),
+            ("mcp-method", method.to_owned()),
+        ];
         let answer = fetch::send(
             server,
             hyper::Method::POST,
