@@ -58,6 +58,11 @@ pub struct LogoutArgs {
 fn host_of(cli: &Cli, tenant: Option<&str>) -> Result<PluginHost, String> {
     match tenant {
         Some(t) => {
+            if !plughost::serve::valid_tenant_name(t) {
+                return Err(format!(
+                    "--tenant {t}: a tenant's name is lowercase letters, digits, - and _, as in the tokens file"
+                ));
+            }
             let state = plughost::serve::tenant_state_dir(&cli.state_dir(), t);
             cli.host_with(|b| b.state_dir(state))
         }

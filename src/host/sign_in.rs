@@ -109,19 +109,30 @@ impl Inner {
         if !tokens.expires_within(REFRESH_MARGIN) {
             return Ok(Some(tokens.access_token));
         }
-        // A thread of its own: this runs inside the host's runtime, which
-        // a nested one may not block.
-        let fresh = std::thread::scope(|s| {
-            s.spawn(|| {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| OAuthError::Unreachable(e.to_string()))?
-                    .block_on(oauth::refresh(&tokens))
+        // A thread of its own with a runtime of its own (this runs inside
+        // the host's runtime, which a nested one may not block), and the
+        // worker thread it waits on handed over: the gateway's other calls
+        // go on while an authorization server is slow (each exchange has a
+        // deadline, fetch::EXCHANGE_TIMEOUT).
+        let refresh = || {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map_err(|e| OAuthError::Unreachable(e.to_string()))?
+                        .block_on(oauth::refresh(&tokens))
+                })
+                .join()
+                .unwrap_or_else(|_| Err(OAuthError::Token("the refresh panicked".into())))
             })
-            .join()
-            .unwrap_or_else(|_| Err(OAuthError::Token("the refresh panicked".into())))
-        })
+        };
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let fresh = match multi_thread {
+            true => tokio::task::block_in_place(refresh),
+            false => refresh(),
+        }
         .map_err(|e| format!("its sign-in expired and could not be refreshed: {e}"))?;
         keep(self, plugin, &fresh).map_err(|e| e.to_string())?;
         Ok(Some(fresh.access_token))

@@ -68,7 +68,7 @@ pub use http::{
 pub use search::tool_search_listing;
 use stdio::forward_catalog_changes;
 pub use stdio::serve_stdio;
-pub use tenants::{TenantLine, TokensFileError, read_tokens, tenant_state_dir};
+pub use tenants::{TenantLine, TokensFileError, read_tokens, tenant_state_dir, valid_tenant_name};
 pub use wire::DEFAULT_MAX_MESSAGE_BYTES;
 
 /// Where the server's log lines go (the library never prints).

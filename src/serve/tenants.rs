@@ -20,6 +20,19 @@
 
 use std::path::{Path, PathBuf};
 
+/// Whether `name` may name a tenant: `[a-z0-9][a-z0-9_-]*`, at most 64
+/// characters (a folder name: never `..`, never a path).
+pub fn valid_tenant_name(name: &str) -> bool {
+    name.len() <= 64
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
 /// The state folder of tenant `name` under the server's state folder.
 pub fn tenant_state_dir(state_dir: &Path, name: &str) -> PathBuf {
     state_dir.join("tenants").join(name)
@@ -104,15 +117,7 @@ fn parse_tokens(text: &str) -> Result<Vec<TenantLine>, String> {
                 }
             },
         };
-        let name_ok = name.len() <= 64
-            && name
-                .bytes()
-                .next()
-                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-        if !name_ok {
+        if !valid_tenant_name(name) {
             return Err(at(format!(
                 "the tenant name \"{name}\" must be lowercase letters, digits, - and _ (a folder name)"
             )));

@@ -86,10 +86,19 @@ pub(super) async fn resource(
     challenge: Option<&Challenge>,
 ) -> Result<Option<Resource>, OAuthError> {
     let mut places = Vec::new();
-    if let Some(url) = challenge.and_then(|c| c.resource_metadata.as_deref()) {
-        places.push(url.to_owned());
-    }
     let origin = origin(server);
+    if let Some(url) = challenge.and_then(|c| c.resource_metadata.as_deref()) {
+        // On the server's own origin: a challenge is not a way to make
+        // plughost request another address.
+        match url::Url::parse(url) {
+            Ok(u) if self::origin(&u) == origin => places.push(url.to_owned()),
+            _ => {
+                return Err(OAuthError::Discovery(format!(
+                    "the server's challenge names resource metadata at \"{url}\", not on its own origin {origin}: plughost does not follow it"
+                )));
+            }
+        }
+    }
     let path = server.path().trim_end_matches('/');
     if !path.is_empty() {
         places.push(format!(
@@ -101,10 +110,12 @@ pub(super) async fn resource(
         let Some(doc) = fetch::json(&place).await? else {
             continue;
         };
-        let named = doc.get("resource").and_then(Value::as_str);
-        if let Some(named) = named
-            && !same_resource(named, server)
-        {
+        let Some(named) = doc.get("resource").and_then(Value::as_str) else {
+            return Err(OAuthError::Discovery(format!(
+                "the server's resource metadata ({place}) names no resource (RFC 9728 requires one)"
+            )));
+        };
+        if !same_resource(named, server) {
             return Err(OAuthError::Discovery(format!(
                 "the server's resource metadata ({place}) is for {named}, not for {server}: plughost does not sign in to a server that names another resource"
             )));
@@ -120,7 +131,7 @@ pub(super) async fn resource(
                 ))
             })?;
         return Ok(Some(Resource {
-            id: named.map(str::to_owned),
+            id: Some(named.to_owned()),
             issuer: issuer.to_owned(),
             scopes_supported: strings(doc.get("scopes_supported")),
         }));
@@ -232,8 +243,14 @@ fn same_resource(named: &str, server: &url::Url) -> bool {
         return false;
     };
     let path = named.path().trim_end_matches('/');
-    origin(&named) == origin(server)
-        && (path.is_empty() || server.path().trim_end_matches('/').starts_with(path))
+    let server_path = server.path().trim_end_matches('/');
+    // Whole path segments: `/mc` is not above `/mcp`.
+    let above = path.is_empty()
+        || server_path == path
+        || server_path
+            .strip_prefix(path)
+            .is_some_and(|rest| rest.starts_with('/'));
+    origin(&named) == origin(server) && above
 }
 
 fn strings(v: Option<&Value>) -> Option<Vec<String>> {
@@ -273,5 +290,6 @@ mod tests {
         assert!(same_resource("https://a.example", &server));
         assert!(!same_resource("https://a.example/other", &server));
         assert!(!same_resource("https://b.example/mcp", &server));
+        assert!(!same_resource("https://a.example/mc", &server));
     }
 }

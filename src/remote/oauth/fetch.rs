@@ -10,6 +10,9 @@ use serde_json::Value;
 use super::OAuthError;
 use crate::remote::http::Endpoint;
 
+/// How long one exchange may take, its answer read whole.
+const EXCHANGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// The largest answer read from an authorization server.
 const MAX_ANSWER: usize = 1 << 20;
 
@@ -62,27 +65,36 @@ pub(super) async fn send(
     let request = request
         .body(Full::new(Bytes::from(bytes)))
         .map_err(|e| unreachable(e.to_string()))?;
-    let response = tokio::time::timeout(std::time::Duration::from_secs(30), endpoint.send(request))
+    // One deadline for the whole exchange, the body included: a server
+    // that sends a byte now and then holds nothing for longer.
+    let exchange = async {
+        let response = endpoint.send(request).await.map_err(unreachable)?;
+        let status = response.status().as_u16();
+        let challenge = response
+            .headers()
+            .get(hyper::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = Limited::new(response.into_body(), MAX_ANSWER)
+            .collect()
+            .await
+            .map_err(|e| unreachable(format!("its answer could not be read: {e}")))?
+            .to_bytes()
+            .to_vec();
+        Ok(Answer {
+            status,
+            challenge,
+            body,
+        })
+    };
+    tokio::time::timeout(EXCHANGE_TIMEOUT, exchange)
         .await
-        .map_err(|_| unreachable("no answer in 30 s".into()))?
-        .map_err(unreachable)?;
-    let status = response.status().as_u16();
-    let challenge = response
-        .headers()
-        .get(hyper::header::WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let body = Limited::new(response.into_body(), MAX_ANSWER)
-        .collect()
-        .await
-        .map_err(|e| unreachable(format!("its answer could not be read: {e}")))?
-        .to_bytes()
-        .to_vec();
-    Ok(Answer {
-        status,
-        challenge,
-        body,
-    })
+        .map_err(|_| {
+            unreachable(format!(
+                "no whole answer in {} s",
+                EXCHANGE_TIMEOUT.as_secs()
+            ))
+        })?
 }
 
 /// `pairs` as an `application/x-www-form-urlencoded` body.

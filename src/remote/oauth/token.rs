@@ -74,10 +74,10 @@ pub(super) async fn identify(
     let doc = answer.json().unwrap_or(Value::Null);
     let Some(id) = doc.get("client_id").and_then(Value::as_str) else {
         return Err(OAuthError::Registration(format!(
-            "the authorization server {} refused to register plughost (HTTP {}): {}",
+            "the authorization server {} refused to register plughost (HTTP {}){}",
             authority.issuer,
             answer.status,
-            text(&answer.body)
+            oauth_error(&doc)
         )));
     };
     let secret = doc
@@ -212,13 +212,24 @@ async fn post(mut base: Tokens, form: &[(&str, &str)]) -> Result<Tokens, OAuthEr
                 base.issuer
             ),
             _ => format!(
-                "the authorization server {} gave no token (HTTP {}): {}",
+                "the authorization server {} gave no token (HTTP {}){}",
                 base.issuer,
                 answer.status,
-                text(&answer.body)
+                oauth_error(&doc)
             ),
         }));
     };
+    // RFC 6750's token characters (and a little more): what a header
+    // carries as it is, with no way to end it or add another.
+    if access.is_empty()
+        || access.len() > 16 * 1024
+        || !access.bytes().all(|b| (0x21..=0x7e).contains(&b))
+    {
+        return Err(OAuthError::Token(format!(
+            "the authorization server {} gave an access token plughost cannot send (empty, longer than 16 KiB, or with spaces or control characters)",
+            base.issuer
+        )));
+    }
     base.access_token = access.to_owned();
     if let Some(r) = doc.get("refresh_token").and_then(Value::as_str) {
         base.refresh_token = Some(r.to_owned());
@@ -226,22 +237,31 @@ async fn post(mut base: Tokens, form: &[(&str, &str)]) -> Result<Tokens, OAuthEr
     base.expires_at = doc
         .get("expires_in")
         .and_then(Value::as_u64)
-        .map(|s| now() + s);
+        // A year at most: a larger one is a server's mistake (or a lie).
+        .map(|s| now().saturating_add(s.min(366 * 24 * 3600)));
     if let Some(s) = doc.get("scope").and_then(Value::as_str) {
         base.scope = Some(s.to_owned());
     }
     Ok(base)
 }
 
-/// An answer's text, short and on one line, for an error.
-fn text(body: &[u8]) -> String {
-    let t = String::from_utf8_lossy(body);
-    let one: String = t
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(200)
-        .collect();
-    one.trim().to_owned()
+/// `: error (description)` of an OAuth error answer, short, on one line
+/// and free of control characters; nothing else of a body is repeated (an
+/// endpoint a server named may be a page that was never meant to be read).
+fn oauth_error(doc: &Value) -> String {
+    let field = |k: &str| {
+        doc.get(k).and_then(Value::as_str).map(|t| {
+            t.chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .take(200)
+                .collect::<String>()
+        })
+    };
+    match (field("error"), field("error_description")) {
+        (Some(e), Some(d)) => format!(": {e} ({d})"),
+        (Some(e), None) => format!(": {e}"),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]
