@@ -36,14 +36,7 @@ impl Fixture {
             .stderr(Stdio::null())
             .spawn()
             .expect("python3 runs");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "the OAuth fixture did not listen on {port} within 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        util::wait_listening(port, "the OAuth fixture");
         Fixture {
             child,
             port,

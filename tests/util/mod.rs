@@ -480,6 +480,19 @@ pub fn serving_http(cmd: &mut Command, log: &Path) -> (std::process::Child, u16)
     }
 }
 
+/// Waits until something listens on `127.0.0.1:port` (`what` names it in
+/// the failure), 30 seconds at most.
+pub fn wait_listening(port: u16, what: &str) {
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what} did not listen on {port} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A free port on loopback (bound, then let go), for programs that cannot
 /// say which port they bound; [`serving_http`] for plughost's own server.
 pub fn free_port() -> u16 {
