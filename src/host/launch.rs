@@ -20,12 +20,12 @@ use crate::plugins::catalog::Plugin;
 use crate::protocol::TraceContext;
 use crate::run::env::{base_env, plugin_env};
 use crate::run::executor::Spawn;
+use crate::run::sandbox;
+use crate::secrets::SecretStore;
 
 /// The start of the secret names remote servers' sign-ins are kept under
 /// (`sign_in::sign_in_secret`): never given to a plugin as a variable.
 pub(super) const SIGN_IN_PREFIX: &str = "PLUGHOST_SIGN_IN_";
-use crate::run::sandbox;
-use crate::secrets::SecretStore;
 
 /// Whose process it is, and the role it plays.
 pub(super) enum Role<'a> {
