@@ -23,10 +23,6 @@ use crate::run::executor::Spawn;
 use crate::run::sandbox;
 use crate::secrets::SecretStore;
 
-/// The start of the secret names remote servers' sign-ins are kept under
-/// (`sign_in::sign_in_secret`): never given to a plugin as a variable.
-pub(super) const SIGN_IN_PREFIX: &str = "PLUGHOST_SIGN_IN_";
-
 /// Whose process it is, and the role it plays.
 pub(super) enum Role<'a> {
     /// An approved plugin's process for one call, continuing `trace`.
@@ -91,7 +87,7 @@ impl Inner {
             .env
             .iter()
             .map(|e| e.0.as_str())
-            .filter(|n| !n.starts_with(SIGN_IN_PREFIX));
+            .filter(|n| !n.starts_with(crate::secrets::SIGN_IN_PREFIX));
         let secrets = SecretStore::new(&self.config.state_dir)
             .for_plugin(plugin.name(), wanted)
             .map_err(|e| CallError::NotAllowed {
@@ -251,7 +247,7 @@ impl Inner {
         plugin: &Plugin,
         env: &mut Vec<(OsString, OsString)>,
     ) -> Result<(), CallError> {
-        let bearer = super::sign_in::BEARER_VARIABLE;
+        let bearer = crate::remote::BEARER_VARIABLE;
         env.retain(|(k, _)| k.as_os_str() != bearer);
         match self.bearer_for(plugin) {
             Ok(Some(token)) => env.push((bearer.into(), token.into())),

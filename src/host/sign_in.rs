@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use crate::approval::ApproveError;
 use crate::plugins::catalog::Plugin;
-pub(crate) use crate::remote::BEARER_VARIABLE;
 use crate::remote::oauth::{self, ClientIdentity, OAuthError, Tokens};
 use crate::secrets::{SecretError, SecretStore};
 
@@ -155,7 +154,7 @@ fn keep(inner: &Inner, plugin: &Plugin, tokens: &Tokens) -> Result<(), SecretErr
 /// the plugin's name, each byte but a letter or digit as `_XX` (so that
 /// two names never share one).
 pub(crate) fn sign_in_secret(plugin: &str) -> String {
-    let mut name = String::from(super::launch::SIGN_IN_PREFIX);
+    let mut name = String::from(crate::secrets::SIGN_IN_PREFIX);
     for b in plugin.bytes() {
         match b {
             b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => name.push(b as char),

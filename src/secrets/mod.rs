@@ -62,6 +62,11 @@ const MAX_FILE_BYTES: u64 = 4 << 20;
 /// The longest value: an environment variable's, with room for certificates.
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 
+/// The start of the names remote servers' sign-ins are kept under
+/// (`PLUGHOST_SIGN_IN_NAME`): plughost's own, never given to a plugin as a
+/// variable, whatever its manifest lists.
+pub(crate) const SIGN_IN_PREFIX: &str = "PLUGHOST_SIGN_IN_";
+
 /// The secrets of one state folder. Cheap to create; holds no open file.
 #[derive(Debug, Clone)]
 pub struct SecretStore {

@@ -90,13 +90,13 @@ pub struct AddArgs {
     /// Approve without asking (for scripts).
     #[arg(long)]
     yes: bool,
-    /// After a package: more of its arguments. Without one, a server
-    /// installed already: its command and arguments, as `plughost new NAME
-    /// --mcp` takes them; needs --name.
     /// How plughost identifies itself when a remote server wants a
     /// sign-in (see plughost login).
     #[command(flatten)]
     pub sign_in: crate::login::SignInArgs,
+    /// After a package: more of its arguments. Without one, a server
+    /// installed already: its command and arguments, as `plughost new NAME
+    /// --mcp` takes them; needs --name.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
 }
