@@ -178,7 +178,8 @@ pub use error::{BuildError, CallError, Cause, ErrorKind, Refusal, Requirement};
 #[cfg(feature = "mcp-server")]
 pub use host::SignInError;
 pub use host::{
-    CallOptions, CodeToolsError, PluginHost, PluginHostBuilder, Policy, SandboxMode, ToolInfo,
+    CallOptions, CodeToolsError, PluginHost, PluginHostBuilder, Policy, SandboxMode, SignInOpener,
+    ToolInfo,
 };
 pub use plugins::watcher::Watcher;
 pub use remedy::Remedy;

@@ -62,13 +62,30 @@ impl Fixture {
             .collect()
     }
 
+    /// The scopes of every token issued, in order.
+    fn scopes(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                v["scope"].as_str().unwrap_or_default().to_owned()
+            })
+            .collect()
+    }
+
     /// Gives the tool `note` a new description.
     fn change_note(&self, text: &str) {
+        self.post("/note", text);
+    }
+
+    /// Posts `text` to the fixture's `path`.
+    fn post(&self, path: &str, text: &str) {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         use std::io::{Read, Write};
         write!(
             s,
-            "POST /note HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
             self.port,
             text.len()
         )
@@ -282,4 +299,70 @@ fn each_tenant_of_serve_signs_in_for_itself_and_never_uses_another_tenants_sign_
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(who(alice, 4), "user-1");
+}
+
+#[test]
+fn a_server_that_wants_more_scopes_or_refuses_the_sign_in_gets_one_new_sign_in_per_call() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    let fixture = Fixture::start(&pydeps, 3600);
+    let sandbox = Sandbox::new();
+    let url = fixture.url();
+    let out = run(&sandbox, &["add", &url, "--name", "fx", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let authorized = |f: &Fixture| {
+        f.issued()
+            .into_iter()
+            .filter(|t| t.0 == "authorization_code")
+            .count()
+    };
+    assert_eq!(authorized(&fixture), 1);
+    let first_scope = fixture.scopes().pop().unwrap();
+    assert!(!first_scope.contains("mcp:publish"), "{first_scope}");
+
+    // Step-up: `publish` wants mcp:publish; the call signs in again for the
+    // scopes asked before and that one, and asks once more.
+    let out = run(&sandbox, &["call", "publish", "{}"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "published by user-2");
+    assert!(
+        stderr(&out).contains("asks for a new sign-in"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(authorized(&fixture), 2);
+    let stepped = fixture.scopes().pop().unwrap();
+    for scope in first_scope.split_whitespace().chain(["mcp:publish"]) {
+        assert!(stepped.split_whitespace().any(|s| s == scope), "{stepped}");
+    }
+    // Kept: the next call needs no sign-in.
+    let out = run(&sandbox, &["call", "publish", "{}"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(authorized(&fixture), 2);
+
+    // A scope the server never grants: one new sign-in asks for it, the
+    // server still refuses, and the call fails saying so; the next call
+    // asks for nothing already asked for, so it signs in no more.
+    let out = run(&sandbox, &["call", "admin", "{}"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("asks for more access than the sign-in gave (HTTP 403"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(authorized(&fixture), 3);
+    let out = run(&sandbox, &["call", "admin", "{}"]);
+    assert!(!out.status.success());
+    assert_eq!(authorized(&fixture), 3);
+
+    // Revoked (access and refresh tokens): the refresh fails, a new
+    // sign-in follows, and the call goes through as the new user.
+    let out = run(&sandbox, &["call", "whoami", "{}"]);
+    assert_eq!(stdout(&out).trim(), "user-3", "{}", stderr(&out));
+    fixture.post("/revoke", "");
+    let out = run(&sandbox, &["call", "whoami", "{}"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "user-4");
+    assert_eq!(authorized(&fixture), 4);
 }

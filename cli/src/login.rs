@@ -123,6 +123,16 @@ pub fn logout(cli: &Cli, args: &LogoutArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Shows, and opens, the URL of a sign-in a remote server asks for in the
+/// middle of a session (step-up, or a sign-in it refused): on stderr, which
+/// is never the MCP channel of `serve`.
+pub fn open_again(plugin: &str, url: &str) {
+    esay!(
+        "plugin {plugin}'s remote server asks for a new sign-in; open this URL to approve it (it comes back to this machine):\n  {url}"
+    );
+    open_browser(url);
+}
+
 /// Opens `url` with `$BROWSER`, else the system's opener; a browser that
 /// cannot be started leaves the printed URL to the user.
 fn open_browser(url: &str) {
@@ -157,7 +167,11 @@ fn open_browser(url: &str) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn();
-    if let Err(e) = started {
-        esay!("(could not start {program}: {e}; open the URL yourself)");
+    match started {
+        // Waited for, so that a long-running `serve` leaves no zombie.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(e) => esay!("(could not start {program}: {e}; open the URL yourself)"),
     }
 }

@@ -355,6 +355,11 @@ impl Cli {
                 session_budget: self.session_budget,
                 ..plughost::Policy::default()
             });
+        // A server's tenants are not at this machine: whoever approved here
+        // would give them their own sign-in.
+        if !matches!(&self.command, Command::Serve(args) if args.has_tenants()) {
+            builder = builder.sign_in_opener(login::open_again);
+        }
         if let Some(max) = self.max_input_bytes {
             builder = builder.limits(plughost::Limits {
                 max_input: max,

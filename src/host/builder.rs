@@ -20,6 +20,10 @@ use crate::plugins::catalog::Catalog;
 use crate::run::executor::{self, Limits};
 use crate::run::worker::Workers;
 
+/// Shows the user where to approve a new sign-in: given the plugin's name
+/// and the URL (see [`PluginHostBuilder::sign_in_opener`]).
+pub type SignInOpener = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
 /// Builds a [`PluginHost`].
 #[derive(Clone)]
 #[must_use]
@@ -49,6 +53,9 @@ pub struct PluginHostBuilder {
     /// The program a remote server's process runs, and its arguments before
     /// the server's URL.
     pub(super) remote_bridge: Option<(PathBuf, Vec<std::ffi::OsString>)>,
+    /// Shows the user the URL of a sign-in a remote server asks for in the
+    /// middle of a session.
+    pub(super) sign_in_opener: Option<SignInOpener>,
     /// Where the host's Prometheus metrics go, and under which tenant.
     #[cfg(feature = "prometheus")]
     prometheus: Vec<(Arc<crate::observe::Prometheus>, String)>,
@@ -75,6 +82,7 @@ impl Default for PluginHostBuilder {
             approvals_file: None,
             tracing: None,
             remote_bridge: None,
+            sign_in_opener: None,
             #[cfg(feature = "prometheus")]
             prometheus: Vec::new(),
         }
@@ -169,6 +177,21 @@ impl PluginHostBuilder {
         args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
     ) -> Self {
         self.remote_bridge = Some((program.into(), args.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// Lets a call sign in again to a remote server that asks in the middle
+    /// of a session: one that refuses its sign-in (`401`: revoked, expired
+    /// past refreshing, or moved to another authorization server) or wants
+    /// more scopes (`403 insufficient_scope`, step-up). `open` is given the
+    /// plugin's name and the URL to approve in (the library never opens or
+    /// prints it), and the call waits for the sign-in, then asks once more.
+    /// Without one, such a call fails and says to sign in again.
+    ///
+    /// Only for a host whose user is at this machine: whoever approves at
+    /// the URL is who the server's tokens are for.
+    pub fn sign_in_opener(mut self, open: impl Fn(&str, &str) + Send + Sync + 'static) -> Self {
+        self.sign_in_opener = Some(Arc::new(open));
         self
     }
 
@@ -321,6 +344,8 @@ impl PluginHostBuilder {
                     None => ApprovalStore::new(&self.state_dir),
                 },
                 asking: tokio::sync::Mutex::new(()),
+                #[cfg(feature = "mcp-server")]
+                signing_in: tokio::sync::Mutex::new(()),
                 sandbox_warned: Default::default(),
                 timer_kept: Default::default(),
                 approvals_watched: Default::default(),

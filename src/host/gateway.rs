@@ -35,7 +35,8 @@ use rmcp::model::{
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::call::{Failure, failure_error};
+use super::call::failure_error;
+use super::mcp_plugins::Renewals;
 use super::{CallOptions, Inner, PluginHost};
 use crate::approval::ApprovalView;
 use crate::error::{CallError, Refusal};
@@ -427,24 +428,38 @@ impl Inner {
                 f(p);
             }
         };
-        let fail = |f: Failure| failure_error(what, plugin, f, &limits);
-        let (slot, server, _) = self
-            .server_of(plugin, &data, &limits, options.client.as_ref())
-            .await
-            .map_err(fail)?;
-        let (result, _stderr) = self
-            .ask_server(
-                &slot,
-                &server,
-                request,
-                &limits,
-                stop,
-                &on_progress,
-                options.client,
-            )
-            .await
-            .map_err(fail)?;
-        Ok(result_value(result))
+        tokio::pin!(stop);
+        let mut renewals = Renewals::default();
+        loop {
+            self.sign_in_seen(plugin, &mut renewals);
+            let asked = async {
+                let (slot, server, _) = self
+                    .server_of(plugin, &data, &limits, options.client.as_ref())
+                    .await?;
+                self.ask_server(
+                    &slot,
+                    &server,
+                    request.clone(),
+                    &limits,
+                    stop.as_mut(),
+                    &on_progress,
+                    options.client.clone(),
+                )
+                .await
+            };
+            let failure = match asked.await {
+                Ok((result, _stderr)) => return Ok(result_value(result)),
+                Err(f) => f,
+            };
+            let renewed = self
+                .renew_sign_in(plugin, &failure, &mut renewals, &mut stop)
+                .await;
+            match renewed {
+                Ok(true) => {}
+                Ok(false) => return Err(failure_error(what, plugin, failure, &limits)),
+                Err(f) => return Err(failure_error(what, plugin, f, &limits)),
+            }
+        }
     }
 
     /// Tells a server that just started the log level last set, when it logs.

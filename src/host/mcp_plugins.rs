@@ -28,6 +28,12 @@ use crate::run::executor::{Finished, Limits, McpParts, Progress, RunError, Stop}
 use crate::run::mcp_client::{Ask, Connect, Granted, McpAnswer, Notices, OnListing};
 use crate::run::worker::{Server, Slot, StartError};
 
+#[cfg(feature = "mcp-server")]
+pub(super) use super::sign_in::Renewals;
+/// Without MCP serving there is no remote server, and no sign-in to renew.
+#[cfg(not(feature = "mcp-server"))]
+pub(super) type Renewals = ();
+
 impl Inner {
     /// A call of an MCP server's tool: `tools/call` on its server.
     #[expect(clippy::too_many_arguments, reason = "one call's whole context")]
@@ -43,6 +49,46 @@ impl Inner {
     ) -> Result<Finished, Failure> {
         tokio::pin!(stop);
         let _permit = self.admit(call, &mut stop, phases).await?;
+        let mut renewals = Renewals::default();
+        loop {
+            self.sign_in_seen(call.plugin, &mut renewals);
+            let tried = self
+                .tool_call(
+                    call,
+                    tool_ref,
+                    input,
+                    stop.as_mut(),
+                    on_progress,
+                    phases,
+                    client.clone(),
+                )
+                .await;
+            let failure = match tried {
+                Err(f) => f,
+                done => return done,
+            };
+            if !self
+                .renew_sign_in(call.plugin, &failure, &mut renewals, &mut stop)
+                .await?
+            {
+                return Err(failure);
+            }
+        }
+    }
+
+    /// One `tools/call` of a call of an MCP server's tool, its server
+    /// started first where none runs.
+    #[expect(clippy::too_many_arguments, reason = "one call's whole context")]
+    async fn tool_call(
+        &self,
+        call: &Prepared<'_>,
+        tool_ref: &ToolRef,
+        input: &Value,
+        stop: impl std::future::Future<Output = ()>,
+        on_progress: &(dyn Fn(Progress) + Send + Sync),
+        phases: &mut Phases,
+        client: Option<Arc<dyn CallClient>>,
+    ) -> Result<Finished, Failure> {
         let start = std::time::Instant::now();
         let served = self
             .server_of(call.plugin, &call.data, &call.limits, client.as_ref())
@@ -436,13 +482,29 @@ impl Inner {
             .map_err(|e| format!("cannot prepare its data folder: {e}"))?;
         let mut limits = self.config.limits;
         limits.timeout = self.config.timeout_override.unwrap_or(limits.timeout);
-        let (_, server, fresh) =
-            self.server_of(plugin, &data, &limits, None)
+        let words = |f: Failure| match f {
+            Failure::Refused(e) => e.to_string(),
+            Failure::Run(e) => run_failure(&e),
+        };
+        // A remote server may want a new sign-in before it lists.
+        let never = std::future::pending::<()>();
+        tokio::pin!(never);
+        let mut renewals = Renewals::default();
+        let (_, server, fresh) = loop {
+            self.sign_in_seen(plugin, &mut renewals);
+            let failure = match self.server_of(plugin, &data, &limits, None).await {
+                Ok(started) => break started,
+                Err(f) => f,
+            };
+            match self
+                .renew_sign_in(plugin, &failure, &mut renewals, &mut never)
                 .await
-                .map_err(|f| match f {
-                    Failure::Refused(e) => e.to_string(),
-                    Failure::Run(e) => run_failure(&e),
-                })?;
+            {
+                Ok(true) => {}
+                Ok(false) => return Err(words(failure)),
+                Err(f) => return Err(words(f)),
+            }
+        };
         if !fresh {
             let listing = server.list(limits.timeout).await?;
             self.apply_listing(plugin, listing);
@@ -478,9 +540,19 @@ impl Notices for HostNotices {
     }
 }
 
-/// A start failure as the run error a call reports.
+/// A start failure as the run error a call reports: the server's own
+/// error when it asks for a new sign-in (so the call may renew it).
 fn start_error(e: StartError) -> RunError {
     match e {
+        #[cfg(feature = "mcp-server")]
+        StartError::Connect {
+            server_error: Some(e),
+            ..
+        } if e.code.0 == crate::remote::SIGN_IN_WANTED => RunError::ServerError {
+            code: e.code.0,
+            message: e.message.into_owned(),
+            data: e.data,
+        },
         StartError::Backoff(e) => e,
         StartError::Spawn(e) => RunError::Spawn(e),
         StartError::Connect {
@@ -507,6 +579,22 @@ pub(super) fn run_failure(e: &RunError) -> String {
         },
         RunError::Backoff(message) => message.clone(),
         RunError::Timeout { .. } => "it did not answer in time".to_owned(),
+        RunError::ServerError { message, .. } => message.clone(),
         other => format!("{other:?}"),
+    }
+}
+
+#[cfg(not(feature = "mcp-server"))]
+impl Inner {
+    pub(super) fn sign_in_seen(&self, _plugin: &Plugin, _renewals: &mut Renewals) {}
+
+    pub(super) async fn renew_sign_in(
+        &self,
+        _plugin: &Plugin,
+        _failure: &Failure,
+        _renewals: &mut Renewals,
+        _stop: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    ) -> Result<bool, Failure> {
+        Ok(false)
     }
 }

@@ -38,7 +38,7 @@ use tokio::sync::{Semaphore, broadcast};
 use tokio_util::sync::CancellationToken;
 
 pub use brokered::BrokeredRecord;
-pub use builder::PluginHostBuilder;
+pub use builder::{PluginHostBuilder, SignInOpener};
 pub use code_tools::CodeToolsError;
 pub use denials::DenialRecord;
 pub use gateway::Offered;
@@ -134,6 +134,10 @@ struct Inner {
     approvals: ApprovalStore,
     /// One approval question at a time, so two calls never prompt together.
     asking: tokio::sync::Mutex<()>,
+    /// One sign-in in the middle of a session at a time: calls that want
+    /// one together get the first one's.
+    #[cfg(feature = "mcp-server")]
+    signing_in: tokio::sync::Mutex<()>,
     /// The "cannot enforce" warning is printed once per host.
     sandbox_warned: std::sync::atomic::AtomicBool,
     /// Whether the task that keeps a timer pending runs (`call.rs`).

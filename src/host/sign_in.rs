@@ -5,13 +5,21 @@
 //! access token ([`Inner::bearer_for`]); an expired one is refreshed first,
 //! and the refreshed tokens are stored again.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use crate::approval::ApproveError;
+use crate::error::{CallError, Refusal};
 use crate::plugins::catalog::Plugin;
-use crate::remote::oauth::{self, ClientIdentity, OAuthError, Tokens};
+use crate::remote::{
+    self,
+    oauth::{self, ClientIdentity, OAuthError, Tokens},
+};
+use crate::run::executor::RunError;
 use crate::secrets::{SecretError, SecretStore};
 
+use super::call::Failure;
 use super::{Inner, PluginHost};
 
 /// How long before its expiry an access token is refreshed.
@@ -87,24 +95,9 @@ impl Inner {
     /// it expires within a minute; `None` when it has no sign-in. A refresh
     /// that fails is an error naming what to do.
     pub(super) fn bearer_for(&self, plugin: &Plugin) -> Result<Option<String>, String> {
-        let store = SecretStore::new(&self.config.state_dir);
-        let name = sign_in_secret(plugin.name());
-        let kept = store
-            .for_plugin(plugin.name(), [name.as_str()])
-            .map_err(|e| e.to_string())?;
-        let Some((_, text)) = kept.into_iter().next() else {
+        let Some(tokens) = self.kept(plugin)? else {
             return Ok(None);
         };
-        let tokens: Tokens = serde_json::from_str(&text).map_err(|e| {
-            format!("its sign-in in the secret store is damaged ({e}): sign in again")
-        })?;
-        if plugin.manifest.remote.as_deref() != Some(tokens.server.as_str()) {
-            return Err(format!(
-                "its sign-in is for {}, and its server is now {}: sign in again",
-                tokens.server,
-                plugin.manifest.remote.as_deref().unwrap_or("none")
-            ));
-        }
         if !tokens.expires_within(REFRESH_MARGIN) {
             return Ok(Some(tokens.access_token));
         }
@@ -136,6 +129,140 @@ impl Inner {
         keep(self, plugin, &fresh).map_err(|e| e.to_string())?;
         Ok(Some(fresh.access_token))
     }
+}
+
+impl Inner {
+    /// The sign-in kept for `plugin`, if it has one; an error when it is
+    /// damaged, or for another server than the plugin's.
+    fn kept(&self, plugin: &Plugin) -> Result<Option<Tokens>, String> {
+        let store = SecretStore::new(&self.config.state_dir);
+        let name = sign_in_secret(plugin.name());
+        let kept = store
+            .for_plugin(plugin.name(), [name.as_str()])
+            .map_err(|e| e.to_string())?;
+        let Some((_, text)) = kept.into_iter().next() else {
+            return Ok(None);
+        };
+        let tokens: Tokens = serde_json::from_str(&text).map_err(|e| {
+            format!("its sign-in in the secret store is damaged ({e}): sign in again")
+        })?;
+        if plugin.manifest.remote.as_deref() != Some(tokens.server.as_str()) {
+            return Err(format!(
+                "its sign-in is for {}, and its server is now {}: sign in again",
+                tokens.server,
+                plugin.manifest.remote.as_deref().unwrap_or("none")
+            ));
+        }
+        Ok(Some(tokens))
+    }
+
+    /// Notes the access token a call's attempt starts with, to tell later
+    /// whether another call renewed the sign-in meanwhile.
+    pub(super) fn sign_in_seen(&self, plugin: &Plugin, renewals: &mut Renewals) {
+        if plugin.manifest.remote.is_some() {
+            renewals.seen = self.kept(plugin).ok().flatten().map(|t| t.access_token);
+        }
+    }
+
+    /// When `failure` is the bridge of remote `plugin` saying that the
+    /// server wants a new sign-in ([`remote::SIGN_IN_WANTED`]), renews it,
+    /// and says whether the call should ask once more:
+    /// - refused (`401`): a refresh first; then, with an opener
+    ///   ([`crate::PluginHostBuilder::sign_in_opener`]), a sign-in in the
+    ///   browser, discovered anew (the server may have moved);
+    /// - more scopes wanted (`403`, step-up): with an opener, a sign-in for
+    ///   the scopes asked before and those wanted; never for scopes already
+    ///   asked for, which a new sign-in could not give.
+    ///
+    /// Each at most once per call (`renewals`), so a server that is never
+    /// satisfied ends the call, refused as [`Refusal::SignInNeeded`] with
+    /// the server's refusal. A renewal another call made while this one
+    /// waited is used as it is.
+    pub(super) async fn renew_sign_in(
+        &self,
+        plugin: &Plugin,
+        failure: &Failure,
+        renewals: &mut Renewals,
+        stop: &mut Pin<&mut impl Future<Output = ()>>,
+    ) -> Result<bool, Failure> {
+        let Failure::Run(RunError::ServerError {
+            code,
+            data,
+            message,
+        }) = failure
+        else {
+            return Ok(false);
+        };
+        let Some(wanted) = remote::SignInWanted::of(*code, data.as_ref()) else {
+            return Ok(false);
+        };
+        if plugin.manifest.remote.is_none() {
+            return Ok(false);
+        }
+        let _one = Self::unless_stopped(self.signing_in.lock(), stop).await?;
+        let needed = |reason: String| {
+            Failure::Refused(CallError::NotAllowed {
+                refusal: Refusal::SignInNeeded {
+                    plugin: plugin.name().to_owned(),
+                    reason,
+                },
+            })
+        };
+        let Some(tokens) = self.kept(plugin).map_err(needed)? else {
+            return Ok(false);
+        };
+        if renewals.seen.as_deref() != Some(tokens.access_token.as_str()) {
+            return Ok(true);
+        }
+        let opener = self.config.sign_in_opener.clone();
+        let open = |url: &str| {
+            if let Some(open) = &opener {
+                open(plugin.name(), url);
+            }
+        };
+        let renewed = match (wanted.status, wanted.scope) {
+            (401, _) if !renewals.refreshed && tokens.refresh_token.is_some() => {
+                renewals.refreshed = true;
+                match Self::unless_stopped(oauth::refresh(&tokens), stop).await? {
+                    Ok(fresh) => Ok(fresh),
+                    Err(_) if opener.is_some() && !renewals.signed_in => {
+                        renewals.signed_in = true;
+                        let again = oauth::sign_in_again(&tokens, None, open);
+                        Self::unless_stopped(again, stop).await?
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            (401, _) if opener.is_some() && !renewals.signed_in => {
+                renewals.signed_in = true;
+                Self::unless_stopped(oauth::sign_in_again(&tokens, None, open), stop).await?
+            }
+            (403, Some(more))
+                if opener.is_some()
+                    && !renewals.signed_in
+                    && oauth::asks_for_more(tokens.requested_scope.as_deref(), &more) =>
+            {
+                renewals.signed_in = true;
+                let again = oauth::sign_in_again(&tokens, Some(&more), open);
+                Self::unless_stopped(again, stop).await?
+            }
+            // Nothing more to try: the server's refusal, as a sign-in the
+            // user must renew.
+            _ => return Err(needed(message.clone())),
+        };
+        let fresh = renewed.map_err(|e| needed(e.to_string()))?;
+        keep(self, plugin, &fresh).map_err(|e| needed(e.to_string()))?;
+        Ok(true)
+    }
+}
+
+/// What one call did to renew its remote server's sign-in.
+#[derive(Debug, Default)]
+pub(super) struct Renewals {
+    /// The access token its attempt started with.
+    seen: Option<String>,
+    refreshed: bool,
+    signed_in: bool,
 }
 
 /// Keeps `tokens` in the secret store, for `plugin` alone.

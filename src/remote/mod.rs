@@ -46,6 +46,32 @@ const WAITING: usize = 64;
 /// host that starts it (never a plugin's own).
 pub const BEARER_VARIABLE: &str = "PLUGHOST_REMOTE_BEARER";
 
+/// The JSON-RPC error code of a bridge's answer when the server refused
+/// the sign-in it was given (`401`) or wants more scopes than it gave
+/// (`403 insufficient_scope`): the host may sign in again and ask once
+/// more ([`SignInWanted`] is in the error's data).
+pub const SIGN_IN_WANTED: i32 = -32051;
+
+/// What a bridge's [`SIGN_IN_WANTED`] error says, in its `data`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SignInWanted {
+    /// `401` (the sign-in was refused) or `403` (more scopes are wanted).
+    pub status: u16,
+    /// The scopes the server's challenge names, if it names any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+impl SignInWanted {
+    /// The request of a bridge's error (its `code` and `data`), if it is one.
+    pub fn of(code: i32, data: Option<&Value>) -> Option<SignInWanted> {
+        if code != SIGN_IN_WANTED {
+            return None;
+        }
+        serde_json::from_value(data?.get("signIn")?.clone()).ok()
+    }
+}
+
 /// The header a streamable HTTP server names its session with.
 const SESSION: &str = "mcp-session-id";
 
@@ -299,7 +325,17 @@ impl Link {
                         text.trim()
                     ),
                 };
-                self.fail(id, why).await;
+                let wanted = (signing_in && self.bearer.is_some()).then(|| SignInWanted {
+                    status: status.as_u16(),
+                    scope: challenge.as_deref().and_then(oauth::challenged_scope),
+                });
+                match wanted {
+                    Some(w) => {
+                        let data = json!({"signIn": w});
+                        self.fail_with(id, SIGN_IN_WANTED, why, Some(data)).await;
+                    }
+                    None => self.fail(id, why).await,
+                }
             }
         }
     }
@@ -379,14 +415,19 @@ impl Link {
 
     /// Answers the request `id` (if it is one) with an error saying `why`.
     async fn fail(&self, id: Option<Value>, why: String) {
+        self.fail_with(id, -32603, why, None).await;
+    }
+
+    /// Answers the request `id` (if it is one) with the error `code`.
+    async fn fail_with(&self, id: Option<Value>, code: i32, why: String, data: Option<Value>) {
         if let Some(id) = id {
+            let mut error = json!({"code": code, "message": why});
+            if let Some(data) = data {
+                error["data"] = data;
+            }
             let _ = self
                 .out
-                .send(json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "error": {"code": -32603, "message": why},
-                }))
+                .send(json!({"jsonrpc": "2.0", "id": id, "error": error}))
                 .await;
         }
     }

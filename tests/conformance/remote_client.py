@@ -75,6 +75,11 @@ async def drive(client):
         await call("test_client_elicitation_defaults", {})
     elif SCENARIO == "sse-retry":
         await call("test_reconnection", {})
+    elif SCENARIO.startswith("auth/"):
+        # As the suite's own clients do: list, then call the server's tool
+        # (step-up scenarios guard the call with more scopes than the list).
+        for name in tools:
+            await call(name, {})
     # initialize, request-metadata, json-schema-ref-no-deref: connecting and
     # listing is the whole scenario.
 
@@ -100,7 +105,10 @@ def main():
                            stdout=sys.stderr, stderr=sys.stderr, env=env)
     if added.returncode != 0:
         sys.exit(f"plughost add {url} failed ({added.returncode})")
-    server = StdioServerParameters(command=plughost, args=base[1:] + ["serve"])
+    # `serve` gets the browser too: a server may ask for a new sign-in in
+    # the middle of the session (step-up, or an authorization server that
+    # moved).
+    server = StdioServerParameters(command=plughost, args=base[1:] + ["serve"], env=env)
 
     async def run():
         async with Client(server, elicitation_callback=elicitation, mode="auto",

@@ -16,6 +16,7 @@ mod callback;
 mod discover;
 mod endpoint;
 mod fetch;
+mod scope;
 mod token;
 
 use std::time::Duration;
@@ -24,7 +25,13 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use scope::asks_for_more;
+pub(crate) use scope::challenged_scope;
+use scope::{scope_of, union};
 pub use token::refresh;
+
+/// The longest list of scopes a new sign-in asks for.
+const MAX_SCOPES: usize = 4096;
 
 /// How long the browser has to come back.
 const SIGN_IN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -40,6 +47,22 @@ pub struct ClientIdentity {
     /// The URL of a client ID metadata document describing plughost, used
     /// as its client id where the server supports them.
     pub metadata_url: Option<String>,
+}
+
+/// Which kind of client plughost signed in as: what decides whether it may
+/// be used again, at the same authorization server or at another.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientKind {
+    /// Registered beforehand with that authorization server alone: never
+    /// presented to another.
+    PreRegistered,
+    /// A client ID metadata document: its URL is the client everywhere.
+    MetadataDocument,
+    /// Registered by plughost at sign-in (RFC 7591): registered again at
+    /// each sign-in, since the redirect it was registered for is gone.
+    #[default]
+    Registered,
 }
 
 /// A sign-in: what calls the server with, and what refreshes it.
@@ -72,6 +95,13 @@ pub struct Tokens {
     pub client_secret: Option<String>,
     /// `none`, `client_secret_basic` or `client_secret_post`.
     pub auth_method: String,
+    /// Which kind of client `client_id` is.
+    #[serde(default)]
+    pub client_kind: ClientKind,
+    /// The scopes asked for (those granted may be fewer): a new sign-in
+    /// for more asks for these too (step-up keeps what was asked before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_scope: Option<String>,
 }
 
 impl Tokens {
@@ -115,6 +145,56 @@ pub async fn sign_in(
     client: &ClientIdentity,
     open: impl FnOnce(&str),
 ) -> Result<Tokens, OAuthError> {
+    sign_in_with(server, |_| Ok(client.clone()), None, open).await
+}
+
+/// Signs in again to the server of `previous`, when it refused that
+/// sign-in or asked for more scopes (`more`, a challenge's). Everything is
+/// discovered anew, since the server may have moved to another
+/// authorization server; the scopes asked for are those asked before and
+/// `more`. The client is the one signed in as before where it may be: a
+/// pre-registered client only at its own authorization server, a metadata
+/// document anywhere, and a registered one is registered again.
+pub async fn sign_in_again(
+    previous: &Tokens,
+    more: Option<&str>,
+    open: impl FnOnce(&str),
+) -> Result<Tokens, OAuthError> {
+    let scopes = union(previous.requested_scope.as_deref(), more);
+    // Each step-up adds a challenge's scopes (1,000 characters at most): a
+    // server that asks for new ones at every call is stopped here.
+    if scopes.as_ref().is_some_and(|s| s.len() > MAX_SCOPES) {
+        return Err(OAuthError::Authorization(format!(
+            "the server asks for more scopes than plughost asks for at once (over {MAX_SCOPES} characters of them)"
+        )));
+    }
+    let client = |issuer: &str| match previous.client_kind {
+        ClientKind::PreRegistered if issuer == previous.issuer => Ok(ClientIdentity {
+            client_id: Some(previous.client_id.clone()),
+            client_secret: previous.client_secret.clone(),
+            metadata_url: None,
+        }),
+        ClientKind::PreRegistered => Err(OAuthError::Registration(format!(
+            "the server now names the authorization server {issuer}, and plughost's client was registered with {} alone: sign in again with a client registered at {issuer}",
+            previous.issuer
+        ))),
+        ClientKind::MetadataDocument => Ok(ClientIdentity {
+            metadata_url: Some(previous.client_id.clone()),
+            ..ClientIdentity::default()
+        }),
+        ClientKind::Registered => Ok(ClientIdentity::default()),
+    };
+    sign_in_with(&previous.server, client, scopes.as_deref(), open).await
+}
+
+/// A sign-in to `server` as the client `client` picks for the issuer
+/// found, asking for the scopes discovery gives and `also`.
+async fn sign_in_with(
+    server: &str,
+    client: impl FnOnce(&str) -> Result<ClientIdentity, OAuthError>,
+    also: Option<&str>,
+    open: impl FnOnce(&str),
+) -> Result<Tokens, OAuthError> {
     let server_url = url::Url::parse(server)
         .map_err(|e| OAuthError::Discovery(format!("\"{server}\" is not a URL: {e}")))?;
     // Asked first: a server that wants no sign-in is not judged as one.
@@ -147,7 +227,11 @@ pub async fn sign_in(
             "the authorization server {issuer} does not say it supports PKCE with S256 (code_challenge_methods_supported), which the MCP specification requires"
         )));
     }
-    let scope = scope_of(challenge.as_ref(), resource.as_ref(), &authority);
+    let scope = union(
+        scope_of(challenge.as_ref(), resource.as_ref(), &authority).as_deref(),
+        also,
+    );
+    let client = client(&authority.issuer)?;
     // Exactly as published: a parser's trailing "/" would name another.
     let indicator = resource
         .as_ref()
@@ -161,7 +245,7 @@ pub async fn sign_in(
         .map_err(|e| OAuthError::Authorization(e.to_string()))?
         .port();
     let redirect = format!("http://127.0.0.1:{port}/callback");
-    let registered = token::identify(&authority, client, &redirect, scope.as_deref()).await?;
+    let registered = token::identify(&authority, &client, &redirect, scope.as_deref()).await?;
     let verifier = random_text()?;
     let state = random_text()?;
     let challenge_text = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -202,6 +286,7 @@ pub async fn sign_in(
     )
     .await?;
     tokens.server = server.to_owned();
+    tokens.requested_scope = scope;
     Ok(tokens)
 }
 
@@ -257,35 +342,6 @@ async fn challenge_of(server: &str) -> Result<Option<discover::Challenge>, OAuth
     Err(OAuthError::NotNeeded(server.to_owned()))
 }
 
-/// The scopes to ask for: the challenge's; else every scope the resource
-/// metadata lists; else none (the parameter is left out). `offline_access`
-/// is added where the authorization server offers it, for a refresh token.
-fn scope_of(
-    challenge: Option<&discover::Challenge>,
-    resource: Option<&discover::Resource>,
-    authority: &discover::Authority,
-) -> Option<String> {
-    let mut scopes: Vec<String> = match (
-        challenge.and_then(|c| c.scope.clone()),
-        resource.and_then(|r| r.scopes_supported.clone()),
-    ) {
-        (Some(s), _) => s.split_whitespace().map(str::to_owned).collect(),
-        (None, Some(list)) => list,
-        (None, None) => Vec::new(),
-    };
-    if scopes.is_empty() {
-        return None;
-    }
-    let offered = authority
-        .scopes_supported
-        .as_ref()
-        .is_some_and(|s| s.iter().any(|s| s == "offline_access"));
-    if offered && !scopes.iter().any(|s| s == "offline_access") {
-        scopes.push("offline_access".into());
-    }
-    Some(scopes.join(" "))
-}
-
 /// 32 random bytes, base64url: a PKCE verifier or a state.
 fn random_text() -> Result<String, OAuthError> {
     let bytes = crate::random::bytes::<32>()
@@ -298,37 +354,4 @@ fn now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scopes_come_from_the_challenge_then_the_resource() {
-        let a = discover::Authority::default();
-        let c = discover::Challenge {
-            scope: Some("mcp:basic".into()),
-            ..Default::default()
-        };
-        let r = discover::Resource {
-            id: None,
-            issuer: String::new(),
-            scopes_supported: Some(vec!["a".into(), "b".into()]),
-        };
-        assert_eq!(
-            scope_of(Some(&c), Some(&r), &a).as_deref(),
-            Some("mcp:basic")
-        );
-        assert_eq!(scope_of(None, Some(&r), &a).as_deref(), Some("a b"));
-        assert_eq!(scope_of(None, None, &a), None);
-        let offline = discover::Authority {
-            scopes_supported: Some(vec!["offline_access".into()]),
-            ..Default::default()
-        };
-        assert_eq!(
-            scope_of(Some(&c), None, &offline).as_deref(),
-            Some("mcp:basic offline_access")
-        );
-    }
 }

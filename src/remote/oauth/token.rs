@@ -9,13 +9,14 @@ use serde_json::{Value, json};
 
 use super::discover::Authority;
 use super::fetch;
-use super::{ClientIdentity, OAuthError, Tokens, now};
+use super::{ClientIdentity, ClientKind, OAuthError, Tokens, now};
 
 /// The client plughost signs in as.
 pub(super) struct Registered {
     pub client_id: String,
     pub client_secret: Option<String>,
     pub auth_method: String,
+    pub kind: ClientKind,
 }
 
 /// Which client plughost is at `authority`: the one registered beforehand
@@ -36,6 +37,7 @@ pub(super) async fn identify(
             client_id: id.clone(),
             client_secret: client.client_secret.clone(),
             auth_method: auth_method.to_owned(),
+            kind: ClientKind::PreRegistered,
         });
     }
     if authority.client_id_metadata
@@ -45,6 +47,7 @@ pub(super) async fn identify(
             client_id: url.clone(),
             client_secret: None,
             auth_method: "none".into(),
+            kind: ClientKind::MetadataDocument,
         });
     }
     let Some(endpoint) = &authority.registration_endpoint else {
@@ -97,6 +100,7 @@ pub(super) async fn identify(
         client_id: id.to_owned(),
         client_secret: secret,
         auth_method,
+        kind: ClientKind::Registered,
     })
 }
 
@@ -143,6 +147,8 @@ pub(super) async fn exchange(
         client_id: client.client_id,
         client_secret: client.client_secret,
         auth_method: client.auth_method,
+        client_kind: client.kind,
+        requested_scope: None,
     };
     let form = [
         ("grant_type", "authorization_code"),

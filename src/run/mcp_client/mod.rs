@@ -90,6 +90,9 @@ pub(crate) enum McpAnswer {
 pub(crate) struct ConnectError {
     pub detail: String,
     pub stderr: String,
+    /// The server's own error, when it answered a request of the start with
+    /// one (a remote server's bridge asks for a new sign-in this way).
+    pub server_error: Option<rmcp::model::ErrorData>,
     /// It exited after the `server/discover` probe went unanswered: a
     /// server of an older SDK that ends on a method it does not know, which
     /// the 2025-11-25 handshake alone (`Connect::known_legacy`) may start.
@@ -164,11 +167,16 @@ impl McpSession {
         };
         // The probe went unanswered (a server that then exits ended on it).
         let probe_unanswered = AtomicBool::new(false);
-        let failed = |detail: String, exited: bool| {
+        let failed = |Unlisted {
+                          detail,
+                          server_error,
+                      },
+                      exited: bool| {
             let stderr = tap.lock().expect("stderr tap").recent.render();
             ConnectError {
                 detail,
                 stderr,
+                server_error,
                 ended_on_probe: exited && probe_unanswered.load(Ordering::Relaxed),
             }
         };
@@ -196,7 +204,16 @@ impl McpSession {
             let service = client
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
-                .map_err(handshake_failed)?;
+                .map_err(|e| {
+                    let server_error = match &e {
+                        rmcp::service::ClientInitializeError::JsonRpcError(e) => Some(e.clone()),
+                        _ => None,
+                    };
+                    Unlisted {
+                        detail: handshake_failed(e),
+                        server_error,
+                    }
+                })?;
             // What a server offers is listed when it says it changed, and
             // approval pins it: a cached list would hide a change.
             service
@@ -211,7 +228,7 @@ impl McpSession {
                 Some(m) => modern::open(service.peer(), m).await.ok(),
                 None => None,
             };
-            Ok::<_, String>((service, listing, modern, stream))
+            Ok::<_, Unlisted>((service, listing, modern, stream))
         };
         tokio::pin!(exited);
         let (service, listing, modern, stream) = tokio::select! {
@@ -226,10 +243,10 @@ impl McpSession {
                 }
                 Err(_) => {
                     return Err(failed(
-                        format!(
+                        Unlisted::from(format!(
                             "the MCP server did not finish its handshake within {}s",
                             connect.timeout.as_secs_f64()
-                        ),
+                        )),
                         false,
                     ));
                 }
@@ -237,7 +254,10 @@ impl McpSession {
             _ = &mut exited => {
                 // Let the drain take what the server said before it went.
                 tokio::time::sleep(Duration::from_millis(50)).await;
-                return Err(failed("the MCP server exited during its start-up".into(), true));
+                return Err(failed(
+                    Unlisted::from("the MCP server exited during its start-up".to_owned()),
+                    true,
+                ));
             }
         };
         let mut tasks = vec![drain];
@@ -278,7 +298,7 @@ impl McpSession {
     /// prompts of the capabilities it declared, within `timeout`.
     pub(crate) async fn list(&self, timeout: Duration) -> Result<Listing, String> {
         match tokio::time::timeout(timeout, list(self.service.peer())).await {
-            Ok(listed) => listed,
+            Ok(listed) => listed.map_err(|u| u.detail),
             Err(_) => Err(format!(
                 "the MCP server did not list what it offers within {}s",
                 timeout.as_secs_f64()
@@ -300,9 +320,40 @@ fn speaks_2026(peer: &Peer<RoleClient>) -> bool {
         .is_some_and(|i| !i.protocol_version.has_initialize())
 }
 
+/// Why a start or a listing failed: in words, and the server's own error
+/// when it answered with one.
+struct Unlisted {
+    detail: String,
+    server_error: Option<rmcp::model::ErrorData>,
+}
+
+impl From<String> for Unlisted {
+    fn from(detail: String) -> Unlisted {
+        Unlisted {
+            detail,
+            server_error: None,
+        }
+    }
+}
+
+impl Unlisted {
+    /// Listing `what` failed with `e`.
+    fn of(what: &str, e: rmcp::ServiceError) -> Unlisted {
+        let detail = format!("listing its {what} failed: {e}");
+        let server_error = match e {
+            rmcp::ServiceError::McpError(e) => Some(e),
+            _ => None,
+        };
+        Unlisted {
+            detail,
+            server_error,
+        }
+    }
+}
+
 /// Everything `peer`'s server offers: its tools, and the resources,
 /// templates and prompts of the capabilities it declared.
-async fn list(peer: &Peer<RoleClient>) -> Result<Listing, String> {
+async fn list(peer: &Peer<RoleClient>) -> Result<Listing, Unlisted> {
     let info = peer.peer_info();
     let capabilities = info
         .as_ref()
@@ -314,7 +365,7 @@ async fn list(peer: &Peer<RoleClient>) -> Result<Listing, String> {
     let tools = if offers("tools") {
         peer.list_all_tools()
             .await
-            .map_err(|e| format!("listing its tools failed: {e}"))?
+            .map_err(|e| Unlisted::of("tools", e))?
     } else {
         Vec::new()
     };
@@ -323,7 +374,7 @@ async fn list(peer: &Peer<RoleClient>) -> Result<Listing, String> {
         let resources = peer
             .list_all_resources()
             .await
-            .map_err(|e| format!("listing its resources failed: {e}"))?;
+            .map_err(|e| Unlisted::of("resources", e))?;
         // A server may offer resources without templates: that is no failure.
         let templates = peer.list_all_resource_templates().await.unwrap_or_default();
         (objects(resources), objects(templates))
@@ -334,7 +385,7 @@ async fn list(peer: &Peer<RoleClient>) -> Result<Listing, String> {
         objects(
             peer.list_all_prompts()
                 .await
-                .map_err(|e| format!("listing its prompts failed: {e}"))?,
+                .map_err(|e| Unlisted::of("prompts", e))?,
         )
     } else {
         Vec::new()

@@ -32,6 +32,15 @@ pub(crate) enum StartError {
         status: Option<ExitStatus>,
         /// See `ConnectError::ended_on_probe`.
         ended_on_probe: bool,
+        /// See `ConnectError::server_error`.
+        #[cfg_attr(
+            not(feature = "mcp-server"),
+            allow(
+                dead_code,
+                reason = "a remote server's bridge asks for a sign-in this way"
+            )
+        )]
+        server_error: Option<rmcp::model::ErrorData>,
     },
 }
 
@@ -94,6 +103,7 @@ impl Server {
                     stderr: failure.stderr,
                     status,
                     ended_on_probe: failure.ended_on_probe,
+                    server_error: failure.server_error,
                 });
             }
         };
