@@ -366,3 +366,50 @@ fn a_server_that_wants_more_scopes_or_refuses_the_sign_in_gets_one_new_sign_in_p
     assert_eq!(stdout(&out).trim(), "user-4");
     assert_eq!(authorized(&fixture), 4);
 }
+
+#[test]
+fn through_serve_the_python_sdk_client_gets_the_step_up_and_the_new_sign_in_at_both_revisions() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    let fixture = Fixture::start(&pydeps, 3600);
+    let sandbox = Sandbox::new();
+    let out = run(&sandbox, &["add", &fixture.url(), "--name", "fx", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let port = fixture.port.to_string();
+    let client = |mode: &str, steps: &[&str]| -> Vec<String> {
+        let mut c = Command::new("python3");
+        c.arg("-B")
+            .arg(util::repo().join("tests/sign_in_client.py"))
+            .arg(mode)
+            .arg(util::plughost())
+            .arg(sandbox.plugins())
+            .arg(sandbox.state())
+            .arg(&port)
+            .args(steps)
+            .env("PYTHONPATH", &pydeps)
+            .env(
+                "BROWSER",
+                format!(
+                    "python3 {}",
+                    util::repo().join("tests/conformance/browser.py").display()
+                ),
+            );
+        let out = util::run(c);
+        assert!(out.status.success(), "{mode}: {}", stderr(&out));
+        serde_json::from_str(stdout(&out).trim()).unwrap()
+    };
+    // 2026-07-28: a step-up, then a sign-in refused (revoked) and renewed;
+    // a scope asked for once and never granted ends the call, in one
+    // sentence that names the plugin.
+    let answers = client("auto", &["whoami", "publish", "-", "whoami", "admin"]);
+    assert_eq!(answers[..3], ["user-1", "published by user-2", "user-3"]);
+    assert!(
+        answers[3].contains("plugin \"fx\" needs a new sign-in to its remote server")
+            && answers[3].contains("HTTP 403"),
+        "{answers:?}"
+    );
+    // 2025-11-25: the scopes stay; a refused sign-in is renewed the same way.
+    let answers = client("legacy", &["publish", "-", "whoami"]);
+    assert_eq!(answers, ["published by user-4", "user-5"]);
+}
