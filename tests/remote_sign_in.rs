@@ -146,9 +146,15 @@ fn a_remote_server_is_signed_in_to_called_refreshed_and_its_tokens_kept_from_eve
     let Some(pydeps) = util::python_mcp_sdk() else {
         return;
     };
+    let Some(otel) = util::python_otel() else {
+        return;
+    };
     // Tokens that expire at once: each start of the bridge refreshes.
     let fixture = Fixture::start(&pydeps, 2);
     let sandbox = Sandbox::new();
+    // The calls' spans go to an OTLP receiver, to be searched for tokens.
+    let (_receiver, otlp, spans) = crate::telemetry::start_receiver(&sandbox, &otel);
+    let otlp = format!("http://127.0.0.1:{otlp}");
     let audit = sandbox.root.path().join("audit.log");
     let audit_arg = audit.to_str().unwrap();
     let url = fixture.url();
@@ -168,17 +174,12 @@ fn a_remote_server_is_signed_in_to_called_refreshed_and_its_tokens_kept_from_eve
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("signed in to fx"), "{}", stdout(&out));
     assert!(stdout(&out).contains("whoami"), "{}", stdout(&out));
-    let out = run(
-        &sandbox,
-        &["--audit-log", audit_arg, "call", "whoami", "{}"],
-    );
+    let traced = ["--otlp-endpoint", &otlp, "--audit-log", audit_arg];
+    let out = run(&sandbox, &[&traced[..], &["call", "whoami", "{}"]].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "user-1");
     std::thread::sleep(Duration::from_millis(2500));
-    let out = run(
-        &sandbox,
-        &["--audit-log", audit_arg, "call", "whoami", "{}"],
-    );
+    let out = run(&sandbox, &[&traced[..], &["call", "whoami", "{}"]].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "user-1");
     let issued = fixture.issued();
@@ -189,7 +190,15 @@ fn a_remote_server_is_signed_in_to_called_refreshed_and_its_tokens_kept_from_eve
     );
 
     // No token is anywhere but in the secret store: not in the plugin's
-    // folder, the other state files, the audit log.
+    // folder, the other state files, the audit log, the calls' spans.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&spans)
+        .unwrap_or_default()
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "no span reached the receiver");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let mut places = texts_under(&sandbox.plugins(), &[]);
     places.extend(texts_under(&sandbox.state(), &["secrets.json"]));
     places.extend(texts_under(
@@ -199,6 +208,10 @@ fn a_remote_server_is_signed_in_to_called_refreshed_and_its_tokens_kept_from_eve
     assert!(
         places.iter().any(|(p, _)| p == &audit),
         "no audit log was written"
+    );
+    assert!(
+        places.iter().any(|(p, _)| p == &spans),
+        "the spans were not searched"
     );
     for (_, _, access, refresh) in &issued {
         for (path, text) in &places {
@@ -412,4 +425,32 @@ fn through_serve_the_python_sdk_client_gets_the_step_up_and_the_new_sign_in_at_b
     // 2025-11-25: the scopes stay; a refused sign-in is renewed the same way.
     let answers = client("legacy", &["publish", "-", "whoami"]);
     assert_eq!(answers, ["published by user-4", "user-5"]);
+}
+
+#[test]
+fn a_server_that_refuses_every_sign_in_ends_the_call_after_one_refresh_and_one_sign_in() {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    // Tokens that live under the refresh margin (a minute): renewed only
+    // near their end, not as each bridge starts.
+    let fixture = Fixture::start(&pydeps, 30);
+    let sandbox = Sandbox::new();
+    let out = run(&sandbox, &["add", &fixture.url(), "--name", "fx", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = fixture.issued().len();
+    fixture.post("/refuse", "");
+    let out = run(&sandbox, &["call", "whoami", "{}"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("plugin \"fx\" needs a new sign-in to its remote server")
+            && stderr(&out).contains("refused the sign-in (HTTP 401)"),
+        "{}",
+        stderr(&out)
+    );
+    let issued = &fixture.issued()[before..];
+    let count = |grant: &str| issued.iter().filter(|t| t.0 == grant).count();
+    // One refresh, then one new sign-in, and the call ends.
+    assert_eq!(count("authorization_code"), 1, "{issued:?}");
+    assert_eq!(count("refresh_token"), 1, "{issued:?}");
 }

@@ -33,7 +33,7 @@ use util::http::{Client, Server};
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 /// A child process killed on drop.
-struct Killed(Child);
+pub(crate) struct Killed(Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -325,7 +325,7 @@ fn metrics_listen_on_loopback_unless_remote_is_allowed() {
 // ---------------------------------------------------------------- OTLP
 
 /// The OTLP receiver: its port and the file it appends spans to.
-fn start_receiver(sandbox: &Sandbox, deps: &Path) -> (Killed, u16, PathBuf) {
+pub(crate) fn start_receiver(sandbox: &Sandbox, deps: &Path) -> (Killed, u16, PathBuf) {
     let spans = sandbox.root.path().join("spans.jsonl");
     let mut child = Command::new("python3")
         .arg(util::repo().join("tests/fixtures/otel/receiver.py"))

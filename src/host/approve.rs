@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::renewal::Asking;
 use super::{Inner, PluginHost, ToolInfo};
 use crate::approval::{
     self, Approval, ApprovalError, ApprovalState, ApprovalView, ApproveError, Approver, BoxFuture,
@@ -58,7 +59,7 @@ impl PluginHost {
         {
             p = self
                 .inner
-                .list_now(&p)
+                .list_now(&p, Asking::User)
                 .await
                 .map_err(|reason| ApproveError::ServerFailed {
                     plugin: plugin.to_owned(),
@@ -94,7 +95,7 @@ impl PluginHost {
             }
             p = self
                 .inner
-                .list_now(&p)
+                .list_now(&p, Asking::User)
                 .await
                 .map_err(|reason| ApproveError::ServerFailed {
                     plugin: plugin.to_owned(),

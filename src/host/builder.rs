@@ -345,7 +345,7 @@ impl PluginHostBuilder {
                 },
                 asking: tokio::sync::Mutex::new(()),
                 #[cfg(feature = "mcp-server")]
-                signing_in: tokio::sync::Mutex::new(()),
+                signing_in: Default::default(),
                 sandbox_warned: Default::default(),
                 timer_kept: Default::default(),
                 approvals_watched: Default::default(),

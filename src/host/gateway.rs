@@ -36,7 +36,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::call::failure_error;
-use super::mcp_plugins::Renewals;
+use super::renewal::Renewals;
 use super::{CallOptions, Inner, PluginHost};
 use crate::approval::ApprovalView;
 use crate::error::{CallError, Refusal};

@@ -28,11 +28,7 @@ use crate::run::executor::{Finished, Limits, McpParts, Progress, RunError, Stop}
 use crate::run::mcp_client::{Ask, Connect, Granted, McpAnswer, Notices, OnListing};
 use crate::run::worker::{Server, Slot, StartError};
 
-#[cfg(feature = "mcp-server")]
-pub(super) use super::sign_in::Renewals;
-/// Without MCP serving there is no remote server, and no sign-in to renew.
-#[cfg(not(feature = "mcp-server"))]
-pub(super) type Renewals = ();
+use super::renewal::{Asking, Renewals};
 
 impl Inner {
     /// A call of an MCP server's tool: `tools/call` on its server.
@@ -411,7 +407,7 @@ impl Inner {
         let plugin = match seen {
             ApprovalState::ToolsChanged { .. } => plugin.clone(),
             _ => self
-                .list_now(plugin)
+                .list_now(plugin, Asking::User)
                 .await
                 .map_err(|reason| ApproveError::ServerFailed {
                     plugin: plugin.name().to_owned(),
@@ -440,7 +436,7 @@ impl Inner {
         if !self.approved_server(&plugin).await {
             return None;
         }
-        Some(match self.list_now(&plugin).await {
+        Some(match self.list_now(&plugin, Asking::Nobody).await {
             Ok(_) => Ok(self.ranked(&self.approvals.current())),
             Err(reason) => Err((name, reason)),
         })
@@ -459,7 +455,7 @@ impl Inner {
             if !self.approved_server(plugin).await {
                 continue;
             }
-            if let Err(reason) = self.list_now(plugin).await {
+            if let Err(reason) = self.list_now(plugin, Asking::Nobody).await {
                 failed.push((plugin.name().to_owned(), reason));
             }
         }
@@ -476,8 +472,13 @@ impl Inner {
 
     /// What the server of `plugin` offers now: a running server is asked
     /// again, else one is started (and lists). Never the cache. Returns the
-    /// plugin as it is listed now.
-    pub(super) async fn list_now(&self, plugin: &Arc<Plugin>) -> Result<Arc<Plugin>, String> {
+    /// plugin as it is listed now. A remote server that wants a new sign-in
+    /// first gets one in the browser only when the user `asking` waits.
+    pub(super) async fn list_now(
+        &self,
+        plugin: &Arc<Plugin>,
+        asking: Asking,
+    ) -> Result<Arc<Plugin>, String> {
         let data = super::dirs::data_dir(&self.config.state_dir, plugin)
             .map_err(|e| format!("cannot prepare its data folder: {e}"))?;
         let mut limits = self.config.limits;
@@ -489,7 +490,10 @@ impl Inner {
         // A remote server may want a new sign-in before it lists.
         let never = std::future::pending::<()>();
         tokio::pin!(never);
-        let mut renewals = Renewals::default();
+        let mut renewals = Renewals {
+            quiet: asking == Asking::Nobody,
+            ..Renewals::default()
+        };
         let (_, server, fresh) = loop {
             self.sign_in_seen(plugin, &mut renewals);
             let failure = match self.server_of(plugin, &data, &limits, None).await {

@@ -20,6 +20,7 @@ mod launch;
 mod mcp_plugins;
 mod policy;
 mod reload;
+mod renewal;
 mod reports;
 mod revocation;
 mod running;
@@ -134,10 +135,10 @@ struct Inner {
     approvals: ApprovalStore,
     /// One approval question at a time, so two calls never prompt together.
     asking: tokio::sync::Mutex<()>,
-    /// One sign-in in the middle of a session at a time: calls that want
-    /// one together get the first one's.
+    /// One sign-in in the middle of a session at a time, per plugin: calls
+    /// that want one together get the first one's.
     #[cfg(feature = "mcp-server")]
-    signing_in: tokio::sync::Mutex<()>,
+    signing_in: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// The "cannot enforce" warning is printed once per host.
     sandbox_warned: std::sync::atomic::AtomicBool,
     /// Whether the task that keeps a timer pending runs (`call.rs`).

@@ -20,6 +20,7 @@ use crate::run::executor::RunError;
 use crate::secrets::{SecretError, SecretStore};
 
 use super::call::Failure;
+use super::renewal::Renewals;
 use super::{Inner, PluginHost};
 
 /// How long before its expiry an access token is refreshed.
@@ -176,8 +177,9 @@ impl Inner {
     ///
     /// Each at most once per call (`renewals`), so a server that is never
     /// satisfied ends the call, refused as [`Refusal::SignInNeeded`] with
-    /// the server's refusal. A renewal another call made while this one
-    /// waited is used as it is.
+    /// the server's refusal. A renewal made meanwhile (another call's, or a
+    /// refresh as the bridge started) is tried as it is, once. One sign-in
+    /// per plugin at a time: the calls that want one wait for it.
     pub(super) async fn renew_sign_in(
         &self,
         plugin: &Plugin,
@@ -199,7 +201,14 @@ impl Inner {
         if plugin.manifest.remote.is_none() {
             return Ok(false);
         }
-        let _one = Self::unless_stopped(self.signing_in.lock(), stop).await?;
+        let lock = self
+            .signing_in
+            .lock()
+            .expect("sign-in locks")
+            .entry(plugin.name().to_owned())
+            .or_default()
+            .clone();
+        let _one = Self::unless_stopped(lock.lock(), stop).await?;
         let needed = |reason: String| {
             Failure::Refused(CallError::NotAllowed {
                 refusal: Refusal::SignInNeeded {
@@ -211,16 +220,25 @@ impl Inner {
         let Some(tokens) = self.kept(plugin).map_err(needed)? else {
             return Ok(false);
         };
-        if renewals.seen.as_deref() != Some(tokens.access_token.as_str()) {
+        // Renewed meanwhile (by another call, or refreshed as the bridge
+        // started): tried as it is, once.
+        if renewals.seen.as_deref() != Some(tokens.access_token.as_str()) && !renewals.adopted {
+            renewals.adopted = true;
             return Ok(true);
         }
-        let opener = self.config.sign_in_opener.clone();
+        let opener = match renewals.quiet {
+            true => None,
+            false => self.config.sign_in_opener.clone(),
+        };
         let open = |url: &str| {
             if let Some(open) = &opener {
                 open(plugin.name(), url);
             }
         };
-        let renewed = match (wanted.status, wanted.scope) {
+        // A challenge's scopes, as the bridge filtered them; the server
+        // could also have written this error itself.
+        let more = wanted.scope.as_deref().and_then(oauth::clean_scope);
+        let renewed = match (wanted.status, more) {
             (401, _) if !renewals.refreshed && tokens.refresh_token.is_some() => {
                 renewals.refreshed = true;
                 match Self::unless_stopped(oauth::refresh(&tokens), stop).await? {
@@ -254,15 +272,6 @@ impl Inner {
         keep(self, plugin, &fresh).map_err(|e| needed(e.to_string()))?;
         Ok(true)
     }
-}
-
-/// What one call did to renew its remote server's sign-in.
-#[derive(Debug, Default)]
-pub(super) struct Renewals {
-    /// The access token its attempt started with.
-    seen: Option<String>,
-    refreshed: bool,
-    signed_in: bool,
 }
 
 /// Keeps `tokens` in the secret store, for `plugin` alone.

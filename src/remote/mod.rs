@@ -72,6 +72,9 @@ impl SignInWanted {
     }
 }
 
+/// How long what follows the handshake waits for the server's own stream.
+const LISTEN_WAIT: Duration = Duration::from_secs(2);
+
 /// The header a streamable HTTP server names its session with.
 const SESSION: &str = "mcp-session-id";
 
@@ -139,7 +142,14 @@ where
         };
         link.cancelled(&message);
         let key = request_key(&message);
+        let initialized =
+            message.get("method").and_then(Value::as_str) == Some("notifications/initialized");
         let task = tokio::spawn(link.clone().post(message));
+        if initialized {
+            // The server's own stream opens before anything else is sent.
+            let _ = task.await;
+            continue;
+        }
         if let Some(key) = key {
             let mut in_flight = link.in_flight.lock().expect("in-flight lock");
             in_flight.retain(|_, t| !t.is_finished());
@@ -241,7 +251,11 @@ impl Link {
         }
         if status == hyper::StatusCode::ACCEPTED || (status.is_success() && id.is_none()) {
             if method.as_deref() == Some("notifications/initialized") {
-                self.clone().listen();
+                // What the server sends on its own stream before it is
+                // open goes nowhere: what the host sends next waits for it
+                // (the bridge's loop waits for this post), two seconds at
+                // most.
+                let _ = tokio::time::timeout(LISTEN_WAIT, self.clone().listen()).await;
             }
             return;
         }

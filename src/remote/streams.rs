@@ -127,20 +127,26 @@ impl Link {
 
     /// Opens the stream of the server's own messages (requests, notices)
     /// and keeps it open; a server that offers none is not asked again.
-    pub(super) fn listen(self: Arc<Self>) {
+    /// What it returns ends once the stream is open, or will not be.
+    pub(super) fn listen(self: Arc<Self>) -> tokio::sync::oneshot::Receiver<()> {
+        let (opened, open) = tokio::sync::oneshot::channel();
         if self
             .listening
             .swap(true, std::sync::atomic::Ordering::Relaxed)
         {
-            return;
+            return open;
         }
         tokio::spawn(async move {
+            let mut opened = Some(opened);
             let mut last_id = None;
             let mut retry = Duration::from_secs(1);
             while !self.ended.is_cancelled() {
                 let Some(body) = self.get(last_id.as_deref()).await else {
                     return;
                 };
+                if let Some(opened) = opened.take() {
+                    let _ = opened.send(());
+                }
                 // A server that sends past the cap is not listened to again.
                 if self
                     .read_events(body, None, &mut last_id, &mut retry)
@@ -155,5 +161,6 @@ impl Link {
                 }
             }
         });
+        open
     }
 }

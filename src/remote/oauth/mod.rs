@@ -25,8 +25,8 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-pub use scope::asks_for_more;
 pub(crate) use scope::challenged_scope;
+pub use scope::{asks_for_more, clean_scope};
 use scope::{scope_of, union};
 pub use token::refresh;
 
@@ -76,6 +76,9 @@ pub struct Tokens {
     /// When the access token expires, in seconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// How long the access token lived when it was issued, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime: Option<u64>,
     /// The scopes granted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -105,10 +108,15 @@ pub struct Tokens {
 }
 
 impl Tokens {
-    /// Whether the access token has expired, or does within `margin`.
+    /// Whether the access token has expired, or does within `margin`, or
+    /// within a quarter of its lifetime when that is shorter (a token that
+    /// lives a minute is not renewed at each use).
     pub fn expires_within(&self, margin: Duration) -> bool {
-        self.expires_at
-            .is_some_and(|at| now() + margin.as_secs() >= at)
+        let margin = match self.lifetime {
+            Some(life) => margin.as_secs().min(life / 4),
+            None => margin.as_secs(),
+        };
+        self.expires_at.is_some_and(|at| now() + margin >= at)
     }
 }
 

@@ -55,7 +55,12 @@ pub(super) fn scope_of(
 /// The scopes a `WWW-Authenticate` challenge names, kept to the characters
 /// a scope may have (RFC 6749 §3.3) and to 1,000 of them.
 pub(crate) fn challenged_scope(header: &str) -> Option<String> {
-    let scope = discover::Challenge::parse(header)?.scope?;
+    clean_scope(&discover::Challenge::parse(header)?.scope?)
+}
+
+/// `scope` kept to the characters a scope may have (RFC 6749 §3.3) and to
+/// 1,000 of them, its scopes one space apart; `None` when none is left.
+pub fn clean_scope(scope: &str) -> Option<String> {
     let kept: String = scope
         .chars()
         .filter(|c| *c == ' ' || (c.is_ascii_graphic() && *c != '"' && *c != '\\'))

@@ -149,6 +149,7 @@ pub(super) async fn exchange(
         auth_method: client.auth_method,
         client_kind: client.kind,
         requested_scope: None,
+        lifetime: None,
     };
     let form = [
         ("grant_type", "authorization_code"),
@@ -240,11 +241,12 @@ async fn post(mut base: Tokens, form: &[(&str, &str)]) -> Result<Tokens, OAuthEr
     if let Some(r) = doc.get("refresh_token").and_then(Value::as_str) {
         base.refresh_token = Some(r.to_owned());
     }
-    base.expires_at = doc
+    // A year at most: a larger one is a server's mistake (or a lie).
+    base.lifetime = doc
         .get("expires_in")
         .and_then(Value::as_u64)
-        // A year at most: a larger one is a server's mistake (or a lie).
-        .map(|s| now().saturating_add(s.min(366 * 24 * 3600)));
+        .map(|s| s.min(366 * 24 * 3600));
+    base.expires_at = base.lifetime.map(|s| now().saturating_add(s));
     if let Some(s) = doc.get("scope").and_then(Value::as_str) {
         base.scope = Some(s.to_owned());
     }
