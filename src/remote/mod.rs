@@ -16,6 +16,7 @@ mod http;
 pub mod oauth;
 mod sse;
 mod streams;
+mod wanted;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,6 +30,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use http::Endpoint;
+pub use wanted::{SIGN_IN_WANTED, SignInWanted};
 
 /// The largest message the bridge takes from the server (the host's own,
 /// smaller cap then applies to it as to any server's).
@@ -45,32 +47,6 @@ const WAITING: usize = 64;
 /// The variable a bridge is given its sign-in's access token in, by the
 /// host that starts it (never a plugin's own).
 pub const BEARER_VARIABLE: &str = "PLUGHOST_REMOTE_BEARER";
-
-/// The JSON-RPC error code of a bridge's answer when the server refused
-/// the sign-in it was given (`401`) or wants more scopes than it gave
-/// (`403 insufficient_scope`): the host may sign in again and ask once
-/// more ([`SignInWanted`] is in the error's data).
-pub const SIGN_IN_WANTED: i32 = -32051;
-
-/// What a bridge's [`SIGN_IN_WANTED`] error says, in its `data`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SignInWanted {
-    /// `401` (the sign-in was refused) or `403` (more scopes are wanted).
-    pub status: u16,
-    /// The scopes the server's challenge names, if it names any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<String>,
-}
-
-impl SignInWanted {
-    /// The request of a bridge's error (its `code` and `data`), if it is one.
-    pub fn of(code: i32, data: Option<&Value>) -> Option<SignInWanted> {
-        if code != SIGN_IN_WANTED {
-            return None;
-        }
-        serde_json::from_value(data?.get("signIn")?.clone()).ok()
-    }
-}
 
 /// How long what follows the handshake waits for the server's own stream.
 const LISTEN_WAIT: Duration = Duration::from_secs(2);
@@ -301,7 +277,9 @@ impl Link {
             // A JSON-RPC answer, whatever the status: a server's error for
             // the request is the request's answer (but for a sign-in, which
             // is said in plughost's words, with what to do).
-            Ok(value) if is_answer(&value) && !signing_in => self.pass(value).await,
+            Ok(value) if is_answer(&value) && !signing_in => {
+                self.pass(answering(value, id.as_ref())).await
+            }
             _ if status.is_success() && id.is_none() => {}
             _ => {
                 let text = String::from_utf8_lossy(&bytes);
@@ -465,6 +443,19 @@ fn modern(message: &Value) -> bool {
 /// Whether `value` is an answer (a result or an error), or a batch.
 fn is_answer(value: &Value) -> bool {
     value.is_array() || value.get("result").is_some() || value.get("error").is_some()
+}
+
+/// A server's error with no id (`null`), in the body that answers the
+/// request `id`: that request's answer (a server that could not read it
+/// answers `400` so), which would otherwise wait for its deadline.
+fn answering(mut value: Value, id: Option<&Value>) -> Value {
+    if let Some(id) = id
+        && value.get("error").is_some()
+        && value.get("id").is_none_or(Value::is_null)
+    {
+        value["id"] = id.clone();
+    }
+    value
 }
 
 /// A body, up to [`MAX_MESSAGE`].
