@@ -3,7 +3,9 @@
 //! ([`sign_in_secret`]), bound to that plugin, so no plugin's environment
 //! ever lists it. Only the bridge of that plugin's server is given the
 //! access token ([`Inner::bearer_for`]); an expired one is refreshed first,
-//! and the refreshed tokens are stored again.
+//! and the refreshed tokens are stored again. A server that refuses the
+//! sign-in, or wants more scopes, in the middle of a call gets it renewed
+//! once by that call ([`Inner::renew_sign_in`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -93,8 +95,9 @@ impl PluginHost {
 
 impl Inner {
     /// The access token the bridge of `plugin` sends, refreshed first when
-    /// it expires within a minute; `None` when it has no sign-in. A refresh
-    /// that fails is an error naming what to do.
+    /// it expires within a minute (or the last quarter of its lifetime);
+    /// `None` when it has no sign-in. A refresh that fails is an error
+    /// naming what to do.
     pub(super) fn bearer_for(&self, plugin: &Plugin) -> Result<Option<String>, String> {
         let Some(tokens) = self.kept(plugin)? else {
             return Ok(None);
