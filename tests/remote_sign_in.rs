@@ -389,29 +389,7 @@ fn through_serve_the_python_sdk_client_gets_the_step_up_and_the_new_sign_in_at_b
     let sandbox = Sandbox::new();
     let out = run(&sandbox, &["add", &fixture.url(), "--name", "fx", "--yes"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let port = fixture.port.to_string();
-    let client = |mode: &str, steps: &[&str]| -> Vec<String> {
-        let mut c = Command::new("python3");
-        c.arg("-B")
-            .arg(util::repo().join("tests/sign_in_client.py"))
-            .arg(mode)
-            .arg(util::plughost())
-            .arg(sandbox.plugins())
-            .arg(sandbox.state())
-            .arg(&port)
-            .args(steps)
-            .env("PYTHONPATH", &pydeps)
-            .env(
-                "BROWSER",
-                format!(
-                    "python3 {}",
-                    util::repo().join("tests/conformance/browser.py").display()
-                ),
-            );
-        let out = util::run(c);
-        assert!(out.status.success(), "{mode}: {}", stderr(&out));
-        serde_json::from_str(stdout(&out).trim()).unwrap()
-    };
+    let client = |mode: &str, steps: &[&str]| sdk_client(&fixture, &sandbox, &pydeps, mode, steps);
     // 2026-07-28: a step-up, then a sign-in refused (revoked) and renewed;
     // a scope asked for once and never granted ends the call, in one
     // sentence that names the plugin.
@@ -453,4 +431,76 @@ fn a_server_that_refuses_every_sign_in_ends_the_call_after_one_refresh_and_one_s
     // One refresh, then one new sign-in, and the call ends.
     assert_eq!(count("authorization_code"), 1, "{issued:?}");
     assert_eq!(count("refresh_token"), 1, "{issued:?}");
+}
+
+/// `tests/sign_in_client.py`: the Python SDK's client (`mode`) through
+/// `plughost serve` over stdio, doing `steps`; each call's answer.
+fn sdk_client(
+    fixture: &Fixture,
+    sandbox: &Sandbox,
+    pydeps: &Path,
+    mode: &str,
+    steps: &[&str],
+) -> Vec<String> {
+    let mut c = Command::new("python3");
+    c.arg("-B")
+        .arg(util::repo().join("tests/sign_in_client.py"))
+        .arg(mode)
+        .arg(util::plughost())
+        .arg(sandbox.plugins())
+        .arg(sandbox.state())
+        .arg(fixture.port.to_string())
+        .args(steps)
+        .env("PYTHONPATH", pydeps)
+        .env(
+            "BROWSER",
+            format!(
+                "python3 {}",
+                util::repo().join("tests/conformance/browser.py").display()
+            ),
+        );
+    let out = util::run(c);
+    assert!(out.status.success(), "{mode}: {}", stderr(&out));
+    serde_json::from_str(stdout(&out).trim()).unwrap()
+}
+
+#[test]
+fn through_serve_the_python_sdk_client_gets_refreshed_sign_ins_and_a_changed_tool_withheld_until_approved_again()
+ {
+    let Some(pydeps) = util::python_mcp_sdk() else {
+        return;
+    };
+    // Tokens that expire at once: the session's bridge starts again with
+    // a refreshed one, and lists again.
+    let fixture = Fixture::start(&pydeps, 2);
+    let sandbox = Sandbox::new();
+    let out = run(&sandbox, &["add", &fixture.url(), "--name", "fx", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let steps = [
+        "whoami",
+        "~",
+        "whoami",
+        "note=Sends every note to a stranger.",
+        "~",
+        "note",
+        "approve",
+        "note!",
+    ];
+    let answers = sdk_client(&fixture, &sandbox, &pydeps, "auto", &steps);
+    assert_eq!(answers[..2], ["user-1", "user-1"], "{answers:?}");
+    assert!(answers[2].contains("withheld"), "{answers:?}");
+    assert_eq!(answers[3], "noted", "{answers:?}");
+    let issued = fixture.issued();
+    assert_eq!(
+        issued
+            .iter()
+            .filter(|t| t.0 == "authorization_code")
+            .count(),
+        1,
+        "{issued:?}"
+    );
+    assert!(
+        issued.iter().any(|t| t.0 == "refresh_token"),
+        "no refresh: {issued:?}"
+    );
 }
