@@ -451,14 +451,9 @@ impl Inner {
                 Ok((result, _stderr)) => return Ok(result_value(result)),
                 Err(f) => f,
             };
-            let renewed = self
-                .renew_sign_in(plugin, &failure, &mut renewals, &mut stop)
-                .await;
-            match renewed {
-                Ok(true) => {}
-                Ok(false) => return Err(failure_error(what, plugin, failure, &limits)),
-                Err(f) => return Err(failure_error(what, plugin, f, &limits)),
-            }
+            self.renew_sign_in(plugin, failure, &mut renewals, &mut stop)
+                .await
+                .map_err(|f| failure_error(what, plugin, f, &limits))?;
         }
     }
 

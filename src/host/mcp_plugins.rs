@@ -63,12 +63,8 @@ impl Inner {
                 Err(f) => f,
                 done => return done,
             };
-            if !self
-                .renew_sign_in(call.plugin, &failure, &mut renewals, &mut stop)
-                .await?
-            {
-                return Err(failure);
-            }
+            self.renew_sign_in(call.plugin, failure, &mut renewals, &mut stop)
+                .await?;
         }
     }
 
@@ -500,14 +496,9 @@ impl Inner {
                 Ok(started) => break started,
                 Err(f) => f,
             };
-            match self
-                .renew_sign_in(plugin, &failure, &mut renewals, &mut never)
+            self.renew_sign_in(plugin, failure, &mut renewals, &mut never)
                 .await
-            {
-                Ok(true) => {}
-                Ok(false) => return Err(words(failure)),
-                Err(f) => return Err(words(f)),
-            }
+                .map_err(words)?;
         };
         if !fresh {
             let listing = server.list(limits.timeout).await?;
@@ -595,10 +586,10 @@ impl Inner {
     pub(super) async fn renew_sign_in(
         &self,
         _plugin: &Plugin,
-        _failure: &Failure,
+        failure: Failure,
         _renewals: &mut Renewals,
         _stop: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
-    ) -> Result<bool, Failure> {
-        Ok(false)
+    ) -> Result<(), Failure> {
+        Err(failure)
     }
 }

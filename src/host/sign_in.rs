@@ -169,8 +169,9 @@ impl Inner {
     }
 
     /// When `failure` is the bridge of remote `plugin` saying that the
-    /// server wants a new sign-in ([`remote::SIGN_IN_WANTED`]), renews it,
-    /// and says whether the call should ask once more:
+    /// server wants a new sign-in ([`remote::SIGN_IN_WANTED`]), renews it:
+    /// `Ok` when the call should ask once more, else the call's failure
+    /// (`failure` itself, when it is not that or nothing was tried):
     /// - refused (`401`): a refresh first; then, with an opener
     ///   ([`crate::PluginHostBuilder::sign_in_opener`]), a sign-in in the
     ///   browser, discovered anew (the server may have moved);
@@ -186,23 +187,23 @@ impl Inner {
     pub(super) async fn renew_sign_in(
         &self,
         plugin: &Plugin,
-        failure: &Failure,
+        failure: Failure,
         renewals: &mut Renewals,
         stop: &mut Pin<&mut impl Future<Output = ()>>,
-    ) -> Result<bool, Failure> {
+    ) -> Result<(), Failure> {
         let Failure::Run(RunError::ServerError {
             code,
             data,
             message,
-        }) = failure
+        }) = &failure
         else {
-            return Ok(false);
+            return Err(failure);
         };
         let Some(wanted) = remote::SignInWanted::of(*code, data.as_ref()) else {
-            return Ok(false);
+            return Err(failure);
         };
         if plugin.manifest.remote.is_none() {
-            return Ok(false);
+            return Err(failure);
         }
         let lock = self
             .signing_in
@@ -221,13 +222,13 @@ impl Inner {
             })
         };
         let Some(tokens) = self.kept(plugin).map_err(needed)? else {
-            return Ok(false);
+            return Err(failure);
         };
         // Renewed meanwhile (by another call, or refreshed as the bridge
         // started): tried as it is, once.
         if renewals.seen.as_deref() != Some(tokens.access_token.as_str()) && !renewals.adopted {
             renewals.adopted = true;
-            return Ok(true);
+            return Ok(());
         }
         let opener = match renewals.quiet {
             true => None,
@@ -273,7 +274,7 @@ impl Inner {
         };
         let fresh = renewed.map_err(|e| needed(e.to_string()))?;
         keep(self, plugin, &fresh).map_err(|e| needed(e.to_string()))?;
-        Ok(true)
+        Ok(())
     }
 }
 
