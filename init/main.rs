@@ -18,6 +18,13 @@
 //! - exits when descriptor 4, the read end of a pipe only the host writes to,
 //!   reports that the host is gone, so that nothing outlives the host either.
 //!
+//! Where there is no PID namespace (no user namespaces: Landlock alone),
+//! `argv[2]` is `reap`: this process is then a child subreaper, so what the
+//! plugin leaves comes to it rather than to the machine's init, and before
+//! it reports the plugin's end (or goes with the host, or is told to end by
+//! the host's [`END`]) it kills every child it has, again until none is
+//! left, since no kernel does that for it.
+//!
 //! `argv[1]` is the plugin's pid, in the namespace. It has no libc: raw
 //! system calls on a static binary of a few kilobytes, built by `build.rs`
 //! and run from memory, so that starting it costs one small `exec`.
@@ -32,12 +39,19 @@ const STATUS_FD: usize = 3;
 const LIFELINE_FD: usize = 4;
 
 const SIGCHLD: u32 = 17;
+const SIGKILL: usize = 9;
+/// What the host sends a reaping init instead of `SIGKILL`, which would end
+/// it before it ended what it holds (`SIGUSR2`; the host sends a plugin
+/// `SIGTERM` and `SIGKILL` only, so nothing is lost by not passing it on).
+const END: u32 = 12;
 const SIG_BLOCK: usize = 0;
 const WNOHANG: usize = 1;
 const EINTR: isize = 4;
 const SFD_NONBLOCK: usize = 0o4000;
 const SFD_CLOEXEC: usize = 0o2000000;
 const POLLIN: i16 = 1;
+const AT_FDCWD: isize = -100;
+const O_RDONLY_CLOEXEC: usize = 0o2000000;
 /// How many others it reaps before it looks at the lifeline and the
 /// signals again: a plugin that keeps making children of this process
 /// cannot keep it from noticing that the host is gone.
@@ -50,6 +64,8 @@ const HOST_GONE: usize = 124;
 mod nr {
     pub const READ: usize = 0;
     pub const WRITE: usize = 1;
+    pub const CLOSE: usize = 3;
+    pub const OPENAT: usize = 257;
     pub const RT_SIGPROCMASK: usize = 14;
     pub const WAIT4: usize = 61;
     pub const KILL: usize = 62;
@@ -62,6 +78,8 @@ mod nr {
 mod nr {
     pub const READ: usize = 63;
     pub const WRITE: usize = 64;
+    pub const CLOSE: usize = 57;
+    pub const OPENAT: usize = 56;
     pub const RT_SIGPROCMASK: usize = 135;
     pub const WAIT4: usize = 260;
     pub const KILL: usize = 129;
@@ -169,10 +187,16 @@ struct PollFd {
 /// Called once, by `_start`, with the initial stack pointer.
 unsafe extern "C" fn start(sp: *const usize) -> ! {
     // SAFETY: the kernel's initial stack: argc, then argc pointers.
-    let child = unsafe {
+    let (child, reaps) = unsafe {
         let argc = *sp;
         let argv = sp.add(1).cast::<*const u8>();
-        if argc < 2 { 0 } else { parse_pid(*argv.add(1)) }
+        let child = if argc < 2 { 0 } else { parse_pid(*argv.add(1)) };
+        (child, argc >= 3 && is_reap(*argv.add(2)))
+    };
+    let mut init = Init {
+        child,
+        reaps,
+        status: None,
     };
     if child < 2 {
         exit(BAD_ARGUMENTS);
@@ -207,7 +231,8 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
         // SAFETY: wait4 writes the status into a valid local.
         let pid = unsafe { syscall(nr::WAIT4, child, (&raw mut status) as usize, WNOHANG, 0) };
         if pid == child as isize && ended(status) {
-            report(status);
+            init.status = Some(status);
+            init.finish();
         }
         if pid < 0 && pid != -EINTR {
             // The plugin is not a child here: nothing to wait for.
@@ -230,7 +255,8 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
                 )
             };
             if pid == child as isize && ended(status) {
-                report(status);
+                init.status = Some(status);
+                init.finish();
             }
             if pid <= 0 && pid != -EINTR {
                 break;
@@ -259,6 +285,7 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
         }
         if fds[1].revents != 0 {
             // End of file, an error, or not open at all: no host to answer to.
+            init.kill_all();
             exit(HOST_GONE);
         }
         loop {
@@ -268,6 +295,10 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
                 break;
             }
             let signal = info[0];
+            if signal == END && reaps {
+                init.kill_all();
+                init.finish();
+            }
             if signal != SIGCHLD {
                 // SAFETY: kill takes integers; to the plugin's group, or the
                 // plugin alone if it left its group.
@@ -295,11 +326,161 @@ fn ended(status: i32) -> bool {
     status & 0x7f != 0x7f
 }
 
-/// Writes the plugin's wait status for the host and ends the namespace.
-fn report(status: i32) -> ! {
-    // SAFETY: writes the 4 bytes of a valid local.
-    unsafe { syscall(nr::WRITE, STATUS_FD, (&raw const status) as usize, 4, 0) };
-    exit(0)
+/// Whether `s`, a NUL-terminated string or null, is `reap`.
+///
+/// # Safety
+/// `s` is null or a NUL-terminated string.
+unsafe fn is_reap(s: *const u8) -> bool {
+    if s.is_null() {
+        return false;
+    }
+    for (i, want) in b"reap\0".iter().enumerate() {
+        // SAFETY: within the string: it stops at the first byte that differs,
+        // and its NUL differs from every byte of `reap`.
+        if unsafe { *s.add(i) } != *want {
+            return false;
+        }
+    }
+    true
+}
+
+/// The plugin, and what this process knows of its end.
+struct Init {
+    child: usize,
+    /// A child subreaper outside any PID namespace (`argv[2]` is `reap`).
+    reaps: bool,
+    /// The plugin's wait status, once it was reaped.
+    status: Option<i32>,
+}
+
+impl Init {
+    /// Ends what the plugin left (when this process reaps), writes the
+    /// plugin's wait status for the host, and exits, which ends the
+    /// namespace where there is one.
+    fn finish(&mut self) -> ! {
+        self.kill_all();
+        // Killed by the host's END before it was seen to end: as SIGKILL.
+        let status = self.status.unwrap_or(SIGKILL as i32);
+        // SAFETY: writes the 4 bytes of a valid local.
+        unsafe { syscall(nr::WRITE, STATUS_FD, (&raw const status) as usize, 4, 0) };
+        exit(0)
+    }
+
+    /// Where this process reaps: kills every child it has and reaps it,
+    /// again until it has none. A child subreaper gets every orphan of the
+    /// plugin's tree, so once it has no child, nothing of that tree is
+    /// left (nothing can leave it: `CLONE_PARENT` is refused to a plugin).
+    /// Its children are listed by the kernel (`/proc/thread-self/children`);
+    /// each is killed while still unreaped, so its pid is its own.
+    fn kill_all(&mut self) {
+        if !self.reaps {
+            return;
+        }
+        loop {
+            let listed = kill_children();
+            // Reap what died; wait for one when some were just killed.
+            let mut waited = false;
+            loop {
+                let mut status: i32 = 0;
+                let flags = if listed > 0 && !waited { 0 } else { WNOHANG };
+                // SAFETY: wait4 writes the status into a valid local.
+                let pid = unsafe {
+                    syscall(nr::WAIT4, usize::MAX, (&raw mut status) as usize, flags, 0)
+                };
+                if pid == -EINTR {
+                    continue;
+                }
+                if pid == self.child as isize && ended(status) {
+                    self.status = Some(status);
+                }
+                if pid < 0 {
+                    // ECHILD: none left at all.
+                    return;
+                }
+                if pid == 0 {
+                    break;
+                }
+                waited = true;
+            }
+            if listed < 0 {
+                // The kernel cannot list them: reaping is all that is left.
+                return;
+            }
+            if listed == 0 {
+                // Alive but not listed yet (an orphan on its way here).
+                pause();
+            }
+        }
+    }
+}
+
+/// Sends `SIGKILL` to every child the kernel lists for this process;
+/// returns how many, or -1 if the list cannot be read.
+fn kill_children() -> isize {
+    // SAFETY: a NUL-terminated path and integer flags.
+    let fd = unsafe {
+        syscall(
+            nr::OPENAT,
+            AT_FDCWD as usize,
+            c"/proc/thread-self/children".as_ptr() as usize,
+            O_RDONLY_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return -1;
+    }
+    // Small enough to need no `memset`, which there is no libc to give.
+    let mut buf = [0u8; 128];
+    let (mut pid, mut digits, mut killed) = (0usize, 0usize, 0isize);
+    loop {
+        // SAFETY: reads into a valid local buffer of its length.
+        let n = unsafe { syscall(nr::READ, fd as usize, (&raw mut buf) as usize, buf.len(), 0) };
+        if n == -EINTR {
+            continue;
+        }
+        if n <= 0 {
+            break;
+        }
+        // Numbers split by spaces; one may run on into the next read.
+        // No slice index: its bounds check would pull in the unwinder.
+        for &c in buf.iter().take(n as usize) {
+            if c.is_ascii_digit() && digits < 10 {
+                pid = pid * 10 + usize::from(c - b'0');
+                digits += 1;
+                continue;
+            }
+            if digits > 0 {
+                killed += kill(pid);
+            }
+            (pid, digits) = (0, 0);
+        }
+    }
+    if digits > 0 {
+        killed += kill(pid);
+    }
+    // SAFETY: closes the descriptor opened above.
+    unsafe { syscall(nr::CLOSE, fd as usize, 0, 0, 0) };
+    killed
+}
+
+/// Sends `SIGKILL` to the child `pid`; 1 if it was one to send to. Never
+/// to 0, 1 or a number past the kernel's largest pid (`PID_MAX_LIMIT`),
+/// which the kernel would read as a group or as every process.
+fn kill(pid: usize) -> isize {
+    if pid < 2 || pid > 1 << 22 {
+        return 0;
+    }
+    // SAFETY: kill takes integers.
+    unsafe { syscall(nr::KILL, pid, SIGKILL, 0, 0) };
+    1
+}
+
+/// Waits a millisecond.
+fn pause() {
+    let millisecond = [0usize, 1_000_000];
+    // SAFETY: no descriptors, a valid timespec, no signal mask.
+    unsafe { syscall(nr::PPOLL, 0, 0, (&raw const millisecond) as usize, 0) };
 }
 
 #[panic_handler]

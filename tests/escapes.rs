@@ -176,6 +176,22 @@ def one(op, *args):
         subprocess.Popen(["/bin/sh", "-c", 'while :; do echo x >> "$0"; sleep 0.02; done',
                           path(args[0])], start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elif op == "parricide":
+        # Kills its parent first where that is plughost-init (seen from a
+        # PID namespace, pid 1), then leaves a daemon as above.
+        import signal
+        parent = os.getppid()
+        try:
+            with open(f"/proc/{parent}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            comm = ""
+        if parent == 1 or comm == "plughost-init":
+            try:
+                os.kill(parent, signal.SIGKILL)
+            except OSError:
+                pass
+        return one("daemon", args[0])
     elif op == "dgram":
         # A datagram to a unix socket by its path, through a socket pair.
         import socket
@@ -1921,9 +1937,11 @@ fn kill_writers_of(file: &Path) {
 /// Nothing a plugin starts outlives what started it, even in a session of
 /// its own: not a call (per call, and through `serve`), and not plughost
 /// itself, killed with SIGKILL while a worker's daemon runs. That holds at
-/// the namespace level (a PID namespace per process); with Landlock alone
-/// the daemon lives on, as `doctor` and docs/sandbox.md say, and this shows
-/// it (and without the sandbox).
+/// both levels: a PID namespace per process, or with Landlock alone a
+/// `plughost-init` that reaps the plugin's orphans and kills them; a
+/// plugin that first tries to kill that init (Landlock's signal scope
+/// refuses it) is held too. Without the sandbox the daemon lives on, and
+/// this shows it.
 #[cfg(feature = "mcp-server")]
 #[test]
 fn nothing_a_plugin_starts_outlives_its_call_or_its_host() {
@@ -1931,9 +1949,8 @@ fn nothing_a_plugin_starts_outlives_its_call_or_its_host() {
         lab.install("no-perms", &[]);
         let who = format!("{level:?} as {:?}", lab.user);
         let data = |folder: &str| lab.sandbox.state().join("data").join(folder);
-        let held = level == Level::Namespaces;
         for level in [level, Level::Unconfined] {
-            let held = held && level != Level::Unconfined;
+            let held = level != Level::Unconfined;
             // Per call, through `plughost call`.
             let beat = data("no-perms").join("beat-call");
             let input = json!({"ops": [["daemon", "$DATA/beat-call"]]}).to_string();
@@ -1945,6 +1962,19 @@ fn nothing_a_plugin_starts_outlives_its_call_or_its_host() {
                 &format!("a daemon after its call ({level:?}, {who})"),
             );
             kill_writers_of(&beat);
+            if held {
+                let beat = data("no-perms").join("beat-parricide");
+                let input = json!({"ops": [["parricide", "$DATA/beat-parricide"]]}).to_string();
+                let out =
+                    util::run(lab.command(level, &["--json", "call", "no_perms", &input], false));
+                assert_eq!(results(&out), ["ok"], "{who}");
+                assert_held(
+                    &beat,
+                    true,
+                    &format!("a daemon after killing its init ({level:?}, {who})"),
+                );
+                kill_writers_of(&beat);
+            }
             // Per call and as a worker, through `serve`; then plughost dies.
             let (mut serve, plughost) = lab.serve_under_reaper(level);
             let got = serve.try_ops("no_perms", &[json!(["daemon", "$DATA/beat-serve"])]);

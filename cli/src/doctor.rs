@@ -161,8 +161,10 @@ pub fn run(cli: &Cli, args: &Args) -> Result<ExitCode, String> {
     );
     say!(
         "  processes a plugin leaves behind                   {}",
-        if support.processes_contained {
+        if support.processes_contained && support.user_namespaces {
             "killed with the call, even one that left its session, and when plughost exits (a PID namespace per process)"
+        } else if support.processes_contained {
+            "killed with the call, even one that left its session, and when plughost exits (plughost-init reaps and kills what the plugin leaves; Landlock keeps the plugin from signalling it)"
         } else {
             "killed with its process group when the call ends; NOT held: one that leaves its session (setsid) outlives the call, and every one outlives plughost killed (SIGKILL) mid-call"
         }

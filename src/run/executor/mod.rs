@@ -23,9 +23,10 @@
 //!
 //! # Caveats
 //! - A process that leaves the group (`setsid`, `setpgid`) escapes the group
-//!   kill. Where the sandbox joins a user namespace, every confined process
-//!   is in a PID namespace of its own, which ends with it (`spawn_linux.rs`);
-//!   elsewhere such a process outlives the call.
+//!   kill. Every confined process runs under a `plughost-init` that ends it
+//!   (`spawn_linux.rs`): in a PID namespace of its own where the sandbox
+//!   joins a user namespace, else as a child subreaper that kills what the
+//!   plugin leaves. Unconfined, such a process outlives the call.
 //! - Killed grandchildren are reaped by the host only when it is a child
 //!   subreaper ([`become_subreaper`], Linux only); otherwise by init.
 
@@ -53,10 +54,11 @@ use std::time::{Duration, Instant};
 
 pub(crate) use exchange::{Answer, Exchange, Framing, ReadNow, Stop, exchange};
 pub(crate) use os::become_subreaper;
-pub(crate) use process::{End, Group, Leader, Output, Pipes, Process, Spawn, Stdin, end};
+pub(crate) use process::{
+    End, Group, GroupKiller, Leader, Output, Pipes, Process, Spawn, Stdin, end,
+};
 pub use stderr::Progress;
 pub(crate) use stderr::StderrCollector;
-pub(crate) use unix::kill_group;
 pub(crate) use unix::process_exists;
 
 /// The limits of one call.

@@ -71,6 +71,9 @@ pub(crate) struct Group {
     reaper: Reaper,
     watch: ExitWatch,
     guard: GroupGuard,
+    /// What kills the group: `SIGKILL`, or `unix::END` when its leader is
+    /// a reaping init, which must end the plugin's tree before itself.
+    kill: i32,
 }
 
 /// Who reaps the leader.
@@ -138,7 +141,8 @@ impl Process {
     #[cfg(target_os = "linux")]
     fn adopt(s: super::spawn_linux::Spawned) -> io::Result<Process> {
         // Guarded first: if a pipe cannot be registered, the child dies.
-        let guard = GroupGuard::new(s.pid);
+        let kill = if s.reaps { unix::END } else { SIGKILL };
+        let guard = GroupGuard::new(s.pid, kill);
         let watch = ExitWatch::from_pidfd(s.pid, s.pidfd);
         Ok(Process {
             pipes: Pipes {
@@ -152,6 +156,7 @@ impl Process {
                 reaper: Reaper::Pid { status: s.status },
                 watch,
                 guard,
+                kill,
             },
         })
     }
@@ -182,7 +187,7 @@ impl Process {
             }
         };
         let pgid = child.id().expect("a just-spawned child has a pid");
-        let guard = GroupGuard::new(pgid);
+        let guard = GroupGuard::new(pgid, SIGKILL);
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let group = Group {
@@ -191,6 +196,7 @@ impl Process {
             reaper: Reaper::Runtime(child),
             watch: ExitWatch::new(pgid),
             guard,
+            kill: SIGKILL,
         };
         Ok(Process {
             pipes: Pipes {
@@ -215,10 +221,27 @@ impl Group {
         self.pid
     }
 
-    /// The id of the group the host signals (its leader may be the
-    /// plugin's PID namespace's init, not the plugin).
-    pub(crate) fn id(&self) -> u32 {
-        self.pgid
+    /// What ends the group at once from anywhere, without waiting (see
+    /// [`GroupKiller`]).
+    pub(crate) fn killer(&self) -> GroupKiller {
+        GroupKiller {
+            pgid: self.pgid,
+            signal: self.kill,
+        }
+    }
+}
+
+/// Ends a process group from any thread: `SIGKILL`, or `unix::END` to a
+/// reaping init. The group's owner reaps it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GroupKiller {
+    pgid: u32,
+    signal: i32,
+}
+
+impl GroupKiller {
+    pub(crate) fn kill(self) {
+        unix::signal_group(self.pgid, self.signal);
     }
 }
 
@@ -232,6 +255,7 @@ impl Leader for Group {
     }
 
     fn signal_group(&self, signal: i32) -> bool {
+        let signal = if signal == SIGKILL { self.kill } else { signal };
         unix::signal_group(self.pgid, signal)
     }
 
@@ -252,7 +276,7 @@ impl Leader for Group {
     }
 
     async fn sweep(&mut self) {
-        unix::kill_group_to_the_end(self.pgid).await;
+        unix::kill_group_to_the_end(self.pgid, self.kill).await;
         self.guard.disarm();
     }
 }

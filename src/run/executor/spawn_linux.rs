@@ -30,6 +30,13 @@
 //! its first process as the host's child (`CLONE_PARENT`), which clones the
 //! plugin, then `exec`s `plughost-init` (see `init.rs`). The host watches and
 //! signals that first process; the plugin's status comes back on a pipe.
+//!
+//! Where the sandbox has no user namespace (Landlock alone), the same first
+//! process runs the plugin without a PID namespace, as a child subreaper:
+//! orphans of the plugin's tree come to it, and it kills every one of them
+//! before it reports the plugin's end (`init/main.rs`, `reap`). The host
+//! then ends it with [`unix::END`](super::unix::END), never `SIGKILL`, which
+//! would end it before it ended the rest.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -66,6 +73,9 @@ pub(super) struct Spawned {
     /// In a PID namespace, `pid` is the namespace's init: this pipe brings
     /// the plugin's wait status (4 bytes, written as the plugin ends).
     pub status: Option<OwnedFd>,
+    /// `pid` is a reaping `plughost-init` (no PID namespace), ended with
+    /// [`unix::END`](super::unix::END) rather than `SIGKILL`.
+    pub reaps: bool,
 }
 
 /// What the child does, built by the parent before `clone`. It owns what
@@ -97,6 +107,9 @@ struct InitPlan {
     lifeline: RawFd,
     /// The write end of the status pipe, which the init gets as descriptor 3.
     status: OwnedFd,
+    /// A PID namespace of its own (the user namespace works); otherwise
+    /// the init is a child subreaper in the host's.
+    pid_namespace: bool,
 }
 
 // SAFETY: the raw pointers in `argv` and `envp` point into heap buffers the
@@ -168,6 +181,9 @@ struct Shared<'a> {
     init_pid: c_int,
     /// Whether the init mounted a `/proc` of the namespace's own.
     own_proc: bool,
+    /// The plugin's pid as the host sees it, where the init is in the
+    /// host's PID namespace (a reaping init); -1 otherwise.
+    plugin_pid: c_int,
 }
 
 /// Starts `program` with `args`, exactly the environment `env`, in `cwd`, in a
@@ -226,12 +242,18 @@ pub(super) async fn spawn(
     let (stdout, stdout_child) = pipe()?;
     let (stderr, stderr_child) = pipe()?;
     let confinement = sandbox.filter(|s| !s.is_empty()).cloned();
-    let steps = confinement.as_ref().map(sandbox::Prepared::child_steps);
+    let mut steps = confinement.as_ref().map(sandbox::Prepared::child_steps);
     let joins_user = steps
         .and_then(|s| s.joins)
         .is_some_and(|joins| joins.user >= 0);
+    if let Some(steps) = steps.as_mut().filter(|_| !joins_user) {
+        // A `/proc` of its own is that of its PID namespace, and there is
+        // none without the user namespace: mounted there, it would be the
+        // host's whole `/proc`, readable.
+        steps.own_proc = false;
+    }
     let (status, init) = match init::get() {
-        Ok(init) if joins_user => {
+        Ok(init) if steps.is_some() => {
             let (read, write) = pipe()?;
             // Read once the init has exited, without waiting: one killed
             // before it wrote leaves nothing, and a child another spawn is
@@ -244,6 +266,7 @@ pub(super) async fn spawn(
                 image: init.image(),
                 lifeline: init.lifeline(),
                 status: write,
+                pid_namespace: joins_user,
             };
             (Some(read), Some(plan))
         }
@@ -265,17 +288,18 @@ pub(super) async fn spawn(
         _confinement: confinement,
         init,
     };
+    let reaps = plan.init.as_ref().is_some_and(|init| !init.pid_namespace);
     let spawned = match filtered_spawner(&mut plan) {
         Some(spawner) => spawner.run(plan).await?,
         None => clone_and_exec(&plan)?,
     };
-    let Some((pid, pidfd)) = spawned else {
+    let Some((pid, pidfd, known)) = spawned else {
         return Ok(None);
     };
-    let plugin_pid = if status.is_some() {
-        only_child(pid).unwrap_or(pid)
-    } else {
-        pid
+    let plugin_pid = match known {
+        Some(plugin) => plugin,
+        None if status.is_some() => only_child(pid).unwrap_or(pid),
+        None => pid,
     };
     Ok(Some(Spawned {
         pid,
@@ -285,6 +309,7 @@ pub(super) async fn spawn(
         stdout,
         stderr,
         status,
+        reaps,
     }))
 }
 
@@ -333,6 +358,10 @@ struct Job {
     done: tokio::sync::oneshot::Sender<io::Result<Option<Started>>>,
 }
 
+/// A child started: its pid, a pidfd, and the plugin's pid where the
+/// child is a reaping init that knows it (see [`Shared::plugin_pid`]).
+type Child = (u32, OwnedFd, Option<u32>);
+
 /// A child a spawner thread started, on its way to the call that asked for
 /// it. If that call was dropped meanwhile (before or after the answer was
 /// sent), nobody will take it over: dropped unclaimed, it is killed and
@@ -340,19 +369,26 @@ struct Job {
 struct Started {
     pid: u32,
     pidfd: Option<OwnedFd>,
+    plugin_pid: Option<u32>,
 }
 
 impl Started {
-    fn claim(mut self) -> (u32, OwnedFd) {
+    fn claim(mut self) -> Child {
         let pidfd = self.pidfd.take().expect("claimed once");
-        (self.pid, pidfd)
+        (self.pid, pidfd, self.plugin_pid)
     }
 }
 
 impl Drop for Started {
     fn drop(&mut self) {
         if self.pidfd.is_some() {
-            kill_and_reap(self.pid);
+            // A reaping init is ended with END, the rest with SIGKILL.
+            let signal = if self.plugin_pid.is_some() {
+                super::unix::END
+            } else {
+                super::unix::SIGKILL
+            };
+            kill_and_reap(self.pid, signal);
         }
     }
 }
@@ -470,9 +506,10 @@ impl FilteredSpawner {
                 }
             };
             let outcome = clone_and_exec(&job.plan).map(|spawned| {
-                spawned.map(|(pid, pidfd)| Started {
+                spawned.map(|(pid, pidfd, plugin_pid)| Started {
                     pid,
                     pidfd: Some(pidfd),
+                    plugin_pid,
                 })
             });
             drop(job.plan);
@@ -482,7 +519,7 @@ impl FilteredSpawner {
     }
 
     /// Spawns `plan` from a spawner thread.
-    async fn run(&self, plan: Plan) -> io::Result<Option<(u32, OwnedFd)>> {
+    async fn run(&self, plan: Plan) -> io::Result<Option<Child>> {
         let (done, outcome) = tokio::sync::oneshot::channel();
         let gone = || io::Error::other("the spawner thread is gone");
         {
@@ -555,7 +592,7 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 /// Clones a child that runs `plan` and returns once it has exec'd (its pid
 /// and pidfd) or failed (reaped, the failing step as the error). `Ok(None)`:
 /// the kernel does not know `CLONE_PIDFD`.
-fn clone_and_exec(plan: &Plan) -> io::Result<Option<(u32, OwnedFd)>> {
+fn clone_and_exec(plan: &Plan) -> io::Result<Option<Child>> {
     // Each thread keeps its stacks for the next spawn: mapping and unmapping
     // one per spawn costs page faults and, in a multi-threaded host, a TLB
     // shootdown on every CPU. A thread spawns one child at a time (it waits
@@ -580,7 +617,7 @@ thread_local! {
 /// `stacks[2]`; the child exits once the first process has exec'd
 /// `plughost-init`. What is returned is that first process; the child is
 /// reaped here.
-fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<(u32, OwnedFd)>> {
+fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<Child>> {
     let mut shared = Shared {
         plan,
         errno: 0,
@@ -589,6 +626,7 @@ fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<(u32, OwnedFd)>>
         plugin_stack: stacks.get(2).map_or(ptr::null_mut(), Stack::top),
         init_pid: -1,
         own_proc: false,
+        plugin_pid: -1,
     };
     // Every signal blocked in this thread across the clone: the child
     // inherits the mask, so no handler of the host can run on its stack
@@ -633,14 +671,21 @@ fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<(u32, OwnedFd)>>
     // happened before this thread was resumed.
     // SAFETY: `shared` is a valid local; volatile reads keep the compiler
     // from assuming the clone call left it unchanged.
-    let (errno, step, init_pid) = unsafe {
+    let (errno, step, init_pid, plugin_pid) = unsafe {
         (
             ptr::read_volatile(&raw const shared.errno),
             ptr::read_volatile(&raw const shared.step),
             ptr::read_volatile(&raw const shared.init_pid),
+            ptr::read_volatile(&raw const shared.plugin_pid),
         )
     };
-    if plan.init.is_some() {
+    if let Some(init) = &plan.init {
+        let reaps = !init.pid_namespace;
+        let end = if reaps {
+            super::unix::END
+        } else {
+            super::unix::SIGKILL
+        };
         // The child only made the namespace and its first process, and
         // exited; that process is ours (CLONE_PARENT).
         drop(pidfd);
@@ -653,10 +698,11 @@ fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<(u32, OwnedFd)>>
             if raw >= 0 {
                 // SAFETY: a descriptor we own, just returned by the kernel.
                 let init_pidfd = unsafe { OwnedFd::from_raw_fd(raw as RawFd) };
-                return Ok(Some((init_pid as u32, init_pidfd)));
+                let plugin = (reaps && plugin_pid > 0).then_some(plugin_pid as u32);
+                return Ok(Some((init_pid as u32, init_pidfd, plugin)));
             }
             let error = io::Error::last_os_error();
-            kill_and_reap(init_pid as u32);
+            kill_and_reap(init_pid as u32, end);
             return Err(error);
         }
         if init_pid > 0 {
@@ -666,7 +712,7 @@ fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<(u32, OwnedFd)>>
         return Err(step_error(Step::from_u32(step), errno));
     }
     if errno == 0 {
-        return Ok(Some((pid as u32, pidfd)));
+        return Ok(Some((pid as u32, pidfd, None)));
     }
     reap_failed(pid);
     Err(step_error(Step::from_u32(step), errno))
@@ -682,11 +728,13 @@ fn step_error(step: Step, errno: c_int) -> io::Error {
     io::Error::new(error.kind(), format!("{}: {error}", step.describe()))
 }
 
-/// Kills the process group of a child nobody took over, and reaps it.
-fn kill_and_reap(pid: u32) {
+/// Ends the process group of a child nobody took over with `signal`
+/// (`SIGKILL`, or END for a reaping init, which ends what it holds first),
+/// and reaps it.
+fn kill_and_reap(pid: u32, signal: i32) {
     // The group is the child's own (it called setsid()) and, unreaped,
     // its id cannot have been reused.
-    super::unix::kill_group(pid);
+    super::unix::signal_group(pid, signal);
     reap_failed(pid as libc::pid_t);
 }
 
@@ -845,9 +893,12 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
             confine_and_exec(shared, plan.sandbox);
         }
         // A PID namespace (this process stays in the host's; its children
-        // are made in the new one). Its first process must be this one's
-        // sibling, a child of the host (CLONE_PARENT): this one exits below.
-        if libc::unshare(libc::CLONE_NEWPID) != 0 {
+        // are made in the new one), where the user namespace works. Its
+        // first process must be this one's sibling, a child of the host
+        // (CLONE_PARENT): this one exits below.
+        if plan.init.as_ref().is_some_and(|init| init.pid_namespace)
+            && libc::unshare(libc::CLONE_NEWPID) != 0
+        {
             fail(shared, Step::PidNamespace, errno());
         }
         let init = libc::clone(
@@ -884,7 +935,12 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
         if libc::setsid() < 0 {
             fail(shared, Step::ProcessGroup, errno());
         }
-        if plan.sandbox.is_some_and(|steps| steps.own_proc) {
+        // Without a PID namespace, the orphans of the plugin's tree come
+        // here instead of to the machine's init, for `plughost-init` to end.
+        if !init.pid_namespace && libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
+            fail(shared, Step::Init, errno());
+        }
+        if init.pid_namespace && plan.sandbox.is_some_and(|steps| steps.own_proc) {
             ptr::write_volatile(&raw mut (*shared).own_proc, sandbox::mount_own_proc());
         }
         // The confinement of every process of the namespace, taken once
@@ -911,6 +967,10 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
             // The plugin failed a step and said which; its namespace ends
             // with this process.
             libc::_exit(127);
+        }
+        if !init.pid_namespace {
+            // In the host's PID namespace, the host's pid for the plugin.
+            ptr::write_volatile(&raw mut (*shared).plugin_pid, plugin);
         }
         // The plugin has its stdio; the init has the status pipe as 3 and
         // the lifeline as 4, and nothing else (the rest is close-on-exec).
@@ -948,6 +1008,11 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
         let argv = [
             c"plughost-init".as_ptr(),
             digits[start..].as_ptr().cast(),
+            if init.pid_namespace {
+                ptr::null()
+            } else {
+                c"reap".as_ptr()
+            },
             ptr::null(),
         ];
         let envp = [ptr::null::<libc::c_char>()];

@@ -21,6 +21,15 @@ use tokio::sync::watch;
 
 pub(super) const SIGTERM: i32 = libc::SIGTERM;
 pub(super) const SIGKILL: i32 = libc::SIGKILL;
+/// What ends a reaping `plughost-init` (see `spawn_linux.rs`): it kills
+/// every process the plugin left, then exits. `SIGKILL` would end it alone
+/// and leave the rest to the machine's init. The host sends a plugin
+/// `SIGTERM` and `SIGKILL` only, so none takes this for the plugin's.
+#[cfg_attr(
+    not(target_os = "linux"),
+    expect(dead_code, reason = "Linux's spawn only")
+)]
+pub(super) const END: i32 = libc::SIGUSR2;
 
 /// Puts the child in a process group of its own. `process_group` keeps the
 /// standard library on `posix_spawn` (no fork of the host).
@@ -37,13 +46,6 @@ pub(crate) fn process_exists(pid: u32) -> bool {
     // SAFETY: signal 0 checks the pid without sending anything; no memory is involved.
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// Sends SIGKILL to group `pgid` now. The caller must know the group's
-/// leader is not reaped (its id is still the group's): see `worker/server.rs`
-/// and `spawn_linux.rs`.
-pub(crate) fn kill_group(pgid: u32) {
-    signal_group(pgid, SIGKILL);
 }
 
 /// Sends `signal` to every process in group `pgid`. Returns false when the group
@@ -76,15 +78,18 @@ pub(super) fn reap_group(pgid: u32) -> bool {
 /// down after SIGKILL, slow under load), reaped in the background until none
 /// is left: the bounded kills return before every member is gone, and a
 /// member nobody waits for would stay a zombie.
-static LATE: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+static LATE: std::sync::Mutex<Vec<(u32, i32)>> = std::sync::Mutex::new(Vec::new());
 static LATE_WAKE: std::sync::Condvar = std::sync::Condvar::new();
 static LATE_THREAD: std::sync::Once = std::sync::Once::new();
 
 /// Hands group `pgid` to the late reaper: a thread of its own (the runtime
-/// may be shutting down) that SIGKILLs and reaps it every few milliseconds,
+/// may be shutting down) that sends it `signal` (`SIGKILL`, or [`END`])
+/// and reaps it every few milliseconds,
 /// then every 100 ms, until no child of ours is left in it.
-pub(super) fn reap_later(pgid: u32) {
-    LATE.lock().unwrap_or_else(|e| e.into_inner()).push(pgid);
+pub(super) fn reap_later(pgid: u32, signal: i32) {
+    LATE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((pgid, signal));
     LATE_WAKE.notify_one();
     LATE_THREAD.call_once(|| {
         let _ = std::thread::Builder::new()
@@ -98,8 +103,8 @@ pub(super) fn reap_later(pgid: u32) {
                         rounds = 0;
                         late = LATE_WAKE.wait(late).unwrap_or_else(|e| e.into_inner());
                     }
-                    late.retain(|&pgid| {
-                        signal_group(pgid, SIGKILL);
+                    late.retain(|&(pgid, signal)| {
+                        signal_group(pgid, signal);
                         reap_group(pgid)
                     });
                     drop(late);
@@ -157,15 +162,16 @@ pub(super) fn read_status(fd: &std::os::fd::OwnedFd) -> Option<std::process::Exi
     }
 }
 
-/// Kills group `pgid` with SIGKILL and reaps what it can, repeating briefly so a
-/// process forked during the first signal is caught by the next. Bounded to a
-/// few tens of milliseconds; children of ours still dying then are left to the
-/// late reaper ([`reap_later`]). An empty group costs one `killpg`.
-pub(super) async fn kill_group_to_the_end(pgid: u32) {
+/// Kills group `pgid` with `signal` (`SIGKILL`, or [`END`] for a reaping
+/// init) and reaps what it can, repeating briefly so a process forked
+/// during the first signal is caught by the next. Bounded to a few tens of
+/// milliseconds; children of ours still dying then are left to the late
+/// reaper ([`reap_later`]). An empty group costs one `killpg`.
+pub(super) async fn kill_group_to_the_end(pgid: u32, signal: i32) {
     for round in 0..6u64 {
-        if !signal_group(pgid, SIGKILL) {
+        if !signal_group(pgid, signal) {
             if reap_group(pgid) {
-                reap_later(pgid);
+                reap_later(pgid, signal);
             }
             return;
         }
@@ -174,7 +180,7 @@ pub(super) async fn kill_group_to_the_end(pgid: u32) {
         reap_group(pgid);
     }
     // Members are still dying: the late reaper finishes the job.
-    reap_later(pgid);
+    reap_later(pgid, signal);
 }
 
 /// Reads what `fd` holds right now, without waiting: `Ok(0)` at end of file,
@@ -198,11 +204,16 @@ pub(super) fn read_now(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 #[derive(Debug)]
 pub(super) struct GroupGuard {
     pgid: Option<u32>,
+    /// `SIGKILL`, or [`END`] for a reaping init.
+    signal: i32,
 }
 
 impl GroupGuard {
-    pub(super) fn new(pgid: u32) -> GroupGuard {
-        GroupGuard { pgid: Some(pgid) }
+    pub(super) fn new(pgid: u32, signal: i32) -> GroupGuard {
+        GroupGuard {
+            pgid: Some(pgid),
+            signal,
+        }
     }
 
     /// The owner finished its own clean-up; nothing to do on drop.
@@ -217,7 +228,7 @@ impl Drop for GroupGuard {
             // Synchronous on purpose: the runtime may be shutting down, so nothing
             // spawned here would run. Bounded to a few tens of milliseconds.
             for _ in 0..20 {
-                if !signal_group(pgid, SIGKILL) {
+                if !signal_group(pgid, self.signal) {
                     break;
                 }
                 reap_group(pgid);
@@ -225,7 +236,7 @@ impl Drop for GroupGuard {
             }
             if reap_group(pgid) {
                 // A member (the leader, too) still tearing down: never a zombie.
-                reap_later(pgid);
+                reap_later(pgid, self.signal);
             }
         }
     }

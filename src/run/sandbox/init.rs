@@ -53,6 +53,15 @@ pub(crate) fn available() -> Result<(), String> {
     get().map(|_| ()).map_err(str::to_owned)
 }
 
+/// Whether a `plughost-init` outside a PID namespace can end what a plugin
+/// leaves: it learns its children from `/proc/thread-self/children`, which
+/// a kernel built without `CONFIG_PROC_CHILDREN` (or a missing `/proc`)
+/// does not give.
+pub(crate) fn reaps() -> bool {
+    static LISTED: OnceLock<bool> = OnceLock::new();
+    *LISTED.get_or_init(|| std::path::Path::new("/proc/thread-self/children").exists())
+}
+
 fn make() -> Result<Init, String> {
     if IMAGE.is_empty() {
         return Err("plughost-init was not built for this architecture".into());

@@ -429,7 +429,11 @@ impl Confinement {
         // one that needs no other namespace), for the task limit it counts
         // (`cgroup::PLUGIN_TASKS`) and a PID namespace of its own.
         let in_user_namespace = policy.namespaces && namespace::user().is_ok();
-        enforcement.processes_contained = in_user_namespace && super::init::available().is_ok();
+        // Without a PID namespace, the reaping init holds the plugin's
+        // tree only while the plugin cannot kill it (Landlock's signal scope).
+        enforcement.processes_contained = (in_user_namespace
+            || (enforcement.signals_scoped && super::init::reaps()))
+            && super::init::available().is_ok();
         let namespaces = (mnt.is_some() || net.is_some() || in_user_namespace)
             .then(|| Arc::new(Namespaces { mnt, net }));
         Ok(Confinement {

@@ -67,7 +67,9 @@
 //!   confinement (the mount namespace), never per process: a child only
 //!   joins them (`setns`), see `namespace.rs`. The exception is the PID
 //!   namespace each process gets where the user namespace works, under
-//!   `plughost-init` ([`init`]), so that nothing it starts outlives it. Where user namespaces do not
+//!   `plughost-init` ([`init`]), so that nothing it starts outlives it
+//!   (elsewhere the same init runs it as a child subreaper that kills
+//!   what it leaves). Where user namespaces do not
 //!   work (some distributions forbid them) or are switched off
 //!   (`PLUGHOST_NO_NAMESPACES`), host grants fall back to the proxy's port
 //!   and project files are not protected; [`Enforcement`] and [`support`]
@@ -261,8 +263,9 @@ pub(crate) struct Enforcement {
     /// The project files that run later under its write grants are
     /// read-only (a mount namespace).
     pub projects_read_only: bool,
-    /// Its processes are in a PID namespace of their own, so nothing it
-    /// starts outlives it (user namespaces and `plughost-init`).
+    /// Nothing it starts outlives it: its processes are in a PID namespace
+    /// of their own, or under a reaping `plughost-init` that Landlock's
+    /// signal scope keeps it from killing (see [`SandboxSupport`]).
     pub processes_contained: bool,
     /// The mode, owner, times and extended attributes of files it may not
     /// write cannot be changed either: every mount but its write grants,
@@ -320,9 +323,11 @@ pub struct SandboxSupport {
     /// The project files that run later (`.git/hooks`, MCP configurations)
     /// under a write grant can be kept read-only (a mount namespace).
     pub projects_read_only: bool,
-    /// Each plugin's processes are in a PID namespace of their own: what a
-    /// call starts ends with it, even what left its session, and also when
-    /// the host exits.
+    /// What a call starts ends with it, even what left its session, and
+    /// also when the host exits: its processes are in a PID namespace of
+    /// their own, or (Landlock alone, ABI 6 and later, whose signal scope
+    /// keeps a plugin from killing it) under a `plughost-init` that reaps
+    /// and kills them.
     pub processes_contained: bool,
     /// A plugin cannot change the mode, owner, times or extended attributes
     /// of files outside what it may write (a read-only mount tree).

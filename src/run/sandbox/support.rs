@@ -122,7 +122,10 @@ pub(crate) fn support(namespaces: bool) -> SandboxSupport {
     } else {
         NetLevel::Advisory
     };
-    let processes_contained = user_namespaces
+    // Without a PID namespace, plughost-init reaps and kills what a plugin
+    // leaves; only Landlock's signal scope (ABI 6) keeps the plugin from
+    // killing that init first.
+    let processes_contained = (user_namespaces || (v >= 6 && super::init::reaps()))
         && match super::init::available() {
             Ok(()) => true,
             Err(why) => {

@@ -16,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 use super::load::WorkerInfo;
 use super::process::{TmpFolder, WorkerSpec, spawn};
 use crate::plugins::mcp_listing::Listing;
-use crate::run::executor::{End, Group, Leader, Pipes, Process, RunError, describe_exit, end};
+use crate::run::executor::{
+    End, Group, GroupKiller, Leader, Pipes, Process, RunError, describe_exit, end,
+};
 use crate::run::mcp_client::{Connect, McpSession};
 
 /// Why a server could not be started.
@@ -48,8 +50,8 @@ pub(crate) enum StartError {
 pub(crate) struct Server {
     pub(super) session: McpSession,
     pid: u32,
-    /// The process group the host signals (see `Group::id`).
-    group_id: u32,
+    /// What ends the process group the host signals (see `Group::killer`).
+    killer: GroupKiller,
     /// Cancelled once the process has exited (or is being ended).
     pub(super) died: CancellationToken,
     /// Tells the keeper how to end the process.
@@ -107,7 +109,7 @@ impl Server {
                 });
             }
         };
-        let (pid, group_id) = (group.pid(), group.id());
+        let (pid, killer) = (group.pid(), group.killer());
         let died = CancellationToken::new();
         let (stop_tx, stop_rx) = oneshot::channel();
         let ending = Arc::new(Mutex::new(false));
@@ -122,7 +124,7 @@ impl Server {
         let server = Server {
             session,
             pid,
-            group_id,
+            killer,
             died,
             stop: Mutex::new(Some(stop_tx)),
             ending,
@@ -191,7 +193,7 @@ impl Server {
         {
             let ending = self.ending.lock().unwrap_or_else(|e| e.into_inner());
             if !*ending {
-                crate::run::executor::kill_group(self.group_id);
+                self.killer.kill();
             }
         }
         self.died.cancel();
