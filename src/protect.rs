@@ -331,7 +331,7 @@ pub(crate) fn project_paths(root: &Path) -> Vec<ProtectedPath> {
 }
 
 /// What the places [`git_elsewhere`] finds are, as protected paths.
-const GIT_ELSEWHERE: &str = "where a git repository keeps its hooks or configuration";
+pub(crate) const GIT_ELSEWHERE: &str = "where a git repository keeps its hooks or configuration";
 
 /// The places outside `dir/.git` from which git, working in `dir`, reads
 /// hooks or configuration, by git's own rules: the repository a `.git`

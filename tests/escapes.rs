@@ -111,6 +111,10 @@ def one(op, *args):
     elif op == "write":
         with open(path(args[0]), "w") as f:
             f.write("written by a plugin\n")
+    elif op == "mkdir":
+        # Made, then removed again, so the next try can make it too.
+        os.mkdir(path(args[0]))
+        os.rmdir(path(args[0]))
     elif op == "append":
         with open(path(args[0]), "a") as f:
             f.write("appended by a plugin\n")
@@ -1709,6 +1713,19 @@ fn git_configuration_and_hooks_stay_read_only_under_a_write_grant() {
         let l = |rel: &str| linked.join(rel).display().to_string();
         git(&["init", "-q", "--separate-git-dir", &l(".realgit"), &l("")]);
         assert!(linked.join(".git").is_file());
+        // A repository whose configuration names what is not there yet.
+        let pending = root.join("pending");
+        let n = |rel: &str| pending.join(rel).display().to_string();
+        git(&["init", "-q", &n("")]);
+        git(&["-C", &n(""), "config", "core.hooksPath", ".githooks"]);
+        git(&[
+            "-C",
+            &n(""),
+            "config",
+            "include.path",
+            "../pending/conf/later.gitconfig",
+        ]);
+        std::fs::write(pending.join("README"), "there\n").unwrap();
 
         let doctor = util::stdout(&util::run(lab.command(level, &["doctor"], false)));
         let line = doctor
@@ -1720,6 +1737,38 @@ fn git_configuration_and_hooks_stay_read_only_under_a_write_grant() {
         lab.approve("proj-writer");
         lab.install("linked-writer", &[&format!("filesystem:write:{}", l(""))]);
         lab.approve("linked-writer");
+        lab.install("pending-writer", &[&format!("filesystem:write:{}", n(""))]);
+        lab.approve("pending-writer");
+        // At both levels (Landlock keeps out what does not exist): the
+        // folder they would be made in takes no new entry, which is why a
+        // new file beside them is refused too.
+        let cases = [
+            case(
+                "the hooks folder core.hooksPath names, not made yet",
+                json!(["mkdir", n(".githooks")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "the folder of a file include.path names, not made yet",
+                json!(["mkdir", n("conf")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "a new file beside them",
+                json!(["write", n("new.txt")]),
+                Want::Refused,
+                Some(Want::Ok),
+            ),
+            case(
+                "a file already there",
+                json!(["append", n("README")]),
+                Want::Ok,
+                Some(Want::Ok),
+            ),
+        ];
+        lab.attack(level, "pending-writer", &cases);
         let ordinary = [case(
             "an ordinary file",
             json!(["write", p("ordinary.txt")]),

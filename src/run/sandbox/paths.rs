@@ -421,13 +421,26 @@ impl Exclusions {
                 .collect()
         };
         let roots: Vec<PathBuf> = write_roots.iter().map(|r| r.to_path_buf()).collect();
+        // What a repository's configuration names but is not there yet (a
+        // `core.hooksPath` folder before its first hook, an included file):
+        // git reads it as soon as it exists, so it must not be made. Kept out
+        // by Landlock, like a user path that does not exist: the folder it
+        // would be made in is allowed entry by entry. (Not the fixed project
+        // files, `.mcp.json` and the like: every project lacks some, and
+        // none could then be given a new file at its top.)
+        let mut not_yet = Vec::new();
         for root in write_roots {
             if root.is_dir() {
-                projects.extend(
-                    protect::project_paths(root)
-                        .into_iter()
-                        .filter(|p| p.path.exists() && !named(&p.path, true)),
-                );
+                for p in protect::project_paths(root) {
+                    if named(&p.path, true) {
+                        continue;
+                    }
+                    if p.path.exists() {
+                        projects.push(p);
+                    } else if p.what == protect::GIT_ELSEWHERE {
+                        not_yet.push(p);
+                    }
+                }
             }
         }
         let mut read = Vec::new();
@@ -447,6 +460,10 @@ impl Exclusions {
                 Kind::RunsLater if !named(&p.path, true) => ro.keep(&p.path, path, &mut write),
                 _ => {}
             }
+        }
+        for p in not_yet {
+            write.push(real(&p.path));
+            protected.push(p);
         }
         // Terminals, whatever is granted; /proc but for the machine's files
         // (allowed as they are, see `always_allowed`); /dev but for the
