@@ -19,11 +19,18 @@
 //!   reports that the host is gone, so that nothing outlives the host either.
 //!
 //! Where there is no PID namespace (no user namespaces: Landlock alone),
-//! `argv[2]` is `reap`: this process is then a child subreaper, so what the
-//! plugin leaves comes to it rather than to the machine's init, and before
-//! it reports the plugin's end (or goes with the host, or is told to end by
-//! the host's [`END`]) it kills every child it has, again until none is
-//! left, since no kernel does that for it.
+//! `argv[2]` is `reap` or `reap-scoped`: this process is then a child
+//! subreaper, so what the plugin leaves comes to it rather than to the
+//! machine's init, and before it reports the plugin's end (or goes with the
+//! host, or is told to end by the host's [`END`]) it kills what is left,
+//! since no kernel does that for it. `reap-scoped`: it is in a Landlock
+//! domain that scopes signals (which every process of the plugin's tree
+//! inherits, and nothing else has), so one `kill(-1, SIGKILL)` reaches that
+//! whole tree and nothing else, forks in flight included (a fork whose
+//! parent has a `SIGKILL` pending fails); it checks first that the scope
+//! holds (its parent, the host, refuses its signal). Otherwise it kills the
+//! children the kernel lists for it, which a tree that forks and exits
+//! faster than it kills can outrun.
 //!
 //! `argv[1]` is the plugin's pid, in the namespace. It has no libc: raw
 //! system calls on a static binary of a few kilobytes, built by `build.rs`
@@ -47,6 +54,7 @@ const END: u32 = 12;
 const SIG_BLOCK: usize = 0;
 const WNOHANG: usize = 1;
 const EINTR: isize = 4;
+const EPERM: isize = 1;
 const SFD_NONBLOCK: usize = 0o4000;
 const SFD_CLOEXEC: usize = 0o2000000;
 const POLLIN: i16 = 1;
@@ -59,6 +67,9 @@ const REAPS_PER_TURN: usize = 64;
 /// Exit codes: the plugin's pid was missing, or the host is gone.
 const BAD_ARGUMENTS: usize = 125;
 const HOST_GONE: usize = 124;
+/// How many rounds (a millisecond apart at least) [`Init::kill_all`] tries
+/// before it gives up: about five seconds.
+const KILL_ROUNDS: usize = 5000;
 
 #[cfg(target_arch = "x86_64")]
 mod nr {
@@ -69,6 +80,7 @@ mod nr {
     pub const RT_SIGPROCMASK: usize = 14;
     pub const WAIT4: usize = 61;
     pub const KILL: usize = 62;
+    pub const GETPPID: usize = 110;
     pub const EXIT_GROUP: usize = 231;
     pub const PPOLL: usize = 271;
     pub const SIGNALFD4: usize = 289;
@@ -83,6 +95,7 @@ mod nr {
     pub const RT_SIGPROCMASK: usize = 135;
     pub const WAIT4: usize = 260;
     pub const KILL: usize = 129;
+    pub const GETPPID: usize = 173;
     pub const EXIT_GROUP: usize = 94;
     pub const PPOLL: usize = 73;
     pub const SIGNALFD4: usize = 74;
@@ -191,11 +204,13 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
         let argc = *sp;
         let argv = sp.add(1).cast::<*const u8>();
         let child = if argc < 2 { 0 } else { parse_pid(*argv.add(1)) };
-        (child, argc >= 3 && is_reap(*argv.add(2)))
+        let mode = if argc >= 3 { mode(*argv.add(2)) } else { 0 };
+        (child, mode)
     };
     let mut init = Init {
         child,
-        reaps,
+        reaps: reaps != 0,
+        scoped: reaps == 2 && scope_holds(),
         status: None,
     };
     if child < 2 {
@@ -295,7 +310,7 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
                 break;
             }
             let signal = info[0];
-            if signal == END && reaps {
+            if signal == END && init.reaps {
                 init.kill_all();
                 init.finish();
             }
@@ -326,22 +341,52 @@ fn ended(status: i32) -> bool {
     status & 0x7f != 0x7f
 }
 
-/// Whether `s`, a NUL-terminated string or null, is `reap`.
+/// The mode `argv[2]` names: 1 for `reap`, 2 for `reap-scoped`, else 0.
 ///
 /// # Safety
 /// `s` is null or a NUL-terminated string.
-unsafe fn is_reap(s: *const u8) -> bool {
+unsafe fn mode(s: *const u8) -> u8 {
+    // SAFETY: as the caller promises.
+    unsafe {
+        if equals(s, b"reap\0") {
+            1
+        } else if equals(s, b"reap-scoped\0") {
+            2
+        } else {
+            0
+        }
+    }
+}
+
+/// Whether `s`, a NUL-terminated string or null, is `want` (which ends in
+/// its NUL).
+///
+/// # Safety
+/// `s` is null or a NUL-terminated string.
+unsafe fn equals(s: *const u8, want: &[u8]) -> bool {
     if s.is_null() {
         return false;
     }
-    for (i, want) in b"reap\0".iter().enumerate() {
-        // SAFETY: within the string: it stops at the first byte that differs,
-        // and its NUL differs from every byte of `reap`.
-        if unsafe { *s.add(i) } != *want {
+    for (i, w) in want.iter().enumerate() {
+        // SAFETY: within the string: it stops at the first byte that
+        // differs, and a NUL inside `s` differs from `want`'s bytes before
+        // its own NUL.
+        if unsafe { *s.add(i) } != *w {
             return false;
         }
     }
     true
+}
+
+/// Whether the signal scope holds: the host (this process's parent, of the
+/// same user) refuses its signal. Anything else, and `kill(-1)` is never
+/// sent: unscoped, it would reach every process of the user.
+fn scope_holds() -> bool {
+    // SAFETY: getppid and kill (signal 0: a check only) take integers.
+    unsafe {
+        let parent = syscall(nr::GETPPID, 0, 0, 0, 0);
+        parent > 1 && syscall(nr::KILL, parent as usize, 0, 0, 0) == -EPERM
+    }
 }
 
 /// The plugin, and what this process knows of its end.
@@ -349,6 +394,8 @@ struct Init {
     child: usize,
     /// A child subreaper outside any PID namespace (`argv[2]` is `reap`).
     reaps: bool,
+    /// In a domain that scopes signals, checked ([`scope_holds`]).
+    scoped: bool,
     /// The plugin's wait status, once it was reaped.
     status: Option<i32>,
 }
@@ -376,16 +423,24 @@ impl Init {
         if !self.reaps {
             return;
         }
-        loop {
-            let listed = kill_children();
-            // Reap what died; wait for one when some were just killed.
-            let mut waited = false;
+        // Never a blocking wait: a child's zombie its tracer holds, or one
+        // reparented here after the listing, would keep it waiting for
+        // good. A bounded number of rounds, so that a tree that outruns
+        // the one-by-one killer cannot hold the host's call for ever.
+        for _ in 0..KILL_ROUNDS {
+            let listed = if self.scoped {
+                // SAFETY: kill takes integers; -1 is every process this
+                // one may signal, which the scope keeps to its tree.
+                unsafe { syscall(nr::KILL, usize::MAX, SIGKILL, 0, 0) };
+                0
+            } else {
+                kill_children()
+            };
             loop {
                 let mut status: i32 = 0;
-                let flags = if listed > 0 && !waited { 0 } else { WNOHANG };
                 // SAFETY: wait4 writes the status into a valid local.
                 let pid = unsafe {
-                    syscall(nr::WAIT4, usize::MAX, (&raw mut status) as usize, flags, 0)
+                    syscall(nr::WAIT4, usize::MAX, (&raw mut status) as usize, WNOHANG, 0)
                 };
                 if pid == -EINTR {
                     continue;
@@ -400,16 +455,13 @@ impl Init {
                 if pid == 0 {
                     break;
                 }
-                waited = true;
             }
             if listed < 0 {
                 // The kernel cannot list them: reaping is all that is left.
                 return;
             }
-            if listed == 0 {
-                // Alive but not listed yet (an orphan on its way here).
-                pause();
-            }
+            // Killed but not yet gone, or an orphan on its way here.
+            pause();
         }
     }
 }

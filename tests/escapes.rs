@@ -196,6 +196,23 @@ def one(op, *args):
             except OSError:
                 pass
         return one("daemon", args[0])
+    elif op == "runner":
+        # A chain that forks and exits at once, over and over, in a session
+        # of its own: one process at a time, each an orphan for an instant,
+        # which a killer that takes them one by one never catches up with.
+        # It appends to the file every 200 links.
+        if os.fork() == 0:
+            os.setsid()
+            n = 0
+            while True:
+                if os.fork():
+                    os._exit(0)
+                n += 1
+                if n % 200 == 0:
+                    with open(path(args[0]), "a") as f:
+                        f.write("x")
+        import time
+        time.sleep(0.3)
     elif op == "dgram":
         # A datagram to a unix socket by its path, through a socket pair.
         import socket
@@ -2023,6 +2040,16 @@ fn nothing_a_plugin_starts_outlives_its_call_or_its_host() {
                     &format!("a daemon after killing its init ({level:?}, {who})"),
                 );
                 kill_writers_of(&beat);
+                let beat = data("no-perms").join("beat-runner");
+                let input = json!({"ops": [["runner", "$DATA/beat-runner"]]}).to_string();
+                let out =
+                    util::run(lab.command(level, &["--json", "call", "no_perms", &input], false));
+                assert_eq!(results(&out), ["ok"], "{who}");
+                assert_held(
+                    &beat,
+                    true,
+                    &format!("a chain that forks and exits ({level:?}, {who})"),
+                );
             }
             // Per call and as a worker, through `serve`; then plughost dies.
             let (mut serve, plughost) = lab.serve_under_reaper(level);

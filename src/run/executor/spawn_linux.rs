@@ -954,6 +954,10 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
                 fail(shared, Step::Sandbox, rc);
             }
         }
+        // A reaping init ends the plugin's tree with one `kill(-1)`, which
+        // only a domain that scopes signals keeps to that tree; without
+        // one it kills its children one by one (`init/main.rs`).
+        let scoped = !init.pid_namespace && sandbox::scope_signals();
         let plugin = libc::clone(
             plugin_main,
             (*shared).plugin_stack,
@@ -1010,6 +1014,8 @@ extern "C" fn init_main(arg: *mut c_void) -> c_int {
             digits[start..].as_ptr().cast(),
             if init.pid_namespace {
                 ptr::null()
+            } else if scoped {
+                c"reap-scoped".as_ptr()
             } else {
                 c"reap".as_ptr()
             },

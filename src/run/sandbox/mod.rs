@@ -116,7 +116,7 @@ mod tests;
 #[cfg(target_os = "linux")]
 pub(crate) use cgroup::join_thread as join_tasks_group;
 #[cfg(target_os = "linux")]
-pub(crate) use child::{ChildSteps, enforce, join, mount_own_proc};
+pub(crate) use child::{ChildSteps, enforce, join, mount_own_proc, scope_signals};
 pub(crate) use os::{Confinement, Prepared, prepare_egress};
 
 /// What a plugin may touch, derived from its granted permissions.
