@@ -2017,38 +2017,30 @@ fn nothing_a_plugin_starts_outlives_its_call_or_its_host() {
         let data = |folder: &str| lab.sandbox.state().join("data").join(folder);
         for level in [level, Level::Unconfined] {
             let held = level != Level::Unconfined;
-            // Per call, through `plughost call`.
-            let beat = data("no-perms").join("beat-call");
-            let input = json!({"ops": [["daemon", "$DATA/beat-call"]]}).to_string();
-            let out = util::run(lab.command(level, &["--json", "call", "no_perms", &input], false));
-            assert_eq!(results(&out), ["ok"], "{who}");
-            assert_held(
-                &beat,
-                held,
-                &format!("a daemon after its call ({level:?}, {who})"),
-            );
-            kill_writers_of(&beat);
-            if held {
-                let beat = data("no-perms").join("beat-parricide");
-                let input = json!({"ops": [["parricide", "$DATA/beat-parricide"]]}).to_string();
+            // Per call, through `plughost call`: what `op` leaves writing
+            // to `file` is held (or, unconfined, goes on).
+            let after_call = |op: &str, file: &str, held: bool, what: &str| {
+                let input = json!({"ops": [[op, format!("$DATA/{file}")]]}).to_string();
                 let out =
                     util::run(lab.command(level, &["--json", "call", "no_perms", &input], false));
                 assert_eq!(results(&out), ["ok"], "{who}");
-                assert_held(
-                    &beat,
-                    true,
-                    &format!("a daemon after killing its init ({level:?}, {who})"),
-                );
+                let beat = data("no-perms").join(file);
+                assert_held(&beat, held, &format!("{what} ({level:?}, {who})"));
                 kill_writers_of(&beat);
-                let beat = data("no-perms").join("beat-runner");
-                let input = json!({"ops": [["runner", "$DATA/beat-runner"]]}).to_string();
-                let out =
-                    util::run(lab.command(level, &["--json", "call", "no_perms", &input], false));
-                assert_eq!(results(&out), ["ok"], "{who}");
-                assert_held(
-                    &beat,
+            };
+            after_call("daemon", "beat-call", held, "a daemon after its call");
+            if held {
+                after_call(
+                    "parricide",
+                    "beat-parricide",
                     true,
-                    &format!("a chain that forks and exits ({level:?}, {who})"),
+                    "a daemon after killing its init",
+                );
+                after_call(
+                    "runner",
+                    "beat-runner",
+                    true,
+                    "a chain that forks and exits",
                 );
             }
             // Per call and as a worker, through `serve`; then plughost dies.
