@@ -232,7 +232,8 @@ impl Group {
 }
 
 /// Ends a process group from any thread: `SIGKILL`, or `unix::END` to a
-/// reaping init. The group's owner reaps it.
+/// reaping init. The group's owner reaps it, and has not yet while this is
+/// used (an unreaped leader keeps the group's id its own).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GroupKiller {
     pgid: u32,
