@@ -200,7 +200,7 @@ struct PollFd {
 /// Called once, by `_start`, with the initial stack pointer.
 unsafe extern "C" fn start(sp: *const usize) -> ! {
     // SAFETY: the kernel's initial stack: argc, then argc pointers.
-    let (child, reaps) = unsafe {
+    let (child, mode) = unsafe {
         let argc = *sp;
         let argv = sp.add(1).cast::<*const u8>();
         let child = if argc < 2 { 0 } else { parse_pid(*argv.add(1)) };
@@ -209,8 +209,8 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
     };
     let mut init = Init {
         child,
-        reaps: reaps != 0,
-        scoped: reaps == 2 && scope_holds(),
+        reaps: mode != 0,
+        scoped: mode == 2 && scope_holds(),
         status: None,
     };
     if child < 2 {
@@ -413,12 +413,13 @@ impl Init {
         exit(0)
     }
 
-    /// Where this process reaps: kills every child it has and reaps it,
-    /// again until it has none. A child subreaper gets every orphan of the
-    /// plugin's tree, so once it has no child, nothing of that tree is
-    /// left (nothing can leave it: `CLONE_PARENT` is refused to a plugin).
-    /// Its children are listed by the kernel (`/proc/thread-self/children`);
-    /// each is killed while still unreaped, so its pid is its own.
+    /// Where this process reaps: kills what is left of the plugin's tree
+    /// and reaps it, again until it has no child. A child subreaper gets
+    /// every orphan of the plugin's tree, so once it has no child, nothing
+    /// of that tree is left (nothing can leave it: `CLONE_PARENT` is
+    /// refused to a plugin). Scoped, one `kill(-1)` reaches the whole tree;
+    /// otherwise the children the kernel lists (`/proc/thread-self/children`)
+    /// are killed one by one, each while still unreaped, so its pid is its own.
     fn kill_all(&mut self) {
         if !self.reaps {
             return;
