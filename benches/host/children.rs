@@ -8,6 +8,7 @@
 //! | `inflight PLUGINS STATE N` | `{peak_rss_kb}` after N calls at once |
 //! | `soak PLUGINS STATE N` | file descriptors and `VmRSS` after a warm-up and after N more calls |
 //! | `profile PLUGINS STATE N` | N tiny calls back to back, for profilers |
+//! | `flight PLUGINS STATE N ROUNDS` | N callers at once, each making ROUNDS tiny calls back to back, for profilers |
 //! | `spawn-paths …` | the rows of `spawn` |
 //! | `idle-workers …` | the figures of `workers`' idle scenario |
 //!
@@ -109,6 +110,24 @@ async fn scenario(mode: &str, args: &[String]) -> Value {
             }
             return json!({"calls": n(), "fds_before": fds_before, "fds_after": open_fds(),
                           "rss_before_kb": rss_before_kb, "rss_after_kb": status_kb("VmRSS")});
+        }
+        "flight" => {
+            let rounds: usize = args[3].parse().unwrap();
+            let calls: Vec<_> = (0..n())
+                .map(|_| {
+                    let host = host.clone();
+                    tokio::spawn(async move {
+                        for _ in 0..rounds {
+                            host.call("tiny_echo", json!({}), Invocation::default())
+                                .await
+                                .unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for c in calls {
+                c.await.unwrap();
+            }
         }
         "profile" => {
             for _ in 0..n() {

@@ -60,6 +60,14 @@ impl ExitWatch {
         }
     }
 
+    /// Watches the read end of a resident init's status pipe (see
+    /// `resident.rs`): readable once it reported the call's end.
+    pub(super) fn status_pipe(fd: OwnedFd) -> io::Result<ExitWatch> {
+        // SAFETY: as in `new`: the descriptor moves into the AsyncFd.
+        let fd = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }?;
+        Ok(ExitWatch::Pidfd(fd))
+    }
+
     /// Resolves once the process has exited (it stays unreaped).
     pub(super) async fn exited(&self) {
         match self {
@@ -67,6 +75,15 @@ impl ExitWatch {
                 let _ = fd.readable().await;
             }
             ExitWatch::Thread(t) => t.exited().await,
+        }
+    }
+
+    /// The descriptor watched, if one is.
+    pub(super) fn fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        match self {
+            ExitWatch::Pidfd(fd) => Some(fd.get_ref().as_raw_fd()),
+            ExitWatch::Thread(_) => None,
         }
     }
 
@@ -82,7 +99,7 @@ impl ExitWatch {
                 };
                 // SAFETY: `poll` is one valid pollfd; a zero timeout never blocks.
                 let n = unsafe { libc::poll(&mut poll, 1, 0) };
-                n > 0 && poll.revents & libc::POLLIN != 0
+                n > 0 && poll.revents & (libc::POLLIN | libc::POLLHUP) != 0
             }
             ExitWatch::Thread(t) => t.has_exited(),
         }

@@ -23,17 +23,23 @@
 //!
 //! # Caveats
 //! - A process that leaves the group (`setsid`, `setpgid`) escapes the group
-//!   kill. Every confined process runs under a `plughost-init` that ends it
-//!   (`spawn_linux.rs`): in a PID namespace of its own where the sandbox
-//!   joins a user namespace, else as a child subreaper that kills what the
-//!   plugin leaves. Unconfined, such a process outlives the call.
+//!   kill. Every confined process runs under a first process that ends it:
+//!   in a PID namespace of its own where the sandbox joins a user
+//!   namespace (a resident one for a per-call plugin, `resident.rs`;
+//!   `plughost-init` otherwise, `spawn_linux.rs`), else `plughost-init` as
+//!   a child subreaper that kills what the plugin leaves. Unconfined, such
+//!   a process outlives the call.
 //! - Killed grandchildren are reaped by the host only when it is a child
 //!   subreaper ([`become_subreaper`], Linux only); otherwise by init.
 
 mod exchange;
 mod process;
 #[cfg(target_os = "linux")]
+mod resident;
+#[cfg(target_os = "linux")]
 mod spawn_linux;
+#[cfg(target_os = "linux")]
+mod stack;
 mod stderr;
 mod unix;
 

@@ -74,6 +74,10 @@ pub(crate) struct Group {
     /// What kills the group: `SIGKILL`, or `unix::END` when its leader is
     /// a reaping init, which must end the plugin's tree before itself.
     kill: i32,
+    /// The call runs in a resident init, which ends the group when asked
+    /// and reports on the status pipe `watch` watches (see `resident.rs`).
+    #[cfg(target_os = "linux")]
+    resident: Option<super::resident::Call>,
 }
 
 /// Who reaps the leader.
@@ -142,8 +146,17 @@ impl Process {
     fn adopt(s: super::spawn_linux::Spawned) -> io::Result<Process> {
         // Guarded first: if a pipe cannot be registered, the child dies.
         let kill = if s.reaps { unix::END } else { SIGKILL };
-        let guard = GroupGuard::new(s.pid, kill);
-        let watch = ExitWatch::from_pidfd(s.pid, s.pidfd);
+        let mut guard = GroupGuard::new(s.pid, kill);
+        if s.resident.is_some() {
+            // The call guards itself: dropped unfinished, it asks its
+            // resident to end it.
+            guard.disarm();
+        }
+        let watch = if s.resident.is_some() {
+            ExitWatch::status_pipe(s.pidfd)?
+        } else {
+            ExitWatch::from_pidfd(s.pid, s.pidfd)
+        };
         Ok(Process {
             pipes: Pipes {
                 stdin: Some(pipe::Sender::from_owned_fd(s.stdin)?),
@@ -151,12 +164,15 @@ impl Process {
                 stderr: Some(pipe::Receiver::from_owned_fd(s.stderr)?),
             },
             group: Group {
-                pgid: s.pid,
+                // A resident's call is ended through its resident, never
+                // by a group id the host did not reap (see `GroupKiller`).
+                pgid: if s.resident.is_some() { 0 } else { s.pid },
                 pid: s.plugin_pid,
                 reaper: Reaper::Pid { status: s.status },
                 watch,
                 guard,
                 kill,
+                resident: s.resident,
             },
         })
     }
@@ -197,6 +213,8 @@ impl Process {
             watch: ExitWatch::new(pgid),
             guard,
             kill: SIGKILL,
+            #[cfg(target_os = "linux")]
+            resident: None,
         };
         Ok(Process {
             pipes: Pipes {
@@ -242,6 +260,11 @@ pub(crate) struct GroupKiller {
 
 impl GroupKiller {
     pub(crate) fn kill(self) {
+        // 0: a resident's call (only per-call processes run in one, and
+        // none of them is killed this way).
+        if self.pgid == 0 {
+            return;
+        }
         unix::signal_group(self.pgid, self.signal);
     }
 }
@@ -256,11 +279,27 @@ impl Leader for Group {
     }
 
     fn signal_group(&self, signal: i32) -> bool {
+        #[cfg(target_os = "linux")]
+        if let Some(call) = &self.resident {
+            match signal {
+                SIGTERM => call.terminate(),
+                _ => call.end(),
+            }
+            return !self.watch.has_exited();
+        }
         let signal = if signal == SIGKILL { self.kill } else { signal };
         unix::signal_group(self.pgid, signal)
     }
 
     async fn reap(&mut self) -> io::Result<ExitStatus> {
+        #[cfg(target_os = "linux")]
+        if let Some(call) = &mut self.resident {
+            use std::os::unix::process::ExitStatusExt;
+            self.watch.exited().await;
+            let status = self.watch.fd().and_then(unix::read_status_raw);
+            call.finished();
+            return Ok(status.unwrap_or(ExitStatus::from_raw(SIGKILL)));
+        }
         match &mut self.reaper {
             Reaper::Runtime(child) => child.wait().await,
             Reaper::Pid { status } => {
@@ -277,6 +316,10 @@ impl Leader for Group {
     }
 
     async fn sweep(&mut self) {
+        #[cfg(target_os = "linux")]
+        if self.resident.is_some() {
+            return;
+        }
         unix::kill_group_to_the_end(self.pgid, self.kill).await;
         self.guard.disarm();
     }

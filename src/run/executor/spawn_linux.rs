@@ -31,6 +31,10 @@
 //! plugin, then `exec`s `plughost-init` (see `init.rs`). The host watches and
 //! signals that first process; the plugin's status comes back on a pipe.
 //!
+//! A per-call plugin there runs in a resident PID namespace instead, kept
+//! from call to call (`resident.rs`), when one is free: no process more
+//! than the plugin itself per call.
+//!
 //! Where the sandbox has no user namespace (Landlock alone), the same first
 //! process runs the plugin without a PID namespace, as a child subreaper:
 //! orphans of the plugin's tree come to it, and it kills every one of them
@@ -50,10 +54,8 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
 
+use super::stack::Stack;
 use crate::run::sandbox::{self, ChildSteps, init};
-
-/// The child's stack. It runs a few dozen system calls in one frame.
-const CHILD_STACK: usize = 64 * 1024;
 
 /// Set once the kernel refused `CLONE_PIDFD`: every later spawn falls back.
 static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
@@ -76,6 +78,9 @@ pub(super) struct Spawned {
     /// `pid` is a reaping `plughost-init` (no PID namespace), ended with
     /// [`unix::END`](super::unix::END) rather than `SIGKILL`.
     pub reaps: bool,
+    /// The call runs in a resident init (see `resident.rs`): `status` is
+    /// written once the plugin and all it started are gone.
+    pub resident: Option<super::resident::Call>,
 }
 
 /// What the child does, built by the parent before `clone`. It owns what
@@ -186,6 +191,21 @@ struct Shared<'a> {
     plugin_pid: c_int,
 }
 
+impl<'a> Shared<'a> {
+    fn new(plan: &'a Plan) -> Shared<'a> {
+        Shared {
+            plan,
+            errno: 0,
+            step: 0,
+            init_stack: ptr::null_mut(),
+            plugin_stack: ptr::null_mut(),
+            init_pid: -1,
+            own_proc: false,
+            plugin_pid: -1,
+        }
+    }
+}
+
 /// Starts `program` with `args`, exactly the environment `env`, in `cwd`, in a
 /// process group of its own, with piped stdio, confined by `sandbox`.
 ///
@@ -252,26 +272,10 @@ pub(super) async fn spawn(
         // host's whole `/proc`, readable.
         steps.own_proc = false;
     }
-    let (status, init) = match init::get() {
-        Ok(init) if steps.is_some() => {
-            let (read, write) = pipe()?;
-            // Read once the init has exited, without waiting: one killed
-            // before it wrote leaves nothing, and a child another spawn is
-            // cloning may hold a copy of the write end for an instant.
-            // SAFETY: F_SETFL sets flags on a descriptor we own.
-            if unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let plan = InitPlan {
-                image: init.image(),
-                lifeline: init.lifeline(),
-                status: write,
-                pid_namespace: joins_user,
-            };
-            (Some(read), Some(plan))
-        }
-        _ => (None, None),
-    };
+    let residents = confinement
+        .as_ref()
+        .and_then(sandbox::Prepared::kept)
+        .and_then(sandbox::Kept::get::<super::resident::Residents>);
     let mut plan = Plan {
         program,
         argv,
@@ -286,10 +290,72 @@ pub(super) async fn spawn(
         _strings: strings,
         _child_ends: [stdin_child, stdout_child, stderr_child],
         _confinement: confinement,
-        init,
+        init: None,
+    };
+    // The threads that hold the seccomp program (the child inherits it),
+    // chosen once: the plan no longer names the program afterwards.
+    let spawner = filtered_spawner(&mut plan);
+    // A per-call plugin in a PID namespace: a resident init's, if one is
+    // free (see `resident.rs`). Only under Landlock, whose domain keeps the
+    // plugin from tracing the resident, a process of the host's memory; and
+    // through a spawner thread, whose program and pids cgroup a new
+    // resident inherits.
+    let resident = plan
+        .sandbox
+        .is_some_and(|s| joins_user && !s.own_proc && s.ruleset.is_some());
+    if let (Some(spawner), Some(residents)) = (spawner, residents.filter(|_| resident)) {
+        let (read, write) = super::resident::status_pipe()?;
+        let started = match super::resident::claim(&residents) {
+            // A free one: handed the call from here, as an unconfined spawn
+            // is made from here (this thread waits for the plugin's exec).
+            Some(slot) => {
+                let mut shared = Shared::new(&plan);
+                let started = super::resident::start_in(slot, (&raw mut shared).cast(), write);
+                resident_outcome(started, &shared)
+            }
+            None => {
+                let (back, started) = spawner.start_resident(plan, residents, write).await?;
+                plan = back;
+                started
+            }
+        };
+        if let Some(call) = started? {
+            // The host signals a resident's call through it, never by pid.
+            return Ok(Some(Spawned {
+                pid: 0,
+                plugin_pid: 0,
+                pidfd: read,
+                stdin,
+                stdout,
+                stderr,
+                status: None,
+                reaps: false,
+                resident: Some(call),
+            }));
+        }
+    }
+    let status = match init::get() {
+        Ok(init) if plan.sandbox.is_some() => {
+            let (read, write) = pipe()?;
+            // Read once the init has exited, without waiting: one killed
+            // before it wrote leaves nothing, and a child another spawn is
+            // cloning may hold a copy of the write end for an instant.
+            // SAFETY: F_SETFL sets flags on a descriptor we own.
+            if unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            plan.init = Some(InitPlan {
+                image: init.image(),
+                lifeline: init.lifeline(),
+                status: write,
+                pid_namespace: joins_user,
+            });
+            Some(read)
+        }
+        _ => None,
     };
     let reaps = plan.init.as_ref().is_some_and(|init| !init.pid_namespace);
-    let spawned = match filtered_spawner(&mut plan) {
+    let spawned = match spawner {
         Some(spawner) => spawner.run(plan).await?,
         None => clone_and_exec(&plan)?,
     };
@@ -310,6 +376,7 @@ pub(super) async fn spawn(
         stderr,
         status,
         reaps,
+        resident: None,
     }))
 }
 
@@ -355,7 +422,52 @@ struct Queue {
 /// A spawn handed to the [`FilteredSpawner`], and where its outcome goes.
 struct Job {
     plan: Plan,
-    done: tokio::sync::oneshot::Sender<io::Result<Option<Started>>>,
+    work: Work,
+}
+
+/// What a spawner thread does with a job's plan.
+enum Work {
+    /// Clones the child.
+    Spawn(tokio::sync::oneshot::Sender<io::Result<Option<Started>>>),
+    /// Starts it in a resident init of `residents` (making one if there is
+    /// room), which gets the status pipe's write end; gives the plan back
+    /// (for a spawn of its own when no resident is free).
+    Resident {
+        residents: std::sync::Arc<super::resident::Residents>,
+        status: OwnedFd,
+        done: tokio::sync::oneshot::Sender<(Plan, ResidentStart)>,
+    },
+}
+
+/// A call started in a resident; `None` when none was free.
+type ResidentStart = io::Result<Option<super::resident::Call>>;
+
+/// A resident's start, with the failure of the plugin's own steps, which
+/// it recorded in `shared`: an error then (the call, dropped, is ended).
+fn resident_outcome(
+    started: io::Result<Option<super::resident::Call>>,
+    shared: &Shared<'_>,
+) -> ResidentStart {
+    let call = match started {
+        Ok(Some(call)) => call,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            return Err(step_error(Step::PidNamespace, errno));
+        }
+    };
+    // SAFETY: `shared` is a valid reference; the plugin wrote it before it
+    // exec'd or exited, which the resident waited for.
+    let (errno, step) = unsafe {
+        (
+            ptr::read_volatile(&raw const shared.errno),
+            ptr::read_volatile(&raw const shared.step),
+        )
+    };
+    if errno != 0 {
+        return Err(step_error(Step::from_u32(step), errno));
+    }
+    Ok(Some(call))
 }
 
 /// A child started: its pid, a pidfd, and the plugin's pid where the
@@ -505,16 +617,43 @@ impl FilteredSpawner {
                     queue = self.wake.wait(queue).unwrap_or_else(|e| e.into_inner());
                 }
             };
-            let outcome = clone_and_exec(&job.plan).map(|spawned| {
-                spawned.map(|(pid, pidfd, plugin_pid)| Started {
-                    pid,
-                    pidfd: Some(pidfd),
-                    plugin_pid,
-                })
-            });
-            drop(job.plan);
-            // Refused when the call is gone: the outcome is dropped here then.
-            let _ = job.done.send(outcome);
+            match job.work {
+                Work::Spawn(done) => {
+                    let outcome = clone_and_exec(&job.plan).map(|spawned| {
+                        spawned.map(|(pid, pidfd, plugin_pid)| Started {
+                            pid,
+                            pidfd: Some(pidfd),
+                            plugin_pid,
+                        })
+                    });
+                    drop(job.plan);
+                    // Refused when the call is gone: the outcome is dropped here then.
+                    let _ = done.send(outcome);
+                }
+                Work::Resident {
+                    residents,
+                    status,
+                    done,
+                } => {
+                    let started = match job.plan.sandbox {
+                        Some(steps) => {
+                            let mut shared = Shared::new(&job.plan);
+                            let started = super::resident::start(
+                                &residents,
+                                steps,
+                                resident_plugin_main,
+                                (&raw mut shared).cast(),
+                                status,
+                            );
+                            resident_outcome(started, &shared)
+                        }
+                        None => Ok(None),
+                    };
+                    // Refused when the call is gone: dropped here then, the
+                    // call asks its resident to end it.
+                    let _ = done.send((job.plan, started));
+                }
+            }
         }
     }
 
@@ -527,11 +666,43 @@ impl FilteredSpawner {
             if queue.closed {
                 return Err(gone());
             }
-            queue.jobs.push_back(Job { plan, done });
+            queue.jobs.push_back(Job {
+                plan,
+                work: Work::Spawn(done),
+            });
         }
         self.wake.notify_one();
         let started = outcome.await.map_err(|_| gone())??;
         Ok(started.map(Started::claim))
+    }
+
+    /// Starts `plan` in a resident init of `residents`, from a spawner
+    /// thread (a resident it makes inherits the thread's seccomp program
+    /// and pids cgroup); the plan back, and the call if one was free.
+    async fn start_resident(
+        &self,
+        plan: Plan,
+        residents: std::sync::Arc<super::resident::Residents>,
+        status: OwnedFd,
+    ) -> io::Result<(Plan, ResidentStart)> {
+        let (done, outcome) = tokio::sync::oneshot::channel();
+        let gone = || io::Error::other("the spawner thread is gone");
+        {
+            let mut queue = self.lock();
+            if queue.closed {
+                return Err(gone());
+            }
+            queue.jobs.push_back(Job {
+                plan,
+                work: Work::Resident {
+                    residents,
+                    status,
+                    done,
+                },
+            });
+        }
+        self.wake.notify_one();
+        outcome.await.map_err(|_| gone())
     }
 }
 
@@ -619,14 +790,9 @@ thread_local! {
 /// reaped here.
 fn clone_on(plan: &Plan, stacks: &[Stack]) -> io::Result<Option<Child>> {
     let mut shared = Shared {
-        plan,
-        errno: 0,
-        step: 0,
         init_stack: stacks.get(1).map_or(ptr::null_mut(), Stack::top),
         plugin_stack: stacks.get(2).map_or(ptr::null_mut(), Stack::top),
-        init_pid: -1,
-        own_proc: false,
-        plugin_pid: -1,
+        ..Shared::new(plan)
     };
     // Every signal blocked in this thread across the clone: the child
     // inherits the mask, so no handler of the host can run on its stack
@@ -750,56 +916,6 @@ fn reap_failed(pid: libc::pid_t) {
     }
 }
 
-/// The child's stack: a private mapping with a guard page below it, so an
-/// overflow faults instead of writing into the host's memory.
-struct Stack {
-    base: *mut c_void,
-    len: usize,
-}
-
-impl Stack {
-    fn new() -> io::Result<Stack> {
-        // SAFETY: sysconf takes an integer and touches no memory.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-        let len = CHILD_STACK + page;
-        // SAFETY: an anonymous private mapping of `len` bytes at an address
-        // of the kernel's choosing; no existing memory is affected.
-        let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let stack = Stack { base, len };
-        // SAFETY: the first page of our own mapping becomes inaccessible.
-        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(stack)
-    }
-
-    /// The highest address: stacks grow down.
-    fn top(&self) -> *mut c_void {
-        // SAFETY: one past the end of the mapping, the usual initial stack pointer.
-        unsafe { self.base.cast::<u8>().add(self.len).cast() }
-    }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `new`, which no child
-        // uses any more (it exec'd or exited before clone returned).
-        unsafe { libc::munmap(self.base, self.len) };
-    }
-}
-
 /// Records the failing step and exits; the parent reports it.
 ///
 /// # Safety
@@ -834,52 +950,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
     // pointers into the parent's live data (the plan, its strings and
     // arrays, which the parent keeps alive) or to locals of this frame.
     unsafe {
-        // Signal handlers back to their defaults (the dispositions are this
-        // process's own copy), and SIGPIPE too. 32 and 33 are glibc's own.
-        let mut action: libc::sigaction = std::mem::zeroed();
-        let mut default: libc::sigaction = std::mem::zeroed();
-        default.sa_sigaction = libc::SIG_DFL;
-        for signal in 1..=64 {
-            if matches!(signal, libc::SIGKILL | libc::SIGSTOP | 32 | 33) {
-                continue;
-            }
-            if libc::sigaction(signal, ptr::null(), &mut action) != 0 {
-                continue;
-            }
-            let handler = action.sa_sigaction;
-            let keep =
-                handler == libc::SIG_DFL || (handler == libc::SIG_IGN && signal != libc::SIGPIPE);
-            if !keep && libc::sigaction(signal, &default, ptr::null_mut()) != 0 {
-                fail(shared, Step::Signals, errno());
-            }
-        }
-        // A session of its own, which is a process group of its own too:
-        // no controlling terminal, so `/dev/tty` does not open and no
-        // terminal of the user's can be typed into (TIOCSTI needs it to be
-        // the caller's controlling terminal).
-        if libc::setsid() < 0 {
-            fail(shared, Step::ProcessGroup, errno());
-        }
-        for (target, &fd) in (0..).zip(&plan.stdio) {
-            // The pipe ends are at 3 or above (see `pipe`), so dup2 never
-            // lands on one; the copy it makes is inheritable.
-            if libc::dup2(fd, target) < 0 {
-                fail(shared, Step::Stdio, errno());
-            }
-        }
-        // Every other descriptor the host let be inherited is closed at exec
-        // (the flag is per descriptor table, and this one is the child's).
-        // Kernels before 5.11 lack the flag; the host opens everything
-        // close-on-exec anyway.
-        let rc = libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        );
-        if rc != 0 && !matches!(errno(), libc::ENOSYS | libc::EINVAL) {
-            fail(shared, Step::CloseOnExec, errno());
-        }
+        detach(shared);
         // Namespaces before the folder: joining a mount namespace moves the
         // current folder to its root.
         if let Some(steps) = &plan.sandbox {
@@ -1048,6 +1119,81 @@ extern "C" fn plugin_main(arg: *mut c_void) -> c_int {
         let plan = (*shared).plan;
         let own_proc = ptr::read_volatile(&raw const (*shared).own_proc);
         confine_and_exec(shared, plan.sandbox.map(|steps| steps.after_init(own_proc)))
+    }
+}
+
+/// The plugin of a resident init (see `resident.rs`), cloned by it: what
+/// [`child_main`] does for a spawn of its own (signals, session, stdio),
+/// then the plugin's own confinement and `exec`.
+extern "C" fn resident_plugin_main(arg: *mut c_void) -> c_int {
+    let shared = arg.cast::<Shared<'_>>();
+    // SAFETY: `arg` is the host's `shared`, valid while the host thread
+    // waits for the resident, which waits for this process to exec or exit
+    // (CLONE_VFORK). Every call is a libc wrapper of one system call.
+    unsafe {
+        detach(shared);
+        let plan = (*shared).plan;
+        confine_and_exec(shared, plan.sandbox.map(|steps| steps.after_init(false)))
+    }
+}
+
+/// A spawned child's first steps, whatever it runs: every handled signal
+/// back to its default, a session of its own, the plan's stdio, every
+/// other descriptor closed at `exec`.
+///
+/// # Safety
+/// Only in a child, with `shared` the parent's [`Shared`].
+unsafe fn detach(shared: *mut Shared<'_>) {
+    // SAFETY: as in `child_main`: libc wrappers of single system calls on
+    // the parent's live plan and locals of this frame.
+    unsafe {
+        let plan = (*shared).plan;
+        // Signal handlers back to their defaults (the dispositions are this
+        // process's own copy), and SIGPIPE too. 32 and 33 are glibc's own.
+        let mut action: libc::sigaction = std::mem::zeroed();
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        for signal in 1..=64 {
+            if matches!(signal, libc::SIGKILL | libc::SIGSTOP | 32 | 33) {
+                continue;
+            }
+            if libc::sigaction(signal, ptr::null(), &mut action) != 0 {
+                continue;
+            }
+            let handler = action.sa_sigaction;
+            let keep =
+                handler == libc::SIG_DFL || (handler == libc::SIG_IGN && signal != libc::SIGPIPE);
+            if !keep && libc::sigaction(signal, &default, ptr::null_mut()) != 0 {
+                fail(shared, Step::Signals, errno());
+            }
+        }
+        // A session of its own, which is a process group of its own too:
+        // no controlling terminal, so `/dev/tty` does not open and no
+        // terminal of the user's can be typed into (TIOCSTI needs it to be
+        // the caller's controlling terminal).
+        if libc::setsid() < 0 {
+            fail(shared, Step::ProcessGroup, errno());
+        }
+        for (target, &fd) in (0..).zip(&plan.stdio) {
+            // The pipe ends are at 3 or above (see `pipe`), so dup2 never
+            // lands on one; the copy it makes is inheritable.
+            if libc::dup2(fd, target) < 0 {
+                fail(shared, Step::Stdio, errno());
+            }
+        }
+        // Every other descriptor the host let be inherited is closed at exec
+        // (the flag is per descriptor table, and this one is the child's).
+        // Kernels before 5.11 lack the flag; the host opens everything
+        // close-on-exec anyway.
+        let rc = libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+        if rc != 0 && !matches!(errno(), libc::ENOSYS | libc::EINVAL) {
+            fail(shared, Step::CloseOnExec, errno());
+        }
     }
 }
 

@@ -144,12 +144,17 @@ pub(super) async fn reap_exited(pid: u32) -> io::Result<std::process::ExitStatus
 /// if it wrote one.
 pub(super) fn read_status(fd: &std::os::fd::OwnedFd) -> Option<std::process::ExitStatus> {
     use std::os::fd::AsRawFd;
+    read_status_raw(fd.as_raw_fd())
+}
+
+/// [`read_status`] from a raw descriptor.
+pub(super) fn read_status_raw(fd: RawFd) -> Option<std::process::ExitStatus> {
     use std::os::unix::process::ExitStatusExt;
     let mut status = [0u8; 4];
     loop {
         // SAFETY: `status` is valid for writes of 4 bytes; the descriptor is
         // non-blocking, so the read does not wait.
-        let n = unsafe { libc::read(fd.as_raw_fd(), status.as_mut_ptr().cast(), 4) };
+        let n = unsafe { libc::read(fd, status.as_mut_ptr().cast(), 4) };
         if n == 4 {
             return Some(std::process::ExitStatus::from_raw(i32::from_ne_bytes(
                 status,

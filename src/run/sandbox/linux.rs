@@ -147,6 +147,10 @@ pub(crate) struct Confinement {
     enforcement: Enforcement,
     /// The ruleset the next children use, and how many have used it.
     current: Mutex<Option<(Arc<OwnedFd>, u32)>>,
+    /// What the executor keeps for its per-call processes (their resident
+    /// PID namespaces, `executor/resident.rs`), opaque here; it goes with
+    /// the last `Prepared` of this confinement.
+    kept: Kept,
 }
 
 struct Rule {
@@ -248,10 +252,12 @@ impl fmt::Debug for Confinement {
 
 /// The namespaces the processes of a confinement join: the host's user
 /// namespace (held for the host's life by `namespace.rs`), a mount
-/// namespace and the egress proxy's network namespace, each optional.
+/// namespace, the egress proxy's network namespace and an IPC namespace,
+/// each optional.
 struct Namespaces {
     mnt: Option<OwnedFd>,
     net: Option<Arc<OwnedFd>>,
+    ipc: Option<OwnedFd>,
 }
 
 impl Namespaces {
@@ -260,6 +266,7 @@ impl Namespaces {
             user: namespace::user().ok()?,
             mnt: self.mnt.as_ref().map_or(-1, AsRawFd::as_raw_fd),
             net: self.net.as_deref().map_or(-1, AsRawFd::as_raw_fd),
+            ipc: self.ipc.as_ref().map_or(-1, AsRawFd::as_raw_fd),
         })
     }
 }
@@ -274,6 +281,25 @@ pub(crate) struct Prepared {
     own_proc: bool,
     seccomp: Option<&'static [libc::sock_filter]>,
     namespaces: Option<Arc<Namespaces>>,
+    kept: Option<Kept>,
+}
+
+/// State the executor keeps per confinement, made on first use and
+/// dropped with the confinement. Opaque to the sandbox (the executor owns
+/// its type), so the sandbox does not depend on the executor.
+#[derive(Clone, Default)]
+pub(crate) struct Kept(Arc<std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>>);
+
+impl Kept {
+    /// The state, made with `T::default()` on first use; `None` if it was
+    /// made with another type.
+    pub(crate) fn get<T: Default + Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.0
+            .get_or_init(|| Arc::new(T::default()))
+            .clone()
+            .downcast()
+            .ok()
+    }
 }
 
 impl fmt::Debug for Prepared {
@@ -434,8 +460,22 @@ impl Confinement {
         enforcement.processes_contained = (in_user_namespace
             || (enforcement.signals_scoped && super::init::reaps()))
             && super::init::available().is_ok();
+        // SysV objects of its own (one preparer more, once per confinement).
+        let ipc = if in_user_namespace {
+            match namespace::ipc() {
+                Ok(ipc) => Some(ipc),
+                Err(e) => {
+                    enforcement.not_enforced.push(format!(
+                        "SysV IPC: {e}; the plugin shares the user's shared memory and semaphores"
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let namespaces = (mnt.is_some() || net.is_some() || in_user_namespace)
-            .then(|| Arc::new(Namespaces { mnt, net }));
+            .then(|| Arc::new(Namespaces { mnt, net, ipc }));
         Ok(Confinement {
             handled,
             rules,
@@ -452,6 +492,7 @@ impl Confinement {
             writable,
             enforcement,
             current: Mutex::new(None),
+            kept: Kept::default(),
         })
     }
 
@@ -508,6 +549,7 @@ impl Confinement {
                 own_proc: false,
                 seccomp,
                 namespaces,
+                kept: Some(self.kept.clone()),
             });
         }
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -528,6 +570,7 @@ impl Confinement {
             own_proc: false,
             seccomp,
             namespaces,
+            kept: Some(self.kept.clone()),
         })
     }
 
@@ -553,7 +596,14 @@ impl Prepared {
     /// life; a per-call process is spawned without them.
     pub(crate) fn long_lived(mut self) -> Prepared {
         self.own_proc = true;
+        self.kept = None;
         self
+    }
+
+    /// What the executor keeps for the per-call processes of its plugin
+    /// version (none for a long-lived process).
+    pub(crate) fn kept(&self) -> Option<&Kept> {
+        self.kept.as_ref()
     }
 
     /// Whether the child has anything to do: a process with nothing to

@@ -67,7 +67,9 @@
 //!   confinement (the mount namespace), never per process: a child only
 //!   joins them (`setns`), see `namespace.rs`. The exception is the PID
 //!   namespace each process gets where the user namespace works, under
-//!   `plughost-init` ([`init`]), so that nothing it starts outlives it
+//!   `plughost-init` ([`init`]) or, for a per-call process, a resident
+//!   init kept from call to call (`executor/resident.rs`), so that nothing
+//!   it starts outlives it
 //!   (elsewhere the same init runs it as a child subreaper that kills
 //!   what it leaves). Where user namespaces do not
 //!   work (some distributions forbid them) or are switched off
@@ -117,6 +119,8 @@ mod tests;
 pub(crate) use cgroup::join_thread as join_tasks_group;
 #[cfg(target_os = "linux")]
 pub(crate) use child::{ChildSteps, enforce, join, mount_own_proc, scope_signals};
+#[cfg(target_os = "linux")]
+pub(crate) use os::Kept;
 pub(crate) use os::{Confinement, Prepared, prepare_egress};
 
 /// What a plugin may touch, derived from its granted permissions.

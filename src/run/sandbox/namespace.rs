@@ -14,6 +14,9 @@
 //!   namespace and handed to the host, whose proxy accepts on it. A plugin
 //!   there reaches the proxy and nothing else, whatever it does with its
 //!   sockets. No forwarder process, no second hop;
+//! - an **IPC namespace** per confinement: SysV shared memory, semaphores
+//!   and message queues of its own, out of reach of the user's other
+//!   processes (Landlock and seccomp do not see those objects);
 //! - a **mount namespace** in which every mount is read-only but what the
 //!   plugin may write (bind-mounted writable onto itself): Landlock has no
 //!   right for a file's mode, owner, times or extended attributes, which a
@@ -103,17 +106,7 @@ const PREPARE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The host's user namespace, made on first use; the error says why it
 /// could not be made (a distribution that forbids unprivileged ones…).
 static USER: LazyLock<Result<OwnedFd, String>> = LazyLock::new(|| {
-    let job = Job {
-        join_user: None,
-        unshare: libc::CLONE_NEWUSER,
-        network: false,
-        whole_read_only: false,
-        granted: Vec::new(),
-        pinned: Vec::new(),
-        read_only: Vec::new(),
-        writable: Vec::new(),
-        ns: c"/proc/self/ns/user",
-    };
+    let job = Job::bare(None, libc::CLONE_NEWUSER, c"/proc/self/ns/user");
     prepare(&job)
         .map(|(ns, _)| ns)
         .map_err(|e| format!("cannot make a user namespace: {e}"))
@@ -132,15 +125,8 @@ pub(crate) fn available() -> Result<(), String> {
 pub(crate) fn network() -> io::Result<(OwnedFd, std::net::TcpListener)> {
     let user = user()?;
     let job = Job {
-        join_user: Some(user),
-        unshare: libc::CLONE_NEWNET,
         network: true,
-        whole_read_only: false,
-        granted: Vec::new(),
-        pinned: Vec::new(),
-        read_only: Vec::new(),
-        writable: Vec::new(),
-        ns: c"/proc/self/ns/net",
+        ..Job::bare(Some(user), libc::CLONE_NEWNET, c"/proc/self/ns/net")
     };
     let (ns, listener) = prepare(&job)?;
     let listener = listener.ok_or_else(|| io::Error::other("the preparer sent no socket"))?;
@@ -181,6 +167,16 @@ pub(crate) fn mounts(
     prepare(&job).map(|(ns, _)| ns)
 }
 
+/// A new IPC namespace: SysV shared memory, semaphores and message queues
+/// (and POSIX message queues) of its own, so that a plugin reaches none of
+/// the objects of the user's other processes, and leaves none behind
+/// (they go with the namespace).
+pub(crate) fn ipc() -> io::Result<OwnedFd> {
+    let user = user()?;
+    let job = Job::bare(Some(user), libc::CLONE_NEWIPC, c"/proc/self/ns/ipc");
+    prepare(&job).map(|(ns, _)| ns)
+}
+
 /// The host's user namespace, as a descriptor valid for the host's life.
 pub(crate) fn user() -> io::Result<RawFd> {
     match &*USER {
@@ -195,6 +191,7 @@ pub(crate) struct Joins {
     pub user: RawFd,
     pub mnt: RawFd,
     pub net: RawFd,
+    pub ipc: RawFd,
 }
 
 /// The child's half: joins `joins`' namespaces, user first (the
@@ -209,6 +206,7 @@ pub(crate) fn join(joins: &Joins) -> i32 {
         (joins.user, libc::CLONE_NEWUSER),
         (joins.mnt, libc::CLONE_NEWNS),
         (joins.net, libc::CLONE_NEWNET),
+        (joins.ipc, libc::CLONE_NEWIPC),
     ] {
         if fd < 0 {
             continue;
@@ -251,6 +249,23 @@ struct Job {
     writable: Vec<CString>,
     /// The namespace file sent back.
     ns: &'static CStr,
+}
+
+impl Job {
+    /// Joins `join_user`, makes `unshare`, sends `ns` back: nothing else.
+    fn bare(join_user: Option<RawFd>, unshare: libc::c_int, ns: &'static CStr) -> Job {
+        Job {
+            join_user,
+            unshare,
+            network: false,
+            whole_read_only: false,
+            granted: Vec::new(),
+            pinned: Vec::new(),
+            read_only: Vec::new(),
+            writable: Vec::new(),
+            ns,
+        }
+    }
 }
 
 /// The step of a preparer that failed, as it reports it.
@@ -973,7 +988,12 @@ mod tests {
         // descriptors this process keeps open until the child is reaped.
         unsafe {
             cmd.pre_exec(move || {
-                let joins = Joins { user, mnt, net: -1 };
+                let joins = Joins {
+                    user,
+                    mnt,
+                    net: -1,
+                    ipc: -1,
+                };
                 match join(&joins) {
                     0 => Ok(()),
                     e => Err(io::Error::from_raw_os_error(e)),

@@ -406,7 +406,42 @@ const NAMESPACES: &[Checked] = &[
         },
         why: "creates namespaces (a user namespace holds every capability over them)",
     },
+    Checked {
+        nr: libc::SYS_ptrace,
+        name: "SYS_ptrace",
+        steps: || pid_one(OFFSET_ARG1),
+        why: "traces the PID namespace's first process, which may be a resident init of plughost's own memory",
+    },
+    Checked {
+        nr: libc::SYS_process_vm_readv,
+        name: "SYS_process_vm_readv",
+        steps: || pid_one(OFFSET_ARG0),
+        why: "reads the memory of the PID namespace's first process",
+    },
+    Checked {
+        nr: libc::SYS_process_vm_writev,
+        name: "SYS_process_vm_writev",
+        steps: || pid_one(OFFSET_ARG0),
+        why: "writes the memory of the PID namespace's first process",
+    },
+    Checked {
+        nr: libc::SYS_pidfd_open,
+        name: "SYS_pidfd_open",
+        steps: || pid_one(OFFSET_ARG0),
+        why: "a handle on the PID namespace's first process (to take its descriptors)",
+    },
 ];
+
+/// Refused when the pid at `offset` is 1: the first process of the
+/// caller's PID namespace (`plughost-init`, or a resident init, which
+/// shares plughost's memory). Landlock already keeps a plugin from tracing
+/// a process outside its domain; this holds without it.
+fn pid_one(offset: u32) -> Vec<Step> {
+    vec![
+        (LOAD_WORD, offset, Go::Next, Go::Next),
+        (JUMP_EQ, 1, Go::Eperm, Go::Allow),
+    ]
+}
 
 /// Refused when the mode at `offset` makes a character or block device.
 fn devices(offset: u32) -> Vec<Step> {
@@ -752,6 +787,19 @@ mod tests {
         assert_eq!(call(&p, libc::SYS_read, [0; 3]), ALLOW);
         assert_eq!(call(&p, libc::SYS_keyctl, [0; 3]), ALLOW);
         assert_eq!(run(&p, 0x4000_0003, 102, [0; 3]), KILL);
+        // The namespace's first process is out of reach; the plugin's own
+        // children are not.
+        let attach = libc::PTRACE_ATTACH;
+        assert_eq!(call(&p, libc::SYS_ptrace, [attach, 1, 0]), EPERM);
+        assert_eq!(call(&p, libc::SYS_ptrace, [attach, 3, 0]), ALLOW);
+        for nr in [
+            libc::SYS_process_vm_readv,
+            libc::SYS_process_vm_writev,
+            libc::SYS_pidfd_open,
+        ] {
+            assert_eq!(call(&p, nr, [1, 0, 0]), EPERM);
+            assert_eq!(call(&p, nr, [3, 0, 0]), ALLOW);
+        }
     }
 
     #[test]
