@@ -60,14 +60,17 @@ use crate::run::sandbox::{self, ChildSteps, init};
 /// Set once the kernel refused `CLONE_PIDFD`: every later spawn falls back.
 static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
 
-/// A child that has exec'd: its pid, a pidfd for it, and the parent's ends of
-/// its stdin, stdout and stderr pipes.
+/// A child that has exec'd: its pid, a pidfd for it (or a resident's
+/// status pipe), and the parent's ends of its stdin, stdout and stderr pipes.
 pub(super) struct Spawned {
-    /// The process the host watches and signals (its group's id).
+    /// The process the host watches and signals (its group's id); 0 for
+    /// a resident's call, which the host ends through the resident.
     pub pid: u32,
     /// The plugin's own pid, as the host sees it: `pid` unless that is
-    /// the init of the plugin's PID namespace.
+    /// the init of the plugin's PID namespace (0 in a resident's).
     pub plugin_pid: u32,
+    /// A pidfd of `pid`; for a resident's call, the read end of its status
+    /// pipe, readable once the resident reported the call's end.
     pub pidfd: OwnedFd,
     pub stdin: OwnedFd,
     pub stdout: OwnedFd,
@@ -78,8 +81,9 @@ pub(super) struct Spawned {
     /// `pid` is a reaping `plughost-init` (no PID namespace), ended with
     /// [`unix::END`](super::unix::END) rather than `SIGKILL`.
     pub reaps: bool,
-    /// The call runs in a resident init (see `resident.rs`): `status` is
-    /// written once the plugin and all it started are gone.
+    /// The call runs in a resident init (see `resident.rs`), which writes
+    /// the plugin's status on `pidfd` once the plugin and all it started
+    /// are gone.
     pub resident: Option<super::resident::Call>,
 }
 
