@@ -642,7 +642,10 @@ unsafe fn run(slot: &Slot, number: u64, plugin: c_int, waited: &libc::sigset_t) 
                     break;
                 }
                 more = true;
-                if pid == plugin {
+                // Only an exit or a killing signal ends it: a plugin that
+                // had this process trace it (`PTRACE_TRACEME`) and stopped
+                // is still running.
+                if pid == plugin && (libc::WIFEXITED(s) || libc::WIFSIGNALED(s)) {
                     alive = false;
                     status = s;
                 }
