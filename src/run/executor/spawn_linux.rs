@@ -661,21 +661,27 @@ impl FilteredSpawner {
         }
     }
 
-    /// Spawns `plan` from a spawner thread.
-    async fn run(&self, plan: Plan) -> io::Result<Option<Child>> {
-        let (done, outcome) = tokio::sync::oneshot::channel();
-        let gone = || io::Error::other("the spawner thread is gone");
+    /// Queues `job` for the next free spawner thread; an error once the
+    /// threads are gone.
+    fn submit(&self, job: Job) -> io::Result<()> {
         {
             let mut queue = self.lock();
             if queue.closed {
                 return Err(gone());
             }
-            queue.jobs.push_back(Job {
-                plan,
-                work: Work::Spawn(done),
-            });
+            queue.jobs.push_back(job);
         }
         self.wake.notify_one();
+        Ok(())
+    }
+
+    /// Spawns `plan` from a spawner thread.
+    async fn run(&self, plan: Plan) -> io::Result<Option<Child>> {
+        let (done, outcome) = tokio::sync::oneshot::channel();
+        self.submit(Job {
+            plan,
+            work: Work::Spawn(done),
+        })?;
         let started = outcome.await.map_err(|_| gone())??;
         Ok(started.map(Started::claim))
     }
@@ -690,24 +696,21 @@ impl FilteredSpawner {
         status: OwnedFd,
     ) -> io::Result<(Plan, ResidentStart)> {
         let (done, outcome) = tokio::sync::oneshot::channel();
-        let gone = || io::Error::other("the spawner thread is gone");
-        {
-            let mut queue = self.lock();
-            if queue.closed {
-                return Err(gone());
-            }
-            queue.jobs.push_back(Job {
-                plan,
-                work: Work::Resident {
-                    residents,
-                    status,
-                    done,
-                },
-            });
-        }
-        self.wake.notify_one();
+        self.submit(Job {
+            plan,
+            work: Work::Resident {
+                residents,
+                status,
+                done,
+            },
+        })?;
         outcome.await.map_err(|_| gone())
     }
+}
+
+/// The error of a spawn whose spawner threads are gone.
+fn gone() -> io::Error {
+    io::Error::other("the spawner thread is gone")
 }
 
 /// The path `exec` gets: a relative path is taken from the host's current
