@@ -334,6 +334,31 @@ async fn a_missing_interpreter_is_explained() {
     );
 }
 
+/// An entrypoint still open for writing (a build or a copy finishing) is
+/// waited for briefly, not reported: a call that starts meanwhile runs once
+/// it is closed. The second call runs in the first one's resident PID
+/// namespace where the sandbox has one, which starts the plugin without
+/// the host waiting for its `exec`.
+#[tokio::test]
+async fn an_entrypoint_still_open_for_writing_is_waited_for() {
+    let sandbox = Sandbox::new().with_fixtures(&["slow-ok"]);
+    let host = host(&sandbox);
+    let call = || host.call("slow_ok", json!({}), Invocation::default());
+    assert_eq!(call().await.unwrap().result, "slow ok");
+    let main = sandbox.plugins().join("slow-ok/main.sh");
+    let writer = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&main)
+        .unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(40));
+        drop(writer);
+    });
+    let answer = call().await;
+    release.join().unwrap();
+    assert_eq!(answer.unwrap().result, "slow ok");
+}
+
 #[tokio::test]
 async fn an_entrypoint_made_non_executable_or_deleted_after_load_is_explained() {
     let sandbox = Sandbox::new().with_fixtures(&["slow-ok"]);

@@ -37,6 +37,8 @@ mod process;
 #[cfg(target_os = "linux")]
 mod resident;
 #[cfg(target_os = "linux")]
+mod signals;
+#[cfg(target_os = "linux")]
 mod spawn_linux;
 #[cfg(target_os = "linux")]
 mod stack;

@@ -104,7 +104,10 @@ impl Process {
     /// library does (with the sandbox as a `pre_exec` hook, which forks).
     ///
     /// Retries briefly on ETXTBSY: an entrypoint that was just written (a build,
-    /// a copy) may still be open for writing in another process.
+    /// a copy) may still be open for writing in another process. (A call in a
+    /// resident PID namespace is started without waiting for its `exec`; its
+    /// plugin waits out ETXTBSY itself, and a step it failed is the call's
+    /// outcome: see `resident.rs`.)
     ///
     /// # Blocking
     /// An unconfined spawn holds the calling thread until the child has
@@ -113,7 +116,8 @@ impl Process {
     /// less than a hop to a blocking thread and back would add; so it runs on
     /// the caller's runtime thread, like tokio's own `Command::spawn`. A
     /// sandboxed child is cloned by a spawner thread (see `spawn_linux.rs`),
-    /// which the caller awaits without holding its thread.
+    /// which the caller awaits without holding its thread; a call for a
+    /// resident is handed over without waiting at all.
     pub(crate) async fn spawn(spawn: Spawn<'_>) -> io::Result<Process> {
         #[cfg(target_os = "linux")]
         {
@@ -294,11 +298,8 @@ impl Leader for Group {
     async fn reap(&mut self) -> io::Result<ExitStatus> {
         #[cfg(target_os = "linux")]
         if let Some(call) = &mut self.resident {
-            use std::os::unix::process::ExitStatusExt;
             self.watch.exited().await;
-            let status = self.watch.fd().and_then(unix::read_status_raw);
-            call.finished();
-            return Ok(status.unwrap_or(ExitStatus::from_raw(SIGKILL)));
+            return call.finished(self.watch.fd());
         }
         match &mut self.reaper {
             Reaper::Runtime(child) => child.wait().await,

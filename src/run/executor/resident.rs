@@ -37,7 +37,19 @@
 //! The host and a resident share a [`Slot`]: a state word both wait on
 //! (futexes, private to the one address space), the call being started,
 //! and the host's requests (end the call, pass `SIGTERM` on), numbered by
-//! call so that a late request never reaches the next call. A resident ends
+//! call so that a late request never reaches the next call.
+//!
+//! The host hands a call over and goes on without waiting for the
+//! plugin's `exec` (waiting, it would be woken once more per call, which
+//! cost about a tenth of a tiny call's time here). So what the plugin is
+//! started from (its [`Job`]) stays with the call until the resident no
+//! longer reads it; the resident closes the host's copies of the plugin's
+//! pipe ends once the plugin has its own; a step the plugin failed (its
+//! `exec`, say) is read from the job when the resident reports, and is the
+//! call's outcome then, as it would have been the spawn's; and the plugin
+//! waits out an entrypoint still open for writing (`ETXTBSY`) itself. The
+//! report is one write on the call's status pipe: the plugin's wait status
+//! and the errno of its clone. A resident ends
 //! after 30 s without a call, when its confinement is dropped (a plugin
 //! reloaded or revoked) or the process exits (both wait for it to be
 //! reaped, so that none is left to whoever adopts it), and with the host
@@ -46,7 +58,9 @@
 
 use std::ffi::{c_int, c_void};
 use std::io;
-use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -61,6 +75,11 @@ const RESIDENTS_PER_CONFINEMENT: usize = 32;
 /// How many children a resident reaps before it looks at the host's
 /// requests again.
 const REAPS_PER_TURN: usize = 64;
+
+/// The signals whose disposition a resident sets (`SIGPIPE` ignored, the
+/// others handled); every other is at its default there, so its plugin
+/// puts only these back before `exec`.
+pub(super) const HANDLED: [c_int; 4] = [libc::SIGCHLD, libc::SIGUSR2, libc::SIGTERM, libc::SIGPIPE];
 
 /// How long a resident waits for a call before it goes (seconds).
 const IDLE_FOR: libc::time_t = 30;
@@ -90,6 +109,10 @@ pub(super) struct Slot {
     /// The call being started, what `entry` gets (the spawn's plan), valid
     /// while the state is `JOB`.
     job: std::sync::atomic::AtomicPtr<c_void>,
+    /// The host's copies of the plugin's pipe ends, which the resident
+    /// closes (in the descriptor table it shares with the host) once the
+    /// plugin has its own; -1 once closed. Whichever takes one closes it.
+    child_ends: [AtomicI32; 3],
     /// The write end of the call's status pipe, the resident's to close.
     status_fd: AtomicI32,
     /// The number of the call being run, and the last call the host asked
@@ -112,8 +135,6 @@ pub(super) struct Slot {
     /// given `job`.
     plugin_stack: *mut c_void,
     entry: extern "C" fn(*mut c_void) -> c_int,
-    /// Why the plugin could not be cloned (an errno), 0 if it was.
-    clone_failed: AtomicI32,
 }
 
 // SAFETY: every field the resident writes is an atomic; `steps` and
@@ -221,18 +242,55 @@ fn register(residents: &Arc<Residents>) {
     pools.push(Arc::downgrade(residents));
 }
 
+/// A call's start as the host hands it to a resident, kept by its [`Call`]
+/// until the resident no longer reads it (the plugin has exec'd, or
+/// failed a step and exited).
+pub(super) trait Job: Send + Sync {
+    /// What the resident's `entry` gets for the plugin.
+    fn arg(&mut self) -> *mut c_void;
+    /// The host's copies of the plugin's pipe ends, which the resident
+    /// closes once the plugin has its own (a copy left open in the host
+    /// would keep the plugin's stdout from ever ending).
+    fn child_ends(&self) -> [RawFd; 3];
+    /// Gives those up without closing them: the resident closes them.
+    fn release_child_ends(&mut self);
+    /// The plugin's start as an error, if it failed: a step it recorded
+    /// before it exited, or `clone_error`, the resident's errno from
+    /// cloning it (0 if it did).
+    fn failure(&self, clone_error: c_int) -> Option<io::Error>;
+}
+
 /// One call run by a resident, as its host side holds it.
-#[derive(Debug)]
 pub(super) struct Call {
     slot: Arc<Slot>,
     number: u64,
+    job: Box<dyn Job>,
     done: bool,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("slot", &self.slot)
+            .field("number", &self.number)
+            .finish()
+    }
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        if !self.done {
-            self.end();
+        if self.done {
+            return;
+        }
+        self.end();
+        // The job goes with this call: not while the resident may still
+        // read it (it is cloning the plugin, which has not exec'd yet).
+        loop {
+            let state = self.slot.state.load(Ordering::SeqCst);
+            if state != JOB || self.slot.call.load(Ordering::SeqCst) != self.number {
+                break;
+            }
+            futex_wait(&self.slot.state, state);
         }
     }
 }
@@ -252,9 +310,25 @@ impl Call {
         self.ask(&self.slot.kill, libc::SIGUSR2);
     }
 
-    /// The resident reported the call's end.
-    pub(super) fn finished(&mut self) {
+    /// The call's outcome once its status pipe (`status`) is readable: the
+    /// resident has reported, or died (and its namespace with it), which
+    /// reads as `SIGKILL`. An error if the plugin never started.
+    pub(super) fn finished(&mut self, status: Option<RawFd>) -> io::Result<ExitStatus> {
         self.done = true;
+        let mut report = [0u8; 8];
+        let read = status.is_some_and(|fd| super::unix::read_report(fd, &mut report));
+        let [wait, clone_error] = [0, 4].map(|at| {
+            let bytes = report[at..at + 4].try_into().expect("4 bytes");
+            c_int::from_ne_bytes(bytes)
+        });
+        if let Some(e) = self.job.failure(if read { clone_error } else { 0 }) {
+            return Err(e);
+        }
+        Ok(ExitStatus::from_raw(if read {
+            wait
+        } else {
+            libc::SIGKILL
+        }))
     }
 
     /// Asks the resident to pass `SIGTERM` on to the plugin's group.
@@ -269,8 +343,12 @@ impl Call {
             .signalling
             .lock()
             .unwrap_or_else(|e| e.into_inner());
+        // Only while it runs this call: once it has reported (free again,
+        // or claimed for the next call), the call is over and the signal
+        // would only wake it. Before `STARTED` it reads the request itself
+        // (stored above) once it has cloned the plugin.
         if self.slot.call.load(Ordering::SeqCst) == self.number
-            && self.slot.state.load(Ordering::SeqCst) != GONE
+            && self.slot.state.load(Ordering::SeqCst) == STARTED
         {
             // SAFETY: kill takes integers; the pid is the resident's, not
             // yet reaped (see `signalling`).
@@ -294,97 +372,79 @@ pub(super) fn claim(residents: &Residents) -> Option<Arc<Slot>> {
         .map(|r| r.slot.clone())
 }
 
-/// Starts the spawn `shared` describes in a free resident of `residents`,
-/// making one if none is free and there is room (on a spawner thread, whose
-/// seccomp program and pids cgroup it inherits): `Ok(None)` when there is
-/// none. The status pipe's write end goes to the resident.
-pub(super) fn start(
+/// A free resident of `residents`, or a new one if none is free and there
+/// is room, taken for one call: `None` when there is none. Made on the
+/// calling thread, which must be a spawner thread (the resident inherits
+/// its seccomp program and pids cgroup), with `steps` and `entry` for its
+/// plugins.
+pub(super) fn claim_or_make(
     residents: &Arc<Residents>,
     steps: ChildSteps,
     entry: extern "C" fn(*mut c_void) -> c_int,
-    job: *mut c_void,
-    status: OwnedFd,
-) -> io::Result<Option<Call>> {
-    let slot = match claim(residents) {
-        Some(slot) => slot,
-        None => {
-            let room = residents
-                .slots
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .len()
-                < RESIDENTS_PER_CONFINEMENT;
-            if !room || residents.broken.load(Ordering::Relaxed) {
-                return Ok(None);
-            }
-            let Some(resident) = make(steps, entry) else {
-                residents.broken.store(true, Ordering::Relaxed);
-                return Ok(None);
-            };
-            let slot = resident.slot.clone();
-            // Free since it started, and nobody else knows it yet.
-            slot.state.store(CLAIMED, Ordering::SeqCst);
-            let mut slots = residents.slots.lock().unwrap_or_else(|e| e.into_inner());
-            if !residents.registered.swap(true, Ordering::Relaxed) {
-                register(residents);
-            }
-            slots.push(resident);
-            slot
-        }
+) -> Option<Arc<Slot>> {
+    if let Some(slot) = claim(residents) {
+        return Some(slot);
+    }
+    let room = residents
+        .slots
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .len()
+        < RESIDENTS_PER_CONFINEMENT;
+    if !room || residents.broken.load(Ordering::Relaxed) {
+        return None;
+    }
+    let Some(resident) = make(steps, entry) else {
+        residents.broken.store(true, Ordering::Relaxed);
+        return None;
     };
-    start_in(slot, job, status)
+    let slot = resident.slot.clone();
+    // Free since it started, and nobody else knows it yet.
+    slot.state.store(CLAIMED, Ordering::SeqCst);
+    let mut slots = residents.slots.lock().unwrap_or_else(|e| e.into_inner());
+    if !residents.registered.swap(true, Ordering::Relaxed) {
+        register(residents);
+    }
+    slots.push(resident);
+    Some(slot)
 }
 
-/// Starts the spawn `job` describes in `slot`'s resident, claimed for it;
-/// waits until the plugin has exec'd (or failed, which `entry` records in
-/// `job`), as a spawn does. `Ok(None)`: the resident died meanwhile, and
-/// nothing started; an error: it could not clone the plugin.
-pub(super) fn start_in(
+/// Hands `job` to `slot`'s resident, claimed for it, and the status
+/// pipe's write end with it; does not wait for the plugin's `exec`: a step
+/// the plugin failed, or its clone, is the call's outcome
+/// ([`Call::finished`]). The job back if the resident died since it was
+/// claimed (nothing of it was handed over then).
+pub(super) fn start_in<J: Job + 'static>(
     slot: Arc<Slot>,
-    job: *mut c_void,
+    mut job: Box<J>,
     status: OwnedFd,
-) -> io::Result<Option<Call>> {
-    let number = slot.call.load(Ordering::SeqCst) + 1;
-    slot.call.store(number, Ordering::SeqCst);
-    slot.status_fd.store(status.into_raw_fd(), Ordering::SeqCst);
-    slot.clone_failed.store(0, Ordering::SeqCst);
-    slot.job.store(job, Ordering::SeqCst);
-    if slot
-        .state
-        .compare_exchange(CLAIMED, JOB, Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
-        // It died since it was claimed: the caller starts its own.
-        let fd = slot.status_fd.swap(-1, Ordering::SeqCst);
-        if fd >= 0 {
-            // SAFETY: the write end stored above, which nobody took.
-            drop(unsafe { OwnedFd::from_raw_fd(fd) });
+) -> Result<Call, Box<J>> {
+    let number = {
+        // Under the lock its thread marks it gone with: either it is gone
+        // already, or all of the call is handed over before, and what the
+        // resident leaves open at its end its thread closes.
+        let _alive = slot.signalling.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.state.load(Ordering::SeqCst) != CLAIMED {
+            return Err(job);
         }
-        return Ok(None);
-    }
+        let number = slot.call.load(Ordering::SeqCst) + 1;
+        slot.call.store(number, Ordering::SeqCst);
+        slot.status_fd.store(status.into_raw_fd(), Ordering::SeqCst);
+        for (end, fd) in slot.child_ends.iter().zip(job.child_ends()) {
+            end.store(fd, Ordering::SeqCst);
+        }
+        slot.job.store(job.arg(), Ordering::SeqCst);
+        slot.state.store(JOB, Ordering::SeqCst);
+        job.release_child_ends();
+        number
+    };
     futex_wake(&slot.state);
-    loop {
-        let state = slot.state.load(Ordering::SeqCst);
-        if state != JOB {
-            break;
-        }
-        futex_wait(&slot.state, state);
-    }
-    if slot.state.load(Ordering::SeqCst) == GONE {
-        // It died before it started the plugin (and anything it cloned
-        // died with its namespace): the caller starts one of its own.
-        return Ok(None);
-    }
-    let failed = slot.clone_failed.load(Ordering::SeqCst);
-    let call = Call {
+    Ok(Call {
         slot,
         number,
+        job,
         done: false,
-    };
-    if failed != 0 {
-        return Err(io::Error::from_raw_os_error(failed));
-    }
-    Ok(Some(call))
+    })
 }
 
 /// Makes a resident that takes `steps` and runs `entry` for each call's
@@ -405,6 +465,7 @@ fn make(steps: ChildSteps, entry: extern "C" fn(*mut c_void) -> c_int) -> Option
             let slot = Arc::new(Slot {
                 state: AtomicU32::new(STARTING),
                 job: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
+                child_ends: [AtomicI32::new(-1), AtomicI32::new(-1), AtomicI32::new(-1)],
                 status_fd: AtomicI32::new(-1),
                 call: AtomicU64::new(0),
                 kill: AtomicU64::new(0),
@@ -416,7 +477,6 @@ fn make(steps: ChildSteps, entry: extern "C" fn(*mut c_void) -> c_int) -> Option
                 steps,
                 plugin_stack: stacks[2].top(),
                 entry,
-                clone_failed: AtomicI32::new(0),
             });
             let pid = launch(&slot, &stacks);
             if pid <= 0 {
@@ -443,10 +503,14 @@ fn make(steps: ChildSteps, entry: extern "C" fn(*mut c_void) -> c_int) -> Option
             }
             futex_wake(&slot.state);
             wait_for(pid, 0);
-            let fd = slot.status_fd.swap(-1, Ordering::SeqCst);
-            if fd >= 0 {
-                // SAFETY: the status pipe's write end, which the resident
-                // (gone now) was to close.
+            for fd in [&slot.status_fd]
+                .into_iter()
+                .chain(&slot.child_ends)
+                .map(|fd| fd.swap(-1, Ordering::SeqCst))
+                .filter(|&fd| fd >= 0)
+            {
+                // SAFETY: the status pipe's write end or a pipe end of the
+                // plugin's, which the resident (gone now) was to close.
                 drop(unsafe { OwnedFd::from_raw_fd(fd) });
             }
             drop(stacks);
@@ -545,17 +609,24 @@ extern "C" fn resident_main(arg: *mut c_void) -> c_int {
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 || libc::setsid() < 0 {
             return started(slot, errno());
         }
-        // Handled, so that the host's signals reach the first process of a
-        // PID namespace; taken only with sigtimedwait.
+        // None of the host's handlers (see `signals.rs`); then its own:
+        // these three handled, so that the host's signals reach the first
+        // process of a PID namespace (taken only with sigtimedwait), and a
+        // status nobody reads any more (the call was dropped) fails to write
+        // rather than ending this process.
+        let rc = super::signals::to_defaults(super::signals::all());
+        if rc != 0 {
+            return started(slot, rc);
+        }
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = nothing as *const () as usize;
-        for signal in [libc::SIGCHLD, libc::SIGUSR2, libc::SIGTERM] {
+        for signal in HANDLED {
+            action.sa_sigaction = if signal == libc::SIGPIPE {
+                libc::SIG_IGN
+            } else {
+                nothing as *const () as usize
+            };
             libc::sigaction(signal, &action, ptr::null_mut());
         }
-        // A status nobody reads any more (the call was dropped) fails to
-        // write rather than ending this process.
-        action.sa_sigaction = libc::SIG_IGN;
-        libc::sigaction(libc::SIGPIPE, &action, ptr::null_mut());
         let rc = sandbox::enforce(&slot.steps.for_init());
         if rc != 0 {
             return started(slot, rc);
@@ -594,8 +665,12 @@ extern "C" fn resident_main(arg: *mut c_void) -> c_int {
                 libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
                 slot.job.load(Ordering::SeqCst),
             );
-            if plugin < 0 {
-                slot.clone_failed.store(errno(), Ordering::SeqCst);
+            let clone_error = if plugin < 0 { errno() } else { 0 };
+            for end in &slot.child_ends {
+                let fd = end.swap(-1, Ordering::SeqCst);
+                if fd >= 0 {
+                    libc::close(fd);
+                }
             }
             slot.state.store(STARTED, Ordering::SeqCst);
             futex_wake(&slot.state);
@@ -610,8 +685,10 @@ extern "C" fn resident_main(arg: *mut c_void) -> c_int {
             let fd = slot.status_fd.swap(-1, Ordering::SeqCst);
             slot.state.store(FREE, Ordering::SeqCst);
             if fd >= 0 {
-                let bytes = status.to_ne_bytes();
-                libc::write(fd, bytes.as_ptr().cast(), 4);
+                // One write, which a pipe keeps whole: the plugin's wait
+                // status, then the errno of its clone.
+                let report: [c_int; 2] = [status, clone_error];
+                libc::write(fd, report.as_ptr().cast(), 8);
                 libc::close(fd);
             }
         }

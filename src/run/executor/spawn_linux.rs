@@ -33,7 +33,8 @@
 //!
 //! A per-call plugin there runs in a resident PID namespace instead, kept
 //! from call to call (`resident.rs`), when one is free: no process more
-//! than the plugin itself per call.
+//! than the plugin itself per call, and the host does not wait for its
+//! `exec`.
 //!
 //! Where the sandbox has no user namespace (Landlock alone), the same first
 //! process runs the plugin without a PID namespace, as a child subreaper:
@@ -47,7 +48,7 @@ use std::collections::VecDeque;
 use std::ffi::{CString, OsStr, OsString, c_int, c_void};
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr;
@@ -101,8 +102,8 @@ struct Plan {
     /// The strings `argv` and `envp` point into.
     _strings: Vec<CString>,
     /// The descriptors `stdio` names, closed in the parent once the child
-    /// has them.
-    _child_ends: [OwnedFd; 3],
+    /// has them (by a resident, for a call it runs: `None` then).
+    child_ends: Option<[OwnedFd; 3]>,
     /// Keeps the ruleset and namespace descriptors `sandbox` names open.
     _confinement: Option<sandbox::Prepared>,
     /// A PID namespace of its own, under `plughost-init`.
@@ -292,7 +293,7 @@ pub(super) async fn spawn(
         ],
         sandbox: steps,
         _strings: strings,
-        _child_ends: [stdin_child, stdout_child, stderr_child],
+        child_ends: Some([stdin_child, stdout_child, stderr_child]),
         _confinement: confinement,
         init: None,
     };
@@ -307,35 +308,35 @@ pub(super) async fn spawn(
     let resident = plan
         .sandbox
         .is_some_and(|s| joins_user && !s.own_proc && s.ruleset.is_some());
-    if let (Some(spawner), Some(residents)) = (spawner, residents.filter(|_| resident)) {
-        let (read, write) = super::resident::status_pipe()?;
-        let started = match super::resident::claim(&residents) {
-            // A free one: handed the call from here, as an unconfined spawn
-            // is made from here (this thread waits for the plugin's exec).
-            Some(slot) => {
-                let mut shared = Shared::new(&plan);
-                let started = super::resident::start_in(slot, (&raw mut shared).cast(), write);
-                resident_outcome(started, &shared)
-            }
-            None => {
-                let (back, started) = spawner.start_resident(plan, residents, write).await?;
-                plan = back;
-                started
-            }
+    if let (Some(spawner), Some(residents), Some(steps)) =
+        (spawner, residents.filter(|_| resident), plan.sandbox)
+    {
+        // A free one is taken from here; a new one is made on a spawner
+        // thread (it inherits that thread's program and pids cgroup).
+        let slot = match super::resident::claim(&residents) {
+            Some(slot) => Some(slot),
+            None => spawner.make_resident(residents, steps).await?,
         };
-        if let Some(call) = started? {
-            // The host signals a resident's call through it, never by pid.
-            return Ok(Some(Spawned {
-                pid: 0,
-                plugin_pid: 0,
-                pidfd: read,
-                stdin,
-                stdout,
-                stderr,
-                status: None,
-                reaps: false,
-                resident: Some(call),
-            }));
+        if let Some(slot) = slot {
+            let (read, write) = super::resident::status_pipe()?;
+            match super::resident::start_in(slot, ResidentJob::new(plan), write) {
+                // The host signals a resident's call through it, never by
+                // pid.
+                Ok(call) => {
+                    return Ok(Some(Spawned {
+                        pid: 0,
+                        plugin_pid: 0,
+                        pidfd: read,
+                        stdin,
+                        stdout,
+                        stderr,
+                        status: None,
+                        reaps: false,
+                        resident: Some(call),
+                    }));
+                }
+                Err(job) => plan = (*job).into_plan(),
+            }
         }
     }
     let status = match init::get() {
@@ -423,55 +424,81 @@ struct Queue {
     closed: bool,
 }
 
-/// A spawn handed to the [`FilteredSpawner`], and where its outcome goes.
-struct Job {
-    plan: Plan,
-    work: Work,
-}
-
-/// What a spawner thread does with a job's plan.
-enum Work {
-    /// Clones the child.
-    Spawn(tokio::sync::oneshot::Sender<io::Result<Option<Started>>>),
-    /// Starts it in a resident init of `residents` (making one if there is
-    /// room), which gets the status pipe's write end; gives the plan back
-    /// (for a spawn of its own when no resident is free).
+/// What a spawner thread is handed, and where its outcome goes.
+enum Job {
+    /// Clones the plan's child.
+    Spawn {
+        plan: Plan,
+        done: tokio::sync::oneshot::Sender<io::Result<Option<Started>>>,
+    },
+    /// Takes a free resident init of `residents`, or makes one with
+    /// `steps` if there is room (`None` when there is none).
     Resident {
         residents: std::sync::Arc<super::resident::Residents>,
-        status: OwnedFd,
-        done: tokio::sync::oneshot::Sender<(Plan, ResidentStart)>,
+        steps: ChildSteps,
+        done: tokio::sync::oneshot::Sender<Option<std::sync::Arc<super::resident::Slot>>>,
     },
 }
 
-/// A call started in a resident; `None` when none was free.
-type ResidentStart = io::Result<Option<super::resident::Call>>;
+/// A call's start in a resident: its plan, and what its plugin records
+/// there if a step fails (see `resident::Job`).
+struct ResidentJob {
+    /// Points into `plan`, whose heap allocation lives as long as this.
+    shared: Shared<'static>,
+    plan: Box<Plan>,
+}
 
-/// A resident's start, with the failure of the plugin's own steps, which
-/// it recorded in `shared`: an error then (the call, dropped, is ended).
-fn resident_outcome(
-    started: io::Result<Option<super::resident::Call>>,
-    shared: &Shared<'_>,
-) -> ResidentStart {
-    let call = match started {
-        Ok(Some(call)) => call,
-        Ok(None) => return Ok(None),
-        Err(e) => {
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            return Err(step_error(Step::PidNamespace, errno));
-        }
-    };
-    // SAFETY: `shared` is a valid reference; the plugin wrote it before it
-    // exec'd or exited, which the resident waited for.
-    let (errno, step) = unsafe {
-        (
-            ptr::read_volatile(&raw const shared.errno),
-            ptr::read_volatile(&raw const shared.step),
-        )
-    };
-    if errno != 0 {
-        return Err(step_error(Step::from_u32(step), errno));
+// SAFETY: `Plan` is `Send` (see there), and `shared` only points into it;
+// through a shared reference, both are only read.
+unsafe impl Send for ResidentJob {}
+// SAFETY: as above.
+unsafe impl Sync for ResidentJob {}
+
+impl ResidentJob {
+    fn new(plan: Plan) -> Box<ResidentJob> {
+        let plan = Box::new(plan);
+        let at: *const Plan = &*plan;
+        // SAFETY: the plan's allocation does not move with the box, and
+        // is freed only with the job, after `shared` (which has no `Drop`)
+        // is no longer read.
+        let shared = Shared::new(unsafe { &*at });
+        Box::new(ResidentJob { shared, plan })
     }
-    Ok(Some(call))
+
+    fn into_plan(self) -> Plan {
+        *self.plan
+    }
+}
+
+impl super::resident::Job for ResidentJob {
+    fn arg(&mut self) -> *mut c_void {
+        (&raw mut self.shared).cast()
+    }
+
+    fn child_ends(&self) -> [RawFd; 3] {
+        self.plan.stdio
+    }
+
+    fn release_child_ends(&mut self) {
+        for end in self.plan.child_ends.take().into_iter().flatten() {
+            let _ = end.into_raw_fd();
+        }
+    }
+
+    fn failure(&self, clone_error: c_int) -> Option<io::Error> {
+        if clone_error != 0 {
+            return Some(step_error(Step::PidNamespace, clone_error));
+        }
+        // SAFETY: a valid reference; the plugin wrote it, if at all, before
+        // it exec'd or exited, which the resident reported (or died with).
+        let (errno, step) = unsafe {
+            (
+                ptr::read_volatile(&raw const self.shared.errno),
+                ptr::read_volatile(&raw const self.shared.step),
+            )
+        };
+        (errno != 0).then(|| step_error(Step::from_u32(step), errno))
+    }
 }
 
 /// A child started: its pid, a pidfd, and the plugin's pid where the
@@ -621,41 +648,29 @@ impl FilteredSpawner {
                     queue = self.wake.wait(queue).unwrap_or_else(|e| e.into_inner());
                 }
             };
-            match job.work {
-                Work::Spawn(done) => {
-                    let outcome = clone_and_exec(&job.plan).map(|spawned| {
+            match job {
+                Job::Spawn { plan, done } => {
+                    let outcome = clone_and_exec(&plan).map(|spawned| {
                         spawned.map(|(pid, pidfd, plugin_pid)| Started {
                             pid,
                             pidfd: Some(pidfd),
                             plugin_pid,
                         })
                     });
-                    drop(job.plan);
+                    drop(plan);
                     // Refused when the call is gone: the outcome is dropped here then.
                     let _ = done.send(outcome);
                 }
-                Work::Resident {
+                Job::Resident {
                     residents,
-                    status,
+                    steps,
                     done,
                 } => {
-                    let started = match job.plan.sandbox {
-                        Some(steps) => {
-                            let mut shared = Shared::new(&job.plan);
-                            let started = super::resident::start(
-                                &residents,
-                                steps,
-                                resident_plugin_main,
-                                (&raw mut shared).cast(),
-                                status,
-                            );
-                            resident_outcome(started, &shared)
-                        }
-                        None => Ok(None),
-                    };
-                    // Refused when the call is gone: dropped here then, the
-                    // call asks its resident to end it.
-                    let _ = done.send((job.plan, started));
+                    let slot =
+                        super::resident::claim_or_make(&residents, steps, resident_plugin_main);
+                    // Refused when the call is gone: the resident is
+                    // claimed for good then, and goes when idle too long.
+                    let _ = done.send(slot);
                 }
             }
         }
@@ -678,31 +693,24 @@ impl FilteredSpawner {
     /// Spawns `plan` from a spawner thread.
     async fn run(&self, plan: Plan) -> io::Result<Option<Child>> {
         let (done, outcome) = tokio::sync::oneshot::channel();
-        self.submit(Job {
-            plan,
-            work: Work::Spawn(done),
-        })?;
+        self.submit(Job::Spawn { plan, done })?;
         let started = outcome.await.map_err(|_| gone())??;
         Ok(started.map(Started::claim))
     }
 
-    /// Starts `plan` in a resident init of `residents`, from a spawner
-    /// thread (a resident it makes inherits the thread's seccomp program
-    /// and pids cgroup); the plan back, and the call if one was free.
-    async fn start_resident(
+    /// A free resident init of `residents`, or one made on a spawner thread
+    /// (it inherits the thread's seccomp program and pids cgroup) for
+    /// plugins confined by `steps`; `None` when there is none.
+    async fn make_resident(
         &self,
-        plan: Plan,
         residents: std::sync::Arc<super::resident::Residents>,
-        status: OwnedFd,
-    ) -> io::Result<(Plan, ResidentStart)> {
+        steps: ChildSteps,
+    ) -> io::Result<Option<std::sync::Arc<super::resident::Slot>>> {
         let (done, outcome) = tokio::sync::oneshot::channel();
-        self.submit(Job {
-            plan,
-            work: Work::Resident {
-                residents,
-                status,
-                done,
-            },
+        self.submit(Job::Resident {
+            residents,
+            steps,
+            done,
         })?;
         outcome.await.map_err(|_| gone())
     }
@@ -957,7 +965,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
     // pointers into the parent's live data (the plan, its strings and
     // arrays, which the parent keeps alive) or to locals of this frame.
     unsafe {
-        detach(shared);
+        detach(shared, super::signals::all());
         // Namespaces before the folder: joining a mount namespace moves the
         // current folder to its root.
         if let Some(steps) = &plan.sandbox {
@@ -968,7 +976,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         }
         let init_stack = (*shared).init_stack;
         if init_stack.is_null() {
-            confine_and_exec(shared, plan.sandbox);
+            confine_and_exec(shared, plan.sandbox, 0);
         }
         // A PID namespace (this process stays in the host's; its children
         // are made in the new one), where the user namespace works. Its
@@ -1125,7 +1133,11 @@ extern "C" fn plugin_main(arg: *mut c_void) -> c_int {
         }
         let plan = (*shared).plan;
         let own_proc = ptr::read_volatile(&raw const (*shared).own_proc);
-        confine_and_exec(shared, plan.sandbox.map(|steps| steps.after_init(own_proc)))
+        confine_and_exec(
+            shared,
+            plan.sandbox.map(|steps| steps.after_init(own_proc)),
+            0,
+        )
     }
 }
 
@@ -1134,45 +1146,42 @@ extern "C" fn plugin_main(arg: *mut c_void) -> c_int {
 /// then the plugin's own confinement and `exec`.
 extern "C" fn resident_plugin_main(arg: *mut c_void) -> c_int {
     let shared = arg.cast::<Shared<'_>>();
-    // SAFETY: `arg` is the host's `shared`, valid while the host thread
-    // waits for the resident, which waits for this process to exec or exit
-    // (CLONE_VFORK). Every call is a libc wrapper of one system call.
+    // SAFETY: `arg` is the `shared` of the call's job, which the host keeps
+    // until the resident has cloned this process, which returns once it
+    // has exec'd or exited (CLONE_VFORK). Every call is a libc wrapper of
+    // one system call.
     unsafe {
-        detach(shared);
+        // The resident handles only these; every other signal it left at
+        // its default.
+        detach(shared, super::resident::HANDLED.into_iter());
         let plan = (*shared).plan;
-        confine_and_exec(shared, plan.sandbox.map(|steps| steps.after_init(false)))
+        // Nobody waits for this `exec` to retry it (see `process.rs`): an
+        // entrypoint still open for writing is waited for here.
+        let busy_retries = 20;
+        confine_and_exec(
+            shared,
+            plan.sandbox.map(|steps| steps.after_init(false)),
+            busy_retries,
+        )
     }
 }
 
-/// A spawned child's first steps, whatever it runs: every handled signal
-/// back to its default, a session of its own, the plan's stdio, every
-/// other descriptor closed at `exec`.
+/// A spawned child's first steps, whatever it runs: each of `signals` that
+/// has a handler back to its default, a session of its own, the plan's
+/// stdio, every other descriptor closed at `exec`.
 ///
 /// # Safety
 /// Only in a child, with `shared` the parent's [`Shared`].
-unsafe fn detach(shared: *mut Shared<'_>) {
+unsafe fn detach(shared: *mut Shared<'_>, signals: impl Iterator<Item = c_int>) {
     // SAFETY: as in `child_main`: libc wrappers of single system calls on
     // the parent's live plan and locals of this frame.
     unsafe {
         let plan = (*shared).plan;
         // Signal handlers back to their defaults (the dispositions are this
-        // process's own copy), and SIGPIPE too. 32 and 33 are glibc's own.
-        let mut action: libc::sigaction = std::mem::zeroed();
-        let mut default: libc::sigaction = std::mem::zeroed();
-        default.sa_sigaction = libc::SIG_DFL;
-        for signal in 1..=64 {
-            if matches!(signal, libc::SIGKILL | libc::SIGSTOP | 32 | 33) {
-                continue;
-            }
-            if libc::sigaction(signal, ptr::null(), &mut action) != 0 {
-                continue;
-            }
-            let handler = action.sa_sigaction;
-            let keep =
-                handler == libc::SIG_DFL || (handler == libc::SIG_IGN && signal != libc::SIGPIPE);
-            if !keep && libc::sigaction(signal, &default, ptr::null_mut()) != 0 {
-                fail(shared, Step::Signals, errno());
-            }
+        // process's own copy; see `signals.rs`).
+        let rc = super::signals::to_defaults(signals);
+        if rc != 0 {
+            fail(shared, Step::Signals, rc);
         }
         // A session of its own, which is a process group of its own too:
         // no controlling terminal, so `/dev/tty` does not open and no
@@ -1205,11 +1214,17 @@ unsafe fn detach(shared: *mut Shared<'_>) {
 }
 
 /// The child's last steps: its folder, the confinement `steps` (the
-/// plan's, or what is left of them under an init), `exec`.
+/// plan's, or what is left of them under an init), `exec` (tried again
+/// up to `busy_retries` times, 5 ms apart, while it fails with `ETXTBSY`:
+/// only where every descriptor past stdio is the host's, closed at `exec`).
 ///
 /// # Safety
 /// Only in the child, with `shared` the parent's [`Shared`].
-unsafe fn confine_and_exec(shared: *mut Shared<'_>, steps: Option<ChildSteps>) -> ! {
+unsafe fn confine_and_exec(
+    shared: *mut Shared<'_>,
+    steps: Option<ChildSteps>,
+    mut busy_retries: u32,
+) -> ! {
     // SAFETY: as in `child_main`: libc wrappers of single system calls on
     // the parent's live plan and locals of this frame.
     unsafe {
@@ -1226,11 +1241,26 @@ unsafe fn confine_and_exec(shared: *mut Shared<'_>, steps: Option<ChildSteps>) -
         let mut none = MaybeUninit::<libc::sigset_t>::uninit();
         libc::sigemptyset(none.as_mut_ptr());
         libc::sigprocmask(libc::SIG_SETMASK, none.as_ptr(), ptr::null_mut());
-        libc::execve(
-            plan.program.as_ptr(),
-            plan.argv.as_ptr(),
-            plan.envp.as_ptr(),
-        );
+        loop {
+            libc::execve(
+                plan.program.as_ptr(),
+                plan.argv.as_ptr(),
+                plan.envp.as_ptr(),
+            );
+            if errno() != libc::ETXTBSY || busy_retries == 0 {
+                break;
+            }
+            busy_retries -= 1;
+            // The writer may be the host itself: this process holds copies
+            // of the host's descriptors, which `exec` would close (none is
+            // needed past it), and one may be the one writing.
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 5_000_000,
+            };
+            libc::nanosleep(&pause, ptr::null_mut());
+        }
         fail(shared, Step::Exec, errno())
     }
 }

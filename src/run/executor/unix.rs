@@ -144,26 +144,26 @@ pub(super) async fn reap_exited(pid: u32) -> io::Result<std::process::ExitStatus
 /// if it wrote one.
 pub(super) fn read_status(fd: &std::os::fd::OwnedFd) -> Option<std::process::ExitStatus> {
     use std::os::fd::AsRawFd;
-    read_status_raw(fd.as_raw_fd())
-}
-
-/// [`read_status`] from a raw descriptor.
-pub(super) fn read_status_raw(fd: RawFd) -> Option<std::process::ExitStatus> {
     use std::os::unix::process::ExitStatusExt;
     let mut status = [0u8; 4];
+    read_report(fd.as_raw_fd(), &mut status)
+        .then(|| std::process::ExitStatus::from_raw(i32::from_ne_bytes(status)))
+}
+
+/// Fills `report` from `fd`, a non-blocking pipe its writer wrote one
+/// report on in a single write (which a pipe keeps whole) before it
+/// closed it; false if there was none.
+pub(super) fn read_report(fd: RawFd, report: &mut [u8]) -> bool {
     loop {
-        // SAFETY: `status` is valid for writes of 4 bytes; the descriptor is
-        // non-blocking, so the read does not wait.
-        let n = unsafe { libc::read(fd, status.as_mut_ptr().cast(), 4) };
-        if n == 4 {
-            return Some(std::process::ExitStatus::from_raw(i32::from_ne_bytes(
-                status,
-            )));
+        // SAFETY: `report` is valid for writes of its length; the
+        // descriptor is non-blocking, so the read does not wait.
+        let n = unsafe { libc::read(fd, report.as_mut_ptr().cast(), report.len()) };
+        if n >= 0 {
+            return n as usize == report.len();
         }
-        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-            continue;
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return false;
         }
-        return None;
     }
 }
 
