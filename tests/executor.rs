@@ -359,6 +359,60 @@ async fn an_entrypoint_still_open_for_writing_is_waited_for() {
     assert_eq!(answer.unwrap().result, "slow ok");
 }
 
+/// Calls dropped as they start (while a resident PID namespace is being
+/// made for them, or handed them) leave no resident taken for good: once
+/// the host is dropped, every resident's thread is gone. Run in a process
+/// of its own, whose threads are only this test's host's.
+#[tokio::test]
+async fn calls_dropped_as_they_start_leave_no_resident_behind() {
+    const NAME: &str = "executor::calls_dropped_as_they_start_leave_no_resident_behind";
+    if std::env::var_os("PLUGHOST_ALONE").is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .env("PLUGHOST_ALONE", "1")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && said.contains("1 passed"), "{said}");
+        return;
+    }
+    let sandbox = Sandbox::new().with_fixtures(&["slow-ok"]);
+    let host = Arc::new(host(&sandbox));
+    for round in 0..40u64 {
+        let calls: Vec<_> = (0..16u64)
+            .map(|i| {
+                let host = host.clone();
+                let wait = Duration::from_micros((round * 16 + i) * 397 % 4000);
+                tokio::spawn(async move {
+                    let call = host.call("slow_ok", json!({}), Invocation::default());
+                    let _ = tokio::time::timeout(wait, call).await;
+                })
+            })
+            .collect();
+        for call in calls {
+            call.await.unwrap();
+        }
+    }
+    drop(host);
+    let residents = || {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|comm| comm.starts_with("plughost-resid"))
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while residents() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        residents(),
+        0,
+        "residents left after their host was dropped"
+    );
+}
+
 #[tokio::test]
 async fn an_entrypoint_made_non_executable_or_deleted_after_load_is_explained() {
     let sandbox = Sandbox::new().with_fixtures(&["slow-ok"]);

@@ -43,7 +43,10 @@
 //! plugin's `exec` (waiting, it would be woken once more per call, which
 //! cost about a tenth of a tiny call's time here). So what the plugin is
 //! started from (its [`Job`]) stays with the call until the resident no
-//! longer reads it; the resident closes the host's copies of the plugin's
+//! longer reads it (a call dropped before waits that long: the plugin's
+//! steps before `exec`, since it then stops waiting out a busy
+//! entrypoint); a resident claimed for a call that is dropped before it is
+//! handed the call is free again ([`Claimed`]); the resident closes the host's copies of the plugin's
 //! pipe ends once the plugin has its own; a step the plugin failed (its
 //! `exec`, say) is read from the job when the resident reports, and is the
 //! call's outcome then, as it would have been the spawn's; and the plugin
@@ -254,6 +257,9 @@ pub(super) trait Job: Send + Sync {
     fn child_ends(&self) -> [RawFd; 3];
     /// Gives those up without closing them: the resident closes them.
     fn release_child_ends(&mut self);
+    /// Tells the plugin, not yet exec'd, that its call is gone: it stops
+    /// waiting for its entrypoint (see `ETXTBSY` in the module docs).
+    fn give_up(&self);
     /// The plugin's start as an error, if it failed: a step it recorded
     /// before it exited, or `clone_error`, the resident's errno from
     /// cloning it (0 if it did).
@@ -284,13 +290,20 @@ impl Drop for Call {
         }
         self.end();
         // The job goes with this call: not while the resident may still
-        // read it (it is cloning the plugin, which has not exec'd yet).
-        loop {
-            let state = self.slot.state.load(Ordering::SeqCst);
-            if state != JOB || self.slot.call.load(Ordering::SeqCst) != self.number {
-                break;
+        // read it (it is cloning the plugin, which has not exec'd yet). The
+        // plugin stops waiting out a busy entrypoint, so this is the time
+        // of the steps before its `exec`.
+        if self.slot.state.load(Ordering::SeqCst) == JOB
+            && self.slot.call.load(Ordering::SeqCst) == self.number
+        {
+            self.job.give_up();
+            loop {
+                let state = self.slot.state.load(Ordering::SeqCst);
+                if state != JOB || self.slot.call.load(Ordering::SeqCst) != self.number {
+                    break;
+                }
+                futex_wait(&self.slot.state, state);
             }
-            futex_wait(&self.slot.state, state);
         }
     }
 }
@@ -357,8 +370,26 @@ impl Call {
     }
 }
 
+/// A resident taken for one call; free again if dropped before
+/// [`start_in`] gave it the call (the call was dropped meanwhile, or could
+/// not be prepared), rather than taken for good.
+pub(super) struct Claimed(Option<Arc<Slot>>);
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0.take()
+            && slot
+                .state
+                .compare_exchange(CLAIMED, FREE, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            futex_wake(&slot.state);
+        }
+    }
+}
+
 /// A free resident of `residents`, taken for one call (see [`start_in`]).
-pub(super) fn claim(residents: &Residents) -> Option<Arc<Slot>> {
+pub(super) fn claim(residents: &Residents) -> Option<Claimed> {
     let mut slots = residents.slots.lock().unwrap_or_else(|e| e.into_inner());
     slots.retain(|r| r.slot.state.load(Ordering::SeqCst) != GONE);
     slots
@@ -369,7 +400,7 @@ pub(super) fn claim(residents: &Residents) -> Option<Arc<Slot>> {
                 .compare_exchange(FREE, CLAIMED, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
         })
-        .map(|r| r.slot.clone())
+        .map(|r| Claimed(Some(r.slot.clone())))
 }
 
 /// A free resident of `residents`, or a new one if none is free and there
@@ -381,9 +412,9 @@ pub(super) fn claim_or_make(
     residents: &Arc<Residents>,
     steps: ChildSteps,
     entry: extern "C" fn(*mut c_void) -> c_int,
-) -> Option<Arc<Slot>> {
-    if let Some(slot) = claim(residents) {
-        return Some(slot);
+) -> Option<Claimed> {
+    if let Some(claimed) = claim(residents) {
+        return Some(claimed);
     }
     let room = residents
         .slots
@@ -406,7 +437,7 @@ pub(super) fn claim_or_make(
         register(residents);
     }
     slots.push(resident);
-    Some(slot)
+    Some(Claimed(Some(slot)))
 }
 
 /// Hands `job` to `slot`'s resident, claimed for it, and the status
@@ -415,10 +446,11 @@ pub(super) fn claim_or_make(
 /// ([`Call::finished`]). The job back if the resident died since it was
 /// claimed (nothing of it was handed over then).
 pub(super) fn start_in<J: Job + 'static>(
-    slot: Arc<Slot>,
+    mut claimed: Claimed,
     mut job: Box<J>,
     status: OwnedFd,
 ) -> Result<Call, Box<J>> {
+    let slot = claimed.0.take().expect("taken only here");
     let number = {
         // Under the lock its thread marks it gone with: either it is gone
         // already, or all of the call is handed over before, and what the

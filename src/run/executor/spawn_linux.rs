@@ -194,6 +194,9 @@ struct Shared<'a> {
     /// The plugin's pid as the host sees it, where the init is in the
     /// host's PID namespace (a reaping init); -1 otherwise.
     plugin_pid: c_int,
+    /// Set by the host when the call is gone: the child stops trying
+    /// `exec` again (see [`confine_and_exec`]).
+    given_up: AtomicBool,
 }
 
 impl<'a> Shared<'a> {
@@ -207,6 +210,7 @@ impl<'a> Shared<'a> {
             init_pid: -1,
             own_proc: false,
             plugin_pid: -1,
+            given_up: AtomicBool::new(false),
         }
     }
 }
@@ -313,13 +317,13 @@ pub(super) async fn spawn(
     {
         // A free one is taken from here; a new one is made on a spawner
         // thread (it inherits that thread's program and pids cgroup).
-        let slot = match super::resident::claim(&residents) {
-            Some(slot) => Some(slot),
+        let claimed = match super::resident::claim(&residents) {
+            Some(claimed) => Some(claimed),
             None => spawner.make_resident(residents, steps).await?,
         };
-        if let Some(slot) = slot {
+        if let Some(claimed) = claimed {
             let (read, write) = super::resident::status_pipe()?;
-            match super::resident::start_in(slot, ResidentJob::new(plan), write) {
+            match super::resident::start_in(claimed, ResidentJob::new(plan), write) {
                 // The host signals a resident's call through it, never by
                 // pid.
                 Ok(call) => {
@@ -436,7 +440,7 @@ enum Job {
     Resident {
         residents: std::sync::Arc<super::resident::Residents>,
         steps: ChildSteps,
-        done: tokio::sync::oneshot::Sender<Option<std::sync::Arc<super::resident::Slot>>>,
+        done: tokio::sync::oneshot::Sender<Option<super::resident::Claimed>>,
     },
 }
 
@@ -477,6 +481,10 @@ impl super::resident::Job for ResidentJob {
 
     fn child_ends(&self) -> [RawFd; 3] {
         self.plan.stdio
+    }
+
+    fn give_up(&self) {
+        self.shared.given_up.store(true, Ordering::SeqCst);
     }
 
     fn release_child_ends(&mut self) {
@@ -666,11 +674,11 @@ impl FilteredSpawner {
                     steps,
                     done,
                 } => {
-                    let slot =
+                    let claimed =
                         super::resident::claim_or_make(&residents, steps, resident_plugin_main);
-                    // Refused when the call is gone: the resident is
-                    // claimed for good then, and goes when idle too long.
-                    let _ = done.send(slot);
+                    // Refused when the call is gone: dropped here then, the
+                    // resident is free again.
+                    let _ = done.send(claimed);
                 }
             }
         }
@@ -705,7 +713,7 @@ impl FilteredSpawner {
         &self,
         residents: std::sync::Arc<super::resident::Residents>,
         steps: ChildSteps,
-    ) -> io::Result<Option<std::sync::Arc<super::resident::Slot>>> {
+    ) -> io::Result<Option<super::resident::Claimed>> {
         let (done, outcome) = tokio::sync::oneshot::channel();
         self.submit(Job::Resident {
             residents,
@@ -1247,7 +1255,10 @@ unsafe fn confine_and_exec(
                 plan.argv.as_ptr(),
                 plan.envp.as_ptr(),
             );
-            if errno() != libc::ETXTBSY || busy_retries == 0 {
+            if errno() != libc::ETXTBSY
+                || busy_retries == 0
+                || (*shared).given_up.load(Ordering::SeqCst)
+            {
                 break;
             }
             busy_retries -= 1;
