@@ -41,23 +41,29 @@
 //!
 //! The host hands a call over and goes on without waiting for the
 //! plugin's `exec` (waiting, it would be woken once more per call, which
-//! cost about a tenth of a tiny call's time here). So what the plugin is
-//! started from (its [`Job`]) stays with the call until the resident no
-//! longer reads it (a call dropped before waits that long: the plugin's
-//! steps before `exec`, since it then stops waiting out a busy
-//! entrypoint); a resident claimed for a call that is dropped before it is
-//! handed the call is free again ([`Claimed`]); the resident closes the host's copies of the plugin's
-//! pipe ends once the plugin has its own; a step the plugin failed (its
-//! `exec`, say) is read from the job when the resident reports, and is the
-//! call's outcome then, as it would have been the spawn's; and the plugin
-//! waits out an entrypoint still open for writing (`ETXTBSY`) itself. The
-//! report is one write on the call's status pipe: the plugin's wait status
-//! and the errno of its clone. A resident ends
-//! after 30 s without a call, when its confinement is dropped (a plugin
-//! reloaded or revoked) or the process exits (both wait for it to be
-//! reaped, so that none is left to whoever adopts it), and with the host
-//! however it ends: its parent-death signal is `SIGKILL`, and its parent
-//! is the host thread that made it.
+//! cost about a tenth of a tiny call's time here). So:
+//! - what the plugin is started from (its [`Job`]) stays with the call
+//!   until the resident no longer reads it; a call dropped before then
+//!   waits that long (the plugin's steps before `exec`: it stops waiting
+//!   out a busy entrypoint once its call is gone);
+//! - a resident claimed for a call that is dropped before it is handed the
+//!   call is free again ([`Claimed`]);
+//! - the resident closes the host's copies of the plugin's pipe ends once
+//!   the plugin has its own;
+//! - a step the plugin failed (its `exec`, say) is read from the job when
+//!   the resident reports, and is the call's outcome then, as it would
+//!   have been the spawn's;
+//! - the plugin waits out an entrypoint still open for writing (`ETXTBSY`)
+//!   itself.
+//!
+//! The report is one write on the call's status pipe: the plugin's wait
+//! status and the errno of its clone.
+//!
+//! A resident ends after 30 s without a call, when its confinement is
+//! dropped (a plugin reloaded or revoked) or the process exits (both wait
+//! for it to be reaped, so that none is left to whoever adopts it), and
+//! with the host however it ends: its parent-death signal is `SIGKILL`,
+//! and its parent is the host thread that made it.
 
 use std::ffi::{c_int, c_void};
 use std::io;
