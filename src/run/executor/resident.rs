@@ -436,14 +436,18 @@ pub(super) fn claim_or_make(
         return None;
     };
     let slot = resident.slot.clone();
-    // Free since it started, and nobody else knows it yet.
-    slot.state.store(CLAIMED, Ordering::SeqCst);
+    // Free since it started, and nobody else knows it yet; unless it died
+    // already (killed from outside), and its thread marked it gone.
+    let claimed = slot
+        .state
+        .compare_exchange(FREE, CLAIMED, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
     let mut slots = residents.slots.lock().unwrap_or_else(|e| e.into_inner());
     if !residents.registered.swap(true, Ordering::Relaxed) {
         register(residents);
     }
     slots.push(resident);
-    Some(Claimed(Some(slot)))
+    claimed.then(|| Claimed(Some(slot)))
 }
 
 /// Hands `job` to `slot`'s resident, claimed for it, and the status
