@@ -13,6 +13,7 @@ Environment: PLUGHOST (the binary), PYTHONPATH with the SDK (target/pydeps).
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -87,7 +88,15 @@ async def drive(client):
 def main():
     url = sys.argv[-1]
     plughost = os.environ["PLUGHOST"]
+    # The scenario's plugins and state: gone with it, however it ends.
     work = tempfile.mkdtemp(prefix="plughost-remote-client-")
+    try:
+        sign_in_and_drive(url, plughost, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def sign_in_and_drive(url, plughost, work):
     plugins, state = os.path.join(work, "plugins"), os.path.join(work, "state")
     base = [plughost, "--plugins-dir", plugins, "--state-dir", state]
     # The sign-in's browser follows the authorization server's redirects

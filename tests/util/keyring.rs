@@ -106,20 +106,31 @@ impl Keyring {
         k
     }
 
-    /// Whether the daemon owns the Secret Service's name and its default
-    /// collection exists.
+    /// Whether the daemon owns the Secret Service's name, its default
+    /// collection exists and is unlocked, and a lookup finds nothing.
     fn answers(&self) -> bool {
-        let out = self
-            .dbus_send(&[
+        let says = |args: &[&str], what: &str| {
+            let out = self.dbus_send(args).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).contains(what)
+        };
+        says(
+            &[
                 "--dest=org.freedesktop.DBus",
                 "/org/freedesktop/DBus",
                 "org.freedesktop.DBus.NameHasOwner",
                 "string:org.freedesktop.secrets",
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).contains("boolean true")
-            && self.lookup_raw(&["xdg:schema", "none"]).status.code() == Some(1)
+            ],
+            "boolean true",
+        ) && says(
+            &[
+                "--dest=org.freedesktop.secrets",
+                "/org/freedesktop/secrets/aliases/default",
+                "org.freedesktop.DBus.Properties.Get",
+                "string:org.freedesktop.Secret.Collection",
+                "string:Locked",
+            ],
+            "boolean false",
+        ) && self.lookup_raw(&["xdg:schema", "none"]).status.code() == Some(1)
     }
 
     /// Points `c` at this keyring's bus.
@@ -170,7 +181,11 @@ impl Keyring {
             .args(["-STOP", &self.daemon.id().to_string()])
             .status()
             .unwrap();
-        assert!(stopped.success());
+        assert!(
+            stopped.success(),
+            "the keyring daemon ({}) was gone before it could be stopped",
+            self.daemon.id()
+        );
     }
 
     fn dbus_send(&self, args: &[&str]) -> Command {
