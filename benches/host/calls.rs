@@ -10,7 +10,7 @@ use plughost::protocol::Invocation;
 use serde_json::{Value, json};
 
 use crate::raw;
-use crate::stats::{pct, rate, ratio};
+use crate::stats::{call_rate, pct, rate, ratio};
 use crate::{Bench, cell};
 
 pub(crate) async fn rows(bench: &Bench, report: &mut Value) {
@@ -142,13 +142,7 @@ async fn throughput_row(
     let per_round = (calls / ROUNDS).max(concurrency);
     let (mut host_s, mut raw_s) = (0.0, 0.0);
     for _ in 0..ROUNDS {
-        let host_rate = rate(concurrency, per_round, |_| {
-            let call = host.call("tiny_echo", json!({}), Invocation::default());
-            async move {
-                call.await.unwrap();
-            }
-        })
-        .await;
+        let host_rate = call_rate(host, "tiny_echo", concurrency, per_round).await;
         let raw_rate = rate(concurrency, per_round, |_| {
             let (p, d, r) = (program.clone(), dir.clone(), request.clone());
             async move { raw::call(&p, &d, &r).await }

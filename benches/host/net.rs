@@ -11,7 +11,7 @@ use plughost::protocol::Invocation;
 use serde_json::{Value, json};
 
 use crate::raw;
-use crate::stats::{pct, rate, ratio};
+use crate::stats::{call_rate, pct, ratio};
 use crate::{Bench, cell};
 
 /// The bytes `/big` answers with.
@@ -73,20 +73,8 @@ pub(crate) async fn rows(bench: &Bench, report: &mut Value) {
         grants.push(row);
         for concurrency in [2, 32] {
             let calls = bench.iters(2000, 200);
-            let granted = rate(concurrency, calls, |_| {
-                let call = host.call("tiny_hosts_echo", json!({}), Invocation::default());
-                async move {
-                    call.await.unwrap();
-                }
-            })
-            .await;
-            let bare = rate(concurrency, calls, |_| {
-                let call = host.call("tiny_echo", json!({}), Invocation::default());
-                async move {
-                    call.await.unwrap();
-                }
-            })
-            .await;
+            let granted = call_rate(&host, "tiny_hosts_echo", concurrency, calls).await;
+            let bare = call_rate(&host, "tiny_echo", concurrency, calls).await;
             throughput.push(json!({"level": level, "concurrency": concurrency,
                 "granted_calls_per_s": granted.round() as u64, "bare_calls_per_s": bare.round() as u64,
                 "ratio": ratio(granted, bare)}));

@@ -5,6 +5,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use plughost::PluginHost;
+use plughost::protocol::Invocation;
+use serde_json::json;
+
 /// The `p`th percentile of `samples` in microseconds, one decimal.
 pub(crate) fn pct(samples: &mut [Duration], p: usize) -> f64 {
     samples.sort();
@@ -61,6 +65,22 @@ where
         t.await.unwrap();
     }
     calls as f64 / start.elapsed().as_secs_f64()
+}
+
+/// [`rate`] of calls of `tool`, without input, through `host`.
+pub(crate) async fn call_rate(
+    host: &PluginHost,
+    tool: &str,
+    concurrency: usize,
+    calls: usize,
+) -> f64 {
+    rate(concurrency, calls, |_| {
+        let call = host.call(tool, json!({}), Invocation::default());
+        async move {
+            call.await.unwrap();
+        }
+    })
+    .await
 }
 
 /// A process's own `/proc/self/status` field in kB (`VmRSS`, `VmHWM`).
